@@ -1,0 +1,78 @@
+/* gpuleak public C API: markers and sub-allocator blocks, recorded into the process's trace.
+ *
+ * These functions are defined by libgpuleak.so. A program that must also run without gpuleak loaded
+ * should not link against it; it calls the gpuleak_try_* helpers at the end of this header instead,
+ * which look the functions up at run time (dlsym on RTLD_DEFAULT, cached) and do nothing when the
+ * library is absent. All functions are thread-safe and never fail the caller.
+ */
+#ifndef GPULEAK_GPULEAK_H
+#define GPULEAK_GPULEAK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Records a marker ("epoch 3") at this moment; the report groups growth by the intervals between
+ * markers. The label is copied (at most 1023 bytes). */
+void gpuleak_mark(const char* label);
+
+/* For allocators that sub-allocate from memory they reserved with cudaMalloc & co. (caching
+ * allocators, pools): a block of `size` bytes at `ptr` handed out to the program on `device`.
+ * The report counts such blocks as "allocated" and the segments under them as "reserved". */
+void gpuleak_block_alloc(const void* ptr, size_t size, int device);
+
+/* The block at `ptr` went back to the sub-allocator's cache. */
+void gpuleak_block_free(const void* ptr);
+
+/* 1 when gpuleak is recording in this process, 0 when it cannot (no trace file). */
+int gpuleak_active(void);
+
+/* Copies the path of this process's trace file (NUL-terminated, truncated to `capacity`) into `buf`
+ * and returns its full length; 0 when there is no trace file yet. */
+size_t gpuleak_trace_path(char* buf, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- Optional use: works whether or not libgpuleak.so is loaded --------------------------------
+ * Link with -ldl on glibc older than 2.34. */
+#include <dlfcn.h>
+
+#define GPULEAK_RESOLVE_(type, name)                                                                   \
+    static type resolved_;                                                                            \
+    static int looked_up_;                                                                            \
+    if (!__atomic_load_n(&looked_up_, __ATOMIC_ACQUIRE)) {                                            \
+        __atomic_store_n(&resolved_, (type)dlsym(RTLD_DEFAULT, name), __ATOMIC_RELAXED);              \
+        __atomic_store_n(&looked_up_, 1, __ATOMIC_RELEASE);                                           \
+    }                                                                                                 \
+    type fn_ = __atomic_load_n(&resolved_, __ATOMIC_RELAXED)
+
+static inline void gpuleak_try_mark(const char* label) {
+    GPULEAK_RESOLVE_(void (*)(const char*), "gpuleak_mark");
+    if (fn_)
+        fn_(label);
+}
+
+static inline void gpuleak_try_block_alloc(const void* ptr, size_t size, int device) {
+    GPULEAK_RESOLVE_(void (*)(const void*, size_t, int), "gpuleak_block_alloc");
+    if (fn_)
+        fn_(ptr, size, device);
+}
+
+static inline void gpuleak_try_block_free(const void* ptr) {
+    GPULEAK_RESOLVE_(void (*)(const void*), "gpuleak_block_free");
+    if (fn_)
+        fn_(ptr);
+}
+
+static inline int gpuleak_try_active(void) {
+    GPULEAK_RESOLVE_(int (*)(void), "gpuleak_active");
+    return fn_ ? fn_() : 0;
+}
+
+#undef GPULEAK_RESOLVE_
+
+#endif

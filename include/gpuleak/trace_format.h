@@ -1,0 +1,314 @@
+// The gpuleak trace file: written by libgpuleak.so through a MAP_SHARED mapping, read by the analyzer.
+// Both sides include this header; it is the only contract between them.
+//
+// Layout: a fixed-size header followed by regions whose offsets and sizes the header gives.
+//   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
+//   strings   append-only StringRecord stream (command line pieces, marker labels)
+//   stacks    append-only StackRecord stream (each distinct call stack once)
+//   live      LiveSlot array: the exact set of live allocations, whatever happened to the ring
+//   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
+//   notable   EventRecord array: failures, markers and forks, kept even when the ring wraps
+//   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
+//
+// Crash consistency: every record has a commit word that the writer stores last, with release order,
+// after the record's other fields. A record whose commit word is not the expected value was in flight
+// when the process died and is ignored. Append-only streams are written in order under a lock, so a
+// reader stops at the first record that is not committed.
+//
+// All integers are little-endian; the reader rejects files whose endian_tag does not read back.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+namespace gpuleak::format {
+#define GPULEAK_FORMAT_ENUM(name, type) enum class name : type
+#else
+#define GPULEAK_FORMAT_ENUM(name, type) enum name
+#endif
+
+static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
+static const uint32_t kFormatVersion = 1;
+static const uint32_t kEndianTag = 0x01020304u;
+static const uint32_t kHeaderBytes = 8192;
+static const uint32_t kMaxDevices = 16;        // ordinals >= this are accounted in the last slot
+static const uint32_t kAccountingSlots = 18;   // kMaxDevices devices, host, unknown device
+static const uint32_t kHostSlot = 16;
+static const uint32_t kUnknownDeviceSlot = 17;
+static const uint32_t kKindCount = 10;         // MemoryKind values are < kKindCount
+static const uint32_t kCommandLineBytes = 4096;
+static const uint32_t kMaxStackDepth = 1024;
+
+GPULEAK_FORMAT_ENUM(MemoryKind, uint8_t){
+    None = 0,
+    Device = 1,         // cudaMalloc, cuMemAlloc, pitched and 3D allocations
+    Managed = 2,        // cudaMallocManaged, cuMemAllocManaged
+    PinnedHost = 3,     // cudaMallocHost, cudaHostAlloc, cuMemAllocHost, cuMemHostAlloc
+    HostRegistered = 4, // cuMemHostRegister: host memory the program already owned, now pinned
+    AsyncPool = 5,      // cudaMallocAsync, cudaMallocFromPoolAsync and their driver twins
+    VmmPhysical = 6,    // cuMemCreate: physical memory behind a generic allocation handle
+    VmmMapping = 7,     // cuMemMap: a physical handle mapped at a virtual range
+    VaReservation = 8,  // cuMemAddressReserve: address space only, no memory
+    Block = 9,          // a block a sub-allocator handed out inside reserved memory (public C API)
+};
+
+// Objects of different key spaces may share an address (a block at the start of its segment, a VMM
+// handle value equal to some pointer); a free names the space it looks in.
+GPULEAK_FORMAT_ENUM(KeySpace, uint8_t){
+    Pointer = 0,   // Device, Managed, PinnedHost, HostRegistered, AsyncPool
+    VmmHandle = 1, // VmmPhysical, keyed by handle value
+    VmmRange = 2,  // VmmMapping, keyed by virtual address
+    VaRange = 3,   // VaReservation
+    BlockSpace = 4,
+};
+
+GPULEAK_FORMAT_ENUM(EventType, uint16_t){
+    Alloc = 1,
+    Free = 2,        // address, size, kind and device are those of the allocation freed
+    FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an overflowed entry)
+    AllocFailed = 4, // size = requested bytes, result = the error code returned to the program
+    PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
+    Marker = 6,      // address = string id of the label
+    Fork = 7,        // address = pid of the child
+};
+
+GPULEAK_FORMAT_ENUM(EndState, uint32_t){
+    Running = 0, // no end record: the process is alive, or was killed (SIGKILL, OOM killer)
+    Exited = 1,  // exit_code is valid
+    Signaled = 2 // end_signal is valid: a fatal signal was caught and re-raised
+};
+
+GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){
+    SimulatedDevice = 1u << 0, // the CUDA libraries in the process were gpuleak's simulated device
+    LiveTableOverflow = 1u << 1,
+};
+
+#undef GPULEAK_FORMAT_ENUM
+
+struct Region {
+    uint64_t offset; // from the start of the file, 64-byte aligned
+    uint64_t size;   // bytes
+};
+
+// Per accounting slot (device ordinal, host, unknown) and memory kind: bytes live now and the most
+// ever live at once.
+struct Accounting {
+    uint64_t live_bytes[18][10];
+    uint64_t peak_bytes[18][10];
+};
+
+struct FileHeader {
+    char magic[8];
+    uint32_t format_version;
+    uint32_t endian_tag;
+    uint32_t header_bytes;
+    uint32_t flags; // HeaderFlag bits
+    uint64_t file_bytes;
+
+    int32_t pid;
+    int32_t ppid;
+    uint64_t start_realtime_ns; // CLOCK_REALTIME at creation
+    uint64_t start_monotonic_ns; // CLOCK_MONOTONIC at creation; event times are on this clock
+    uint32_t stack_depth;        // configured native stack depth
+    uint32_t timeline_interval_ms_initial;
+    char hostname[64];
+    char parent_trace[256]; // path of the parent process's trace file, if it had one when forking
+    uint32_t command_line_bytes;
+    uint32_t reserved0;
+    char command_line[4096]; // argv joined by NUL bytes, truncated
+
+    Region modules;
+    Region strings;
+    Region stacks;
+    Region live;
+    Region ring;
+    Region notable;
+    Region timeline;
+
+    uint64_t live_capacity;     // LiveSlot count
+    uint64_t ring_capacity;     // EventRecord count
+    uint64_t notable_capacity;  // EventRecord count
+    uint64_t timeline_capacity; // TimelineSample count
+
+    // Counters, updated atomically while the process runs.
+    uint64_t ring_head;          // events ever claimed; event n lives in ring slot n % ring_capacity
+    uint64_t notable_count;      // notable events claimed (may exceed capacity: the rest were dropped)
+    uint64_t modules_used;       // bytes of the modules region written
+    uint64_t strings_used;
+    uint64_t stacks_used;
+    uint64_t live_overflow;      // allocations that found no free live slot (bounded full behaviour)
+    uint64_t stacks_dropped;     // stacks that did not fit; their events carry stack id 0
+    uint64_t strings_dropped;
+    uint64_t timeline_samples;   // samples ever taken (the array keeps a thinned subset)
+    uint64_t timeline_interval_ns; // current sampling interval (doubles when the array is thinned)
+    uint64_t free_unknown;       // frees of addresses not in the live table
+
+    Accounting accounting;
+
+    // How the process ended. end_commit is written last: only when it equals kEndCommit are the
+    // other end fields valid.
+    uint32_t end_state; // EndState
+    int32_t exit_code;
+    int32_t end_signal;
+    uint32_t end_commit;
+    uint64_t end_monotonic_ns;
+};
+
+static const uint32_t kEndCommit = 0x454e4421u; // "END!"
+
+// Append-only stream records start with this prefix. `commit` holds kRecordCommit once the record is
+// complete; `bytes` is the record's total size including the prefix, a multiple of 8.
+struct RecordPrefix {
+    uint32_t commit;
+    uint32_t bytes;
+};
+static const uint32_t kRecordCommit = 0x52454321u; // "REC!"
+
+struct ModuleRecord {
+    struct RecordPrefix prefix;
+    uint64_t load_address; // dlpi_addr: add to an ELF virtual address to get a run-time address
+    uint64_t low;          // lowest mapped address of its PT_LOAD segments
+    uint64_t high;         // one past the highest
+    uint32_t build_id_bytes;
+    uint32_t path_bytes; // excluding the terminating NUL, which is present
+    uint8_t build_id[32];
+    // followed by path_bytes + 1 bytes of path, padded to 8
+};
+
+struct StringRecord {
+    struct RecordPrefix prefix;
+    uint32_t id;    // ids start at 1 and are dense
+    uint32_t bytes; // excluding the terminating NUL, which is present
+    // followed by bytes + 1 bytes of UTF-8, padded to 8
+};
+
+struct StackRecord {
+    struct RecordPrefix prefix;
+    uint32_t id;           // ids start at 1 and are dense; 0 means "no stack"
+    uint16_t native_count; // return addresses, innermost first
+    uint16_t python_count; // reserved for Python frames (0 in format version 1)
+    // followed by native_count uint64_t addresses
+};
+
+// One slot of the live table. A slot describes a live allocation exactly when state == kSlotLive.
+struct LiveSlot {
+    uint32_t state;
+    uint32_t stack_id;
+    uint64_t address;
+    uint64_t size;
+    uint64_t time_ns; // CLOCK_MONOTONIC at allocation
+    uint64_t stream;
+    uint32_t thread_id;
+    int16_t device; // ordinal, -1 host, -2 unknown
+    uint8_t kind;   // MemoryKind
+    uint8_t api;    // entry-point index (see entry_point_names in the interposer), 255 = public C API
+};
+static const uint32_t kSlotFree = 0;
+static const uint32_t kSlotLive = 0x4c495645u; // "LIVE"
+
+struct EventRecord {
+    uint64_t commit; // sequence number + 1 once committed; 0 while being written
+    uint64_t time_ns;
+    uint64_t address;
+    uint64_t size;
+    uint64_t stream;
+    uint32_t stack_id;
+    uint32_t thread_id;
+    uint16_t type; // EventType
+    uint8_t kind;  // MemoryKind
+    uint8_t api;
+    int16_t device;
+    uint16_t reserved0;
+    int32_t result; // error code for AllocFailed
+    uint32_t reserved1;
+};
+
+struct TimelineSample {
+    uint64_t commit; // sample number + 1 once committed
+    uint64_t time_ns;
+    uint64_t rss_bytes;  // host resident set size of the process
+    uint64_t reserved0;
+    uint64_t kind_bytes[10];   // live bytes by MemoryKind, all devices and host together
+    uint64_t device_bytes[16]; // live device-memory bytes per ordinal (Device, Managed, AsyncPool,
+                               // VmmPhysical), 0..kMaxDevices-1
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
+static_assert(sizeof(LiveSlot) == 48, "LiveSlot layout is part of the file format");
+static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");
+static_assert(sizeof(ModuleRecord) == 72, "ModuleRecord layout is part of the file format");
+static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file format");
+static_assert(sizeof(TimelineSample) == 240, "TimelineSample layout is part of the file format");
+
+// Which key space a kind's objects live in.
+constexpr KeySpace key_space_of(MemoryKind kind) {
+    switch (kind) {
+    case MemoryKind::VmmPhysical:
+        return KeySpace::VmmHandle;
+    case MemoryKind::VmmMapping:
+        return KeySpace::VmmRange;
+    case MemoryKind::VaReservation:
+        return KeySpace::VaRange;
+    case MemoryKind::Block:
+        return KeySpace::BlockSpace;
+    default:
+        return KeySpace::Pointer;
+    }
+}
+
+// Kinds whose bytes occupy device memory (as opposed to host memory or mere address space).
+constexpr bool occupies_device_memory(MemoryKind kind) {
+    return kind == MemoryKind::Device || kind == MemoryKind::Managed || kind == MemoryKind::AsyncPool ||
+           kind == MemoryKind::VmmPhysical;
+}
+
+constexpr const char* kind_name(MemoryKind kind) {
+    switch (kind) {
+    case MemoryKind::Device:
+        return "device";
+    case MemoryKind::Managed:
+        return "managed";
+    case MemoryKind::PinnedHost:
+        return "pinned_host";
+    case MemoryKind::HostRegistered:
+        return "host_registered";
+    case MemoryKind::AsyncPool:
+        return "async_pool";
+    case MemoryKind::VmmPhysical:
+        return "vmm_physical";
+    case MemoryKind::VmmMapping:
+        return "vmm_mapping";
+    case MemoryKind::VaReservation:
+        return "va_reservation";
+    case MemoryKind::Block:
+        return "block";
+    case MemoryKind::None:
+        break;
+    }
+    return "none";
+}
+
+constexpr const char* event_type_name(EventType type) {
+    switch (type) {
+    case EventType::Alloc:
+        return "alloc";
+    case EventType::Free:
+        return "free";
+    case EventType::FreeUnknown:
+        return "free_unknown";
+    case EventType::AllocFailed:
+        return "alloc_failed";
+    case EventType::PoolTrim:
+        return "pool_trim";
+    case EventType::Marker:
+        return "marker";
+    case EventType::Fork:
+        return "fork";
+    }
+    return "unknown";
+}
+
+} // namespace gpuleak::format
+#endif

@@ -1,0 +1,67 @@
+// What the hooks tell the recorder. Every function is safe to call from any thread, at any time
+// (before initialisation, after fork, during exit), never blocks on I/O in the common case, never
+// allocates heap memory on the hot path, and never calls back into CUDA or into the hooks.
+#pragma once
+
+#include <cstdint>
+
+#include "gpuleak/trace_format.h"
+
+namespace gpuleak {
+
+using format::KeySpace;
+using format::MemoryKind;
+
+inline constexpr int16_t kHostDevice = -1;
+inline constexpr int16_t kUnknownDevice = -2;
+inline constexpr uint8_t kPublicApi = 255;
+
+struct Allocation {
+    MemoryKind kind;
+    uint64_t address;
+    uint64_t size;
+    int16_t device;
+    uint64_t stream;
+    uint8_t api; // index of the entry point in cuda_entry_points.def, kPublicApi for the C API
+};
+
+// A successful allocation: captures the caller's stack and adds the object to the live set.
+void record_alloc(const Allocation& allocation);
+
+// A failed allocation attempt (size = requested bytes): captures the stack; an OOM site.
+void record_alloc_failure(const Allocation& attempt, int32_t error);
+
+// A successful free of the object at `address` in `space`.
+void record_free(KeySpace space, uint64_t address, uint64_t stream, uint8_t api);
+
+// A successful release of every object of `space` inside [address, address + size).
+void record_free_range(KeySpace space, uint64_t address, uint64_t size, uint8_t api);
+
+// A pool trimmed down to `keep_bytes`.
+void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api);
+
+// A marker with a copy of `label`.
+void record_marker(const char* label);
+
+// The device a live object was charged to, kUnknownDevice when it is not live.
+int16_t live_device_of(KeySpace space, uint64_t address);
+
+// True while this thread is inside a hook: nested CUDA calls (a runtime call reaching the driver)
+// are passed through without being recorded a second time.
+class HookScope {
+public:
+    HookScope() noexcept;
+    ~HookScope();
+    HookScope(const HookScope&) = delete;
+    HookScope& operator=(const HookScope&) = delete;
+    [[nodiscard]] bool outermost() const noexcept { return outermost_; }
+
+private:
+    bool outermost_;
+};
+
+// Whether this process is recording (its trace file exists and is mapped) and the file's path.
+bool recording_active();
+const char* trace_path();
+
+} // namespace gpuleak
