@@ -43,6 +43,12 @@ void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api);
 // A marker with a copy of `label`.
 void record_marker(const char* label);
 
+// The process forked `child_pid` (recorded only when this process already has a trace).
+void record_fork(int child_pid);
+
+// The process is ending through exit(), _exit() or _Exit() with `status`.
+void record_process_exit(int status);
+
 // The device a live object was charged to, kUnknownDevice when it is not live.
 int16_t live_device_of(KeySpace space, uint64_t address);
 

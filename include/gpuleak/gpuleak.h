@@ -41,35 +41,47 @@ size_t gpuleak_trace_path(char* buf, size_t capacity);
  * Link with -ldl on glibc older than 2.34. */
 #include <dlfcn.h>
 
+#ifdef RTLD_DEFAULT
+#define GPULEAK_DEFAULT_HANDLE_ RTLD_DEFAULT
+#else
+#define GPULEAK_DEFAULT_HANDLE_ ((void*)0) /* glibc's RTLD_DEFAULT, defined only with _GNU_SOURCE */
+#endif
+
+typedef void (*gpuleak_mark_fn)(const char*);
+typedef void (*gpuleak_block_alloc_fn)(const void*, size_t, int);
+typedef void (*gpuleak_block_free_fn)(const void*);
+typedef int (*gpuleak_active_fn)(void);
+
+/* Looks `name` up once per call site; concurrent first calls may both look it up, harmlessly. */
 #define GPULEAK_RESOLVE_(type, name)                                                                   \
     static type resolved_;                                                                            \
     static int looked_up_;                                                                            \
     if (!__atomic_load_n(&looked_up_, __ATOMIC_ACQUIRE)) {                                            \
-        __atomic_store_n(&resolved_, (type)dlsym(RTLD_DEFAULT, name), __ATOMIC_RELAXED);              \
+        __atomic_store_n(&resolved_, (type)dlsym(GPULEAK_DEFAULT_HANDLE_, name), __ATOMIC_RELAXED);              \
         __atomic_store_n(&looked_up_, 1, __ATOMIC_RELEASE);                                           \
     }                                                                                                 \
     type fn_ = __atomic_load_n(&resolved_, __ATOMIC_RELAXED)
 
 static inline void gpuleak_try_mark(const char* label) {
-    GPULEAK_RESOLVE_(void (*)(const char*), "gpuleak_mark");
+    GPULEAK_RESOLVE_(gpuleak_mark_fn, "gpuleak_mark");
     if (fn_)
         fn_(label);
 }
 
 static inline void gpuleak_try_block_alloc(const void* ptr, size_t size, int device) {
-    GPULEAK_RESOLVE_(void (*)(const void*, size_t, int), "gpuleak_block_alloc");
+    GPULEAK_RESOLVE_(gpuleak_block_alloc_fn, "gpuleak_block_alloc");
     if (fn_)
         fn_(ptr, size, device);
 }
 
 static inline void gpuleak_try_block_free(const void* ptr) {
-    GPULEAK_RESOLVE_(void (*)(const void*), "gpuleak_block_free");
+    GPULEAK_RESOLVE_(gpuleak_block_free_fn, "gpuleak_block_free");
     if (fn_)
         fn_(ptr);
 }
 
 static inline int gpuleak_try_active(void) {
-    GPULEAK_RESOLVE_(int (*)(void), "gpuleak_active");
+    GPULEAK_RESOLVE_(gpuleak_active_fn, "gpuleak_active");
     return fn_ ? fn_() : 0;
 }
 

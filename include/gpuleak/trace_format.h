@@ -32,7 +32,7 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 static const uint32_t kFormatVersion = 1;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
-static const uint32_t kMaxDevices = 16;        // ordinals >= this are accounted in the last slot
+static const uint32_t kMaxDevices = 16;        // ordinals >= this are accounted as unknown
 static const uint32_t kAccountingSlots = 18;   // kMaxDevices devices, host, unknown device
 static const uint32_t kHostSlot = 16;
 static const uint32_t kUnknownDeviceSlot = 17;

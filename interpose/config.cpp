@@ -1,0 +1,119 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace gpuleak {
+
+void warn(const char* format, ...) {
+    char line[1024];
+    int used = std::snprintf(line, sizeof line, "gpuleak: ");
+    va_list args;
+    va_start(args, format);
+    int body = std::vsnprintf(line + used, sizeof line - used - 1, format, args);
+    va_end(args);
+    if (body < 0)
+        return;
+    size_t length = std::strlen(line);
+    line[length++] = '\n';
+    for (size_t written = 0; written < length;) {
+        ssize_t n = ::write(STDERR_FILENO, line + written, length - written);
+        if (n <= 0 && errno != EINTR)
+            return;
+        if (n > 0)
+            written += static_cast<size_t>(n);
+    }
+}
+
+namespace {
+
+// Parses a whole decimal number in [low, high]; anything else is malformed.
+bool parse_number(const char* text, uint64_t low, uint64_t high, uint64_t& out) {
+    if (text[0] < '0' || text[0] > '9')
+        return false;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long value = std::strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < low || value > high)
+        return false;
+    out = value;
+    return true;
+}
+
+uint64_t number_setting(const char* name, uint64_t fallback, uint64_t low, uint64_t high) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || text[0] == '\0')
+        return fallback;
+    uint64_t value = 0;
+    if (parse_number(text, low, high, value))
+        return value;
+    warn("%s=%s is not a number in [%llu, %llu]; using %llu", name, text, static_cast<unsigned long long>(low),
+         static_cast<unsigned long long>(high), static_cast<unsigned long long>(fallback));
+    return fallback;
+}
+
+bool flag_setting(const char* name) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || text[0] == '\0' || std::strcmp(text, "0") == 0)
+        return false;
+    if (std::strcmp(text, "1") == 0)
+        return true;
+    warn("%s=%s should be 0 or 1; using 0", name, text);
+    return false;
+}
+
+} // namespace
+
+Config read_config() {
+    Config config{};
+    const char* output = std::getenv("GPULEAK_OUTPUT");
+    if (output != nullptr && output[0] != '\0' && std::strlen(output) < sizeof config.output_pattern) {
+        std::strcpy(config.output_pattern, output);
+    } else {
+        if (output != nullptr && output[0] != '\0')
+            warn("GPULEAK_OUTPUT is longer than %zu bytes; using the default", sizeof config.output_pattern - 1);
+        std::strcpy(config.output_pattern, "gpuleak.%p.trace");
+    }
+    config.max_bytes = number_setting("GPULEAK_MAX_MB", kDefaultMaxMb, kMinMaxMb, kMaxMaxMb) << 20;
+    config.stack_depth =
+        static_cast<uint32_t>(number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
+    config.sample_interval_ms =
+        static_cast<uint32_t>(number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, 1, 60000));
+    config.quiet = flag_setting("GPULEAK_QUIET");
+    return config;
+}
+
+bool expand_output_pattern(const char* pattern, int pid, char* out, unsigned long capacity) {
+    unsigned long used = 0;
+    auto append = [&](const char* text, size_t length) {
+        if (used + length >= capacity)
+            return false;
+        std::memcpy(out + used, text, length);
+        used += length;
+        return true;
+    };
+    for (const char* p = pattern; *p != '\0'; ++p) {
+        bool ok = true;
+        if (p[0] == '%' && p[1] == 'p') {
+            char digits[16];
+            int n = std::snprintf(digits, sizeof digits, "%d", pid);
+            ok = append(digits, static_cast<size_t>(n));
+            ++p;
+        } else if (p[0] == '%' && p[1] == '%') {
+            ok = append("%", 1);
+            ++p;
+        } else {
+            ok = append(p, 1);
+        }
+        if (!ok)
+            return false;
+    }
+    out[used] = '\0';
+    return true;
+}
+
+} // namespace gpuleak

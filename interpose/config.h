@@ -1,0 +1,32 @@
+// Settings read from GPULEAK_* environment variables once, when the recorder starts in a process.
+#pragma once
+
+#include <cstdint>
+
+namespace gpuleak {
+
+struct Config {
+    char output_pattern[1024]; // GPULEAK_OUTPUT, "%p" expands to the pid
+    uint64_t max_bytes;        // GPULEAK_MAX_MB
+    uint32_t stack_depth;      // GPULEAK_STACK_DEPTH, 0 = no stacks
+    uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
+    bool quiet;                // GPULEAK_QUIET
+};
+
+inline constexpr uint64_t kDefaultMaxMb = 64;
+inline constexpr uint64_t kMinMaxMb = 4;
+inline constexpr uint64_t kMaxMaxMb = 65536;
+inline constexpr uint32_t kDefaultStackDepth = 64;
+inline constexpr uint32_t kMaxStackDepthSetting = 256;
+inline constexpr uint32_t kDefaultSampleMs = 100;
+
+// Reads the environment; a malformed value gets one warning on stderr and the default.
+Config read_config();
+
+// One line on stderr, prefixed "gpuleak: ". Never allocates; safe in any thread.
+void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// Expands `pattern` ("%p" = pid, "%%" = "%") into `out`; false when it does not fit.
+bool expand_output_pattern(const char* pattern, int pid, char* out, unsigned long capacity);
+
+} // namespace gpuleak

@@ -1,0 +1,160 @@
+#include "module_map.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace gpuleak {
+
+namespace {
+
+struct Visit {
+    ModuleMap* map;
+    char cuda_libraries[4][512];
+    uint32_t cuda_library_count;
+};
+
+// The GNU build id from an object's PT_NOTE segments, if any.
+uint32_t find_build_id(const dl_phdr_info* info, uint8_t* out, uint32_t capacity) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_NOTE)
+            continue;
+        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
+        const uint8_t* end = cursor + header.p_memsz;
+        while (cursor + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
+            const uint8_t* name = cursor + sizeof(ElfW(Nhdr));
+            const uint8_t* desc = name + ((note->n_namesz + 3) & ~3u);
+            if (desc + note->n_descsz > end)
+                break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+                uint32_t bytes = note->n_descsz < capacity ? note->n_descsz : capacity;
+                std::memcpy(out, desc, bytes);
+                return bytes;
+            }
+            cursor = desc + ((note->n_descsz + 3) & ~3u);
+        }
+    }
+    return 0;
+}
+
+bool is_cuda_library(const char* path) {
+    const char* slash = std::strrchr(path, '/');
+    const char* name = slash != nullptr ? slash + 1 : path;
+    return std::strncmp(name, "libcudart.so", 12) == 0 || std::strncmp(name, "libcuda.so", 10) == 0;
+}
+
+} // namespace
+
+int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
+    auto* visit = static_cast<Visit*>(data);
+    ModuleMap& map = *visit->map;
+    uint64_t low = UINT64_MAX;
+    uint64_t high = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_LOAD)
+            continue;
+        uint64_t start = info->dlpi_addr + header.p_vaddr;
+        low = start < low ? start : low;
+        high = start + header.p_memsz > high ? start + header.p_memsz : high;
+    }
+    if (high == 0 || map.known(low) || map.range_count_ >= ModuleMap::kMaxModules)
+        return 0;
+
+    char path[4096];
+    const char* name = info->dlpi_name;
+    if (name == nullptr || name[0] == '\0') {
+        // The main program has no name here; /proc/self/exe does.
+        ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = '\0';
+    } else {
+        std::strncpy(path, name, sizeof path - 1);
+        path[sizeof path - 1] = '\0';
+    }
+    if (is_cuda_library(path) && visit->cuda_library_count < 4) {
+        char* slot = visit->cuda_libraries[visit->cuda_library_count++];
+        std::strncpy(slot, path, sizeof visit->cuda_libraries[0] - 1);
+        slot[sizeof visit->cuda_libraries[0] - 1] = '\0';
+    }
+    const uint32_t path_bytes = static_cast<uint32_t>(std::strlen(path));
+    const uint32_t bytes = static_cast<uint32_t>((sizeof(format::ModuleRecord) + path_bytes + 1 + 7) & ~size_t{7});
+    // A module that does not fit is still remembered below, so that new stacks do not rescan for it.
+    map.writer_->append_record(TraceWriter::Stream::Modules, bytes, [&](uint8_t* body) {
+        auto* record = reinterpret_cast<format::ModuleRecord*>(body - sizeof(format::RecordPrefix));
+        record->load_address = info->dlpi_addr;
+        record->low = low;
+        record->high = high;
+        record->build_id_bytes = find_build_id(info, record->build_id, sizeof record->build_id);
+        record->path_bytes = path_bytes;
+        std::memcpy(record + 1, path, path_bytes + 1);
+    });
+    map.ranges_[map.range_count_++] = {low, high};
+    return 0;
+}
+
+bool ModuleMap::attach(TraceWriter& writer) {
+    writer_ = &writer;
+    lock_.reset_after_fork();
+    void* memory =
+        ::mmap(nullptr, kMaxModules * sizeof(Range), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ranges_ = memory == MAP_FAILED ? nullptr : static_cast<Range*>(memory);
+    range_count_ = 0;
+    if (ranges_ == nullptr)
+        return false;
+    SpinGuard guard(lock_);
+    refresh();
+    return true;
+}
+
+void ModuleMap::detach() {
+    if (ranges_ != nullptr)
+        ::munmap(ranges_, kMaxModules * sizeof(Range));
+    ranges_ = nullptr;
+    range_count_ = 0;
+    writer_ = nullptr;
+    lock_.reset_after_fork();
+}
+
+bool ModuleMap::known(uint64_t address) const {
+    for (uint32_t i = 0; i < range_count_; ++i)
+        if (address >= ranges_[i].low && address < ranges_[i].high)
+            return true;
+    return false;
+}
+
+void ModuleMap::refresh() {
+    Visit visit{};
+    visit.map = this;
+    dl_iterate_phdr(ModuleMap::visit, &visit);
+    // Only the simulated device defines this symbol; the real libraries never do. Looked up after
+    // dl_iterate_phdr, inside which the dynamic loader must not be entered. The libraries may have
+    // been loaded RTLD_LOCAL (ctypes, the runtime's own dlopen of the driver), hence per handle.
+    for (uint32_t i = 0; i < visit.cuda_library_count; ++i) {
+        void* handle = dlopen(visit.cuda_libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (handle == nullptr)
+            continue;
+        if (dlsym(handle, "gpuleak_simulated_device") != nullptr)
+            __atomic_fetch_or(&writer_->header()->flags, static_cast<uint32_t>(format::HeaderFlag::SimulatedDevice),
+                              __ATOMIC_RELAXED);
+        dlclose(handle);
+    }
+}
+
+void ModuleMap::cover(const uint64_t* frames, uint32_t count) {
+    if (ranges_ == nullptr)
+        return;
+    SpinGuard guard(lock_);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!known(frames[i])) {
+            refresh();
+            return;
+        }
+    }
+}
+
+} // namespace gpuleak

@@ -1,0 +1,76 @@
+#include "native_unwind.h"
+
+#include "config.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <dlfcn.h>
+#include <link.h>
+
+namespace gpuleak {
+
+namespace {
+
+uint64_t g_self_low = 0;
+uint64_t g_self_high = 0;
+
+struct SelfSearch {
+    uint64_t address;
+    uint64_t low;
+    uint64_t high;
+    bool is_main_program;
+};
+
+int find_self(dl_phdr_info* info, size_t, void* data) {
+    auto* search = static_cast<SelfSearch*>(data);
+    uint64_t low = UINT64_MAX;
+    uint64_t high = 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_LOAD)
+            continue;
+        uint64_t start = info->dlpi_addr + header.p_vaddr;
+        if (start < low)
+            low = start;
+        if (start + header.p_memsz > high)
+            high = start + header.p_memsz;
+    }
+    if (search->address < low || search->address >= high)
+        return 0;
+    search->low = low;
+    search->high = high;
+    search->is_main_program = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
+    return 1;
+}
+
+} // namespace
+
+void init_native_unwind() {
+    // Per-thread caches make repeated unwinds through the same code cheap and need no locks.
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    SelfSearch search{reinterpret_cast<uint64_t>(&capture_native_stack), 0, 0, false};
+    if (dl_iterate_phdr(find_self, &search) == 1 && !search.is_main_program) {
+        g_self_low = search.low;
+        g_self_high = search.high;
+    }
+}
+
+uint32_t capture_native_stack(uint64_t* frames, uint32_t max_frames) {
+    constexpr int kSkipBudget = 16;
+    void* buffer[kMaxStackDepthSetting + kSkipBudget];
+    int wanted = static_cast<int>(max_frames) + kSkipBudget;
+    if (wanted > static_cast<int>(sizeof buffer / sizeof buffer[0]))
+        wanted = static_cast<int>(sizeof buffer / sizeof buffer[0]);
+    int count = unw_backtrace(buffer, wanted);
+    int first = 0;
+    while (first < count && reinterpret_cast<uint64_t>(buffer[first]) >= g_self_low &&
+           reinterpret_cast<uint64_t>(buffer[first]) < g_self_high)
+        ++first;
+    uint32_t kept = 0;
+    for (int i = first; i < count && kept < max_frames; ++i)
+        frames[kept++] = reinterpret_cast<uint64_t>(buffer[i]);
+    return kept;
+}
+
+} // namespace gpuleak

@@ -1,0 +1,40 @@
+// The public C API of include/gpuleak/gpuleak.h.
+#include "gpuleak/gpuleak.h"
+
+#include <cstring>
+
+#include "recorder.h"
+
+extern "C" {
+
+__attribute__((visibility("default"))) void gpuleak_mark(const char* label) { gpuleak::record_marker(label); }
+
+__attribute__((visibility("default"))) void gpuleak_block_alloc(const void* ptr, size_t size, int device) {
+    if (ptr == nullptr)
+        return;
+    gpuleak::record_alloc({gpuleak::MemoryKind::Block, reinterpret_cast<uint64_t>(ptr), size,
+                           static_cast<int16_t>(device), 0, gpuleak::kPublicApi});
+}
+
+__attribute__((visibility("default"))) void gpuleak_block_free(const void* ptr) {
+    if (ptr == nullptr)
+        return;
+    gpuleak::record_free(gpuleak::KeySpace::BlockSpace, reinterpret_cast<uint64_t>(ptr), 0, gpuleak::kPublicApi);
+}
+
+__attribute__((visibility("default"))) int gpuleak_active(void) { return gpuleak::recording_active() ? 1 : 0; }
+
+__attribute__((visibility("default"))) size_t gpuleak_trace_path(char* buf, size_t capacity) {
+    const char* path = gpuleak::trace_path();
+    if (path == nullptr)
+        return 0;
+    size_t length = std::strlen(path);
+    if (buf != nullptr && capacity > 0) {
+        size_t copied = length < capacity - 1 ? length : capacity - 1;
+        std::memcpy(buf, path, copied);
+        buf[copied] = '\0';
+    }
+    return length;
+}
+
+} // extern "C"

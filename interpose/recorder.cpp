@@ -1,0 +1,371 @@
+#include "recorder.h"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "live_table.h"
+#include "module_map.h"
+#include "native_unwind.h"
+#include "stack_table.h"
+#include "timeline_sampler.h"
+#include "trace_writer.h"
+
+namespace gpuleak {
+
+using format::EventRecord;
+using format::EventType;
+using format::LiveSlot;
+
+namespace {
+
+enum class State : int { Idle, Starting, Active, Off };
+
+constinit std::atomic<State> g_state{State::Idle};
+constinit Config g_config{};
+constinit TraceWriter g_writer;
+constinit LiveTable g_live;
+constinit StackTable g_stacks;
+constinit ModuleMap g_modules;
+constinit TimelineSampler g_sampler;
+constinit char g_parent_trace[1100] = {};
+constinit bool g_process_hooks_installed = false;
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT,
+                                 SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
+
+void on_fatal_signal(int signal_number) {
+    if (g_state.load(std::memory_order_acquire) == State::Active)
+        g_writer.write_end(format::EndState::Signaled, signal_number);
+    // SA_RESETHAND restored the default action; the re-raised signal is delivered when this handler
+    // returns (it is blocked until then), so the process dies exactly as it would have without us.
+    raise(signal_number);
+}
+
+void on_process_exit(int status, void*) { record_process_exit(status); }
+
+void after_fork_in_child() {
+    forget_thread_id_after_fork();
+    if (g_state.load(std::memory_order_relaxed) == State::Active)
+        std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
+    g_sampler.forget_after_fork();
+    g_modules.detach();
+    g_stacks.detach();
+    g_live.detach();
+    g_writer.abandon_after_fork();
+    // The child gets its own trace from its first event; the parent's allocations are not its own.
+    g_state.store(State::Idle, std::memory_order_release);
+}
+
+// Hooks that belong to the process image, not to one trace: inherited by forked children.
+void install_process_hooks() {
+    if (g_process_hooks_installed)
+        return;
+    g_process_hooks_installed = true;
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    on_exit(on_process_exit, nullptr);
+    for (int signal_number : kFatalSignals) {
+        struct sigaction current {};
+        // Only where the program left the default action: its own handlers stay untouched.
+        if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
+            (current.sa_flags & SA_SIGINFO) != 0)
+            continue;
+        struct sigaction ours {};
+        ours.sa_handler = on_fatal_signal;
+        sigemptyset(&ours.sa_mask);
+        ours.sa_flags = SA_RESETHAND | SA_ONSTACK;
+        sigaction(signal_number, &ours, nullptr);
+    }
+}
+
+bool start_recording() {
+    t_starting = true;
+    g_config = read_config();
+    init_native_unwind();
+    ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace};
+    bool ok = g_writer.create(g_config, identity);
+    if (ok && !g_live.attach(g_writer.live_slots(), g_writer.header()->live_capacity)) {
+        warn("cannot map memory for the live-allocation index; not recording");
+        ok = false;
+    }
+    if (ok) {
+        if (!g_stacks.attach(g_writer))
+            warn("cannot map memory for the stack index; events are recorded without stacks");
+        g_modules.attach(g_writer);
+        install_process_hooks();
+        g_sampler.start(g_writer);
+        if (!g_config.quiet)
+            warn("recording GPU memory of pid %d (%s) to %s", identity.pid,
+                 g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?", g_writer.path());
+    }
+    g_state.store(ok ? State::Active : State::Off, std::memory_order_release);
+    t_starting = false;
+    return ok;
+}
+
+bool ensure_active() {
+    State state = g_state.load(std::memory_order_acquire);
+    if (state == State::Active)
+        return true;
+    if (state == State::Off || t_starting)
+        return false;
+    if (state == State::Idle) {
+        State expected = State::Idle;
+        if (g_state.compare_exchange_strong(expected, State::Starting, std::memory_order_acq_rel))
+            return start_recording();
+    }
+    while ((state = g_state.load(std::memory_order_acquire)) == State::Starting)
+        sched_yield();
+    return state == State::Active;
+}
+
+uint32_t accounting_slot(int16_t device) {
+    if (device >= 0 && device < static_cast<int16_t>(format::kMaxDevices))
+        return static_cast<uint32_t>(device);
+    return device == kHostDevice ? format::kHostSlot : format::kUnknownDeviceSlot;
+}
+
+void account(const LiveSlot& slot, bool add) {
+    format::Accounting& accounting = g_writer.header()->accounting;
+    uint32_t where = accounting_slot(slot.device);
+    uint64_t* live = &accounting.live_bytes[where][slot.kind];
+    if (!add) {
+        __atomic_fetch_sub(live, slot.size, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t now = __atomic_add_fetch(live, slot.size, __ATOMIC_RELAXED);
+    uint64_t* peak = &accounting.peak_bytes[where][slot.kind];
+    uint64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
+    while (now > seen && !__atomic_compare_exchange_n(peak, &seen, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+uint32_t capture_stack() {
+    if (g_config.stack_depth == 0)
+        return 0;
+    uint64_t frames[kMaxStackDepthSetting];
+    uint32_t count = capture_native_stack(frames, g_config.stack_depth);
+    if (count == 0)
+        return 0;
+    bool added = false;
+    uint32_t id = g_stacks.intern(frames, count, added);
+    if (added)
+        g_modules.cover(frames, count);
+    return id;
+}
+
+EventRecord event_of(EventType type, const LiveSlot& slot) {
+    EventRecord event{};
+    event.time_ns = slot.time_ns;
+    event.address = slot.address;
+    event.size = slot.size;
+    event.stream = slot.stream;
+    event.stack_id = slot.stack_id;
+    event.thread_id = slot.thread_id;
+    event.type = static_cast<uint16_t>(type);
+    event.kind = slot.kind;
+    event.api = slot.api;
+    event.device = slot.device;
+    return event;
+}
+
+void append_free(const LiveSlot& removed, uint64_t stream, uint8_t api) {
+    account(removed, false);
+    EventRecord event = event_of(EventType::Free, removed);
+    event.time_ns = monotonic_ns();
+    event.thread_id = current_thread_id();
+    event.stack_id = 0;
+    event.stream = stream;
+    event.api = api;
+    g_writer.append_event(event);
+}
+
+void append_free_unknown(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
+    __atomic_fetch_add(&g_writer.header()->free_unknown, 1, __ATOMIC_RELAXED);
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.thread_id = current_thread_id();
+    event.address = address;
+    event.stream = stream;
+    event.type = static_cast<uint16_t>(EventType::FreeUnknown);
+    event.api = api;
+    event.result = static_cast<int32_t>(space);
+    event.device = kUnknownDevice;
+    g_writer.append_event(event);
+}
+
+// Recording must not change errno under the program's feet (a hooked call that succeeded leaves it
+// as the library left it).
+class ErrnoGuard {
+public:
+    ErrnoGuard() : saved_(errno) {}
+    ~ErrnoGuard() { errno = saved_; }
+    ErrnoGuard(const ErrnoGuard&) = delete;
+    ErrnoGuard& operator=(const ErrnoGuard&) = delete;
+
+private:
+    int saved_;
+};
+
+} // namespace
+
+HookScope::HookScope() noexcept : outermost_(t_hook_depth++ == 0) {}
+HookScope::~HookScope() { --t_hook_depth; }
+
+void record_alloc(const Allocation& allocation) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    LiveSlot entry{};
+    entry.stack_id = capture_stack();
+    entry.address = allocation.address;
+    entry.size = allocation.size;
+    entry.time_ns = monotonic_ns();
+    entry.stream = allocation.stream;
+    entry.thread_id = current_thread_id();
+    entry.device = allocation.device;
+    entry.kind = static_cast<uint8_t>(allocation.kind);
+    entry.api = allocation.api;
+    LiveSlot replaced{};
+    switch (g_live.insert(entry, &replaced)) {
+    case LiveTable::InsertResult::Replaced:
+        // Its free went by unseen (a path gpuleak does not hook): the new object takes its place.
+        append_free(replaced, 0, allocation.api);
+        account(entry, true);
+        break;
+    case LiveTable::InsertResult::Inserted:
+        account(entry, true);
+        break;
+    case LiveTable::InsertResult::Full:
+        __atomic_fetch_add(&g_writer.header()->live_overflow, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_or(&g_writer.header()->flags, static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow),
+                          __ATOMIC_RELAXED);
+        break;
+    }
+    EventRecord event = event_of(EventType::Alloc, entry);
+    g_writer.append_event(event);
+}
+
+void record_alloc_failure(const Allocation& attempt, int32_t error) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.size = attempt.size;
+    event.stream = attempt.stream;
+    event.stack_id = capture_stack();
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::AllocFailed);
+    event.kind = static_cast<uint8_t>(attempt.kind);
+    event.api = attempt.api;
+    event.device = attempt.device;
+    event.result = error;
+    g_writer.append_event(event);
+    g_writer.append_notable(event);
+}
+
+void record_free(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    LiveSlot removed{};
+    if (g_live.remove(space, address, &removed))
+        append_free(removed, stream, api);
+    else
+        append_free_unknown(space, address, stream, api);
+}
+
+void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, uint8_t api) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    const uint64_t end = address + size < address ? UINT64_MAX : address + size;
+    bool any = false;
+    LiveSlot removed{};
+    for (uint64_t cursor = address; cursor < end;) {
+        // Mappings are usually unmapped one at a time at their own address: try that before scanning.
+        if (!g_live.remove(space, cursor, &removed) && !g_live.remove_first_in(space, cursor, end, &removed))
+            break;
+        append_free(removed, 0, api);
+        any = true;
+        cursor = removed.address + (removed.size > 0 ? removed.size : 1);
+    }
+    if (!any)
+        append_free_unknown(space, address, 0, api);
+}
+
+void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.address = pool;
+    event.size = keep_bytes;
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::PoolTrim);
+    event.api = api;
+    event.device = kUnknownDevice;
+    g_writer.append_event(event);
+}
+
+void record_marker(const char* label) {
+    ErrnoGuard errno_guard;
+    if (label == nullptr || !ensure_active())
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.address = g_writer.add_string(label, strnlen(label, 1023));
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::Marker);
+    event.api = kPublicApi;
+    event.device = kUnknownDevice;
+    g_writer.append_event(event);
+    g_writer.append_notable(event);
+}
+
+void record_fork(int child_pid) {
+    ErrnoGuard errno_guard;
+    if (g_state.load(std::memory_order_acquire) != State::Active)
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.address = static_cast<uint64_t>(child_pid);
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::Fork);
+    event.device = kUnknownDevice;
+    g_writer.append_event(event);
+    g_writer.append_notable(event);
+}
+
+void record_process_exit(int status) {
+    ErrnoGuard errno_guard;
+    if (g_state.load(std::memory_order_acquire) != State::Active)
+        return;
+    g_sampler.sample_now();
+    g_writer.write_end(format::EndState::Exited, status);
+}
+
+int16_t live_device_of(format::KeySpace space, uint64_t address) {
+    LiveSlot found{};
+    if (g_state.load(std::memory_order_acquire) == State::Active && g_live.find(space, address, &found))
+        return found.device;
+    return kUnknownDevice;
+}
+
+bool recording_active() { return ensure_active(); }
+
+const char* trace_path() { return recording_active() ? g_writer.path() : nullptr; }
+
+} // namespace gpuleak

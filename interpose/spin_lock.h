@@ -1,0 +1,39 @@
+// A lock for the recorder's short critical sections: usable before libc is fully up, after fork in
+// the child (reset by re-constructing), and without any heap allocation.
+#pragma once
+
+#include <atomic>
+#include <sched.h>
+
+namespace gpuleak {
+
+class SpinLock {
+public:
+    void lock() noexcept {
+        for (int spins = 0;; ++spins) {
+            if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire))
+                return;
+            if (spins > 64)
+                sched_yield();
+        }
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+    // After fork the child has one thread: a lock held by another parent thread would never be released.
+    void reset_after_fork() noexcept { locked_.store(false, std::memory_order_relaxed); }
+
+private:
+    std::atomic<bool> locked_{false};
+};
+
+class SpinGuard {
+public:
+    explicit SpinGuard(SpinLock& lock) noexcept : lock_(lock) { lock_.lock(); }
+    ~SpinGuard() { lock_.unlock(); }
+    SpinGuard(const SpinGuard&) = delete;
+    SpinGuard& operator=(const SpinGuard&) = delete;
+
+private:
+    SpinLock& lock_;
+};
+
+} // namespace gpuleak

@@ -1,0 +1,38 @@
+// Interning of call stacks: each distinct stack is written to the trace once and referred to by id.
+// Looking up a known stack takes no lock; adding a new one (rare after warm-up) takes one.
+#pragma once
+
+#include <cstdint>
+
+#include "spin_lock.h"
+#include "trace_writer.h"
+
+namespace gpuleak {
+
+class StackTable {
+public:
+    bool attach(TraceWriter& writer);
+    void detach();
+
+    // The id of the stack `frames[0..count)` (innermost first), adding it when new (`added` tells).
+    // 0 when the stack did not fit in the file or the index: the event is kept without its stack.
+    uint32_t intern(const uint64_t* frames, uint32_t count, bool& added);
+
+private:
+    struct Entry {
+        uint64_t hash; // 0 = empty; published last
+        uint32_t id;
+        uint32_t offset_words; // record offset in the stacks region / 8
+    };
+    bool matches(const Entry& entry, const uint64_t* frames, uint32_t count) const;
+
+    TraceWriter* writer_ = nullptr;
+    Entry* entries_ = nullptr;
+    uint64_t entry_count_ = 0; // power of two
+    uint64_t used_ = 0;
+    uint32_t next_id_ = 1;
+    SpinLock insert_lock_;
+    uint64_t private_bytes_ = 0;
+};
+
+} // namespace gpuleak

@@ -1,0 +1,309 @@
+#include "trace_writer.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace gpuleak {
+
+using format::EventRecord;
+using format::FileHeader;
+using format::Region;
+
+namespace {
+
+constexpr uint64_t kAlign = 64;
+constexpr uint64_t kNotableCapacity = 4096;
+constexpr uint64_t kTimelineCapacity = 4096;
+constexpr int kMaxNameAttempts = 100;
+
+uint64_t align_up(uint64_t value) { return (value + kAlign - 1) & ~(kAlign - 1); }
+
+uint64_t floor_power_of_two(uint64_t value) {
+    uint64_t result = 1;
+    while (result * 2 <= value)
+        result *= 2;
+    return result;
+}
+
+__attribute__((tls_model("initial-exec"))) thread_local uint32_t t_thread_id = 0;
+
+void read_command_line(char* out, uint32_t capacity, uint32_t& used) {
+    used = 0;
+    int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    while (used < capacity) {
+        ssize_t n = ::read(fd, out + used, capacity - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += static_cast<uint32_t>(n);
+    }
+    ::close(fd);
+}
+
+} // namespace
+
+uint64_t monotonic_ns() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint32_t current_thread_id() {
+    if (t_thread_id == 0)
+        t_thread_id = static_cast<uint32_t>(::syscall(SYS_gettid));
+    return t_thread_id;
+}
+
+void forget_thread_id_after_fork() { t_thread_id = 0; }
+
+Layout compute_layout(uint64_t max_bytes) {
+    Layout layout{};
+    uint64_t cursor = format::kHeaderBytes;
+    auto place = [&](Region& region, uint64_t bytes) {
+        region.offset = cursor;
+        region.size = align_up(bytes);
+        cursor += region.size;
+    };
+    auto share = [&](uint64_t percent, uint64_t minimum) {
+        uint64_t bytes = max_bytes / 100 * percent;
+        return bytes < minimum ? minimum : bytes;
+    };
+    place(layout.modules, share(1, 64 << 10));
+    place(layout.strings, share(3, 64 << 10));
+    place(layout.stacks, share(20, 256 << 10));
+    layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
+    place(layout.live, layout.live_capacity * sizeof(format::LiveSlot));
+    layout.notable_capacity = kNotableCapacity;
+    place(layout.notable, kNotableCapacity * sizeof(EventRecord));
+    layout.timeline_capacity = kTimelineCapacity;
+    place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
+    uint64_t left = max_bytes > cursor ? max_bytes - cursor : 0;
+    uint64_t ring_records = floor_power_of_two(left / sizeof(EventRecord));
+    if (ring_records < 1024)
+        ring_records = 1024;
+    layout.ring_capacity = ring_records;
+    place(layout.ring, ring_records * sizeof(EventRecord));
+    layout.file_bytes = cursor;
+    return layout;
+}
+
+bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) {
+    char base_path[sizeof path_ - 8];
+    if (!expand_output_pattern(config.output_pattern, identity.pid, base_path, sizeof base_path)) {
+        warn("GPULEAK_OUTPUT expands to a path that is too long; not recording");
+        return false;
+    }
+    int fd = -1;
+    for (int attempt = 0; attempt < kMaxNameAttempts && fd < 0; ++attempt) {
+        if (attempt == 0)
+            std::snprintf(path_, sizeof path_, "%s", base_path);
+        else
+            std::snprintf(path_, sizeof path_, "%s.%d", base_path, attempt);
+        fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
+        return false;
+    }
+    const Layout layout = compute_layout(config.max_bytes);
+    // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
+    // program the first time a page of the mapping is touched.
+    int reserve_error = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.file_bytes));
+    void* mapping = MAP_FAILED;
+    if (reserve_error == 0)
+        mapping = ::mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int map_error = errno;
+    ::close(fd);
+    if (reserve_error != 0 || mapping == MAP_FAILED) {
+        warn("cannot reserve %llu bytes for trace file %s: %s; the program runs on unrecorded",
+             static_cast<unsigned long long>(layout.file_bytes), path_,
+             std::strerror(reserve_error != 0 ? reserve_error : map_error));
+        ::unlink(path_);
+        return false;
+    }
+    base_ = static_cast<uint8_t*>(mapping);
+    header_ = reinterpret_cast<FileHeader*>(base_);
+    ring_mask_ = layout.ring_capacity - 1;
+    next_string_id_ = 1;
+    strings_lock_.reset_after_fork();
+    write_header(config, identity, layout);
+    return true;
+}
+
+void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout) {
+    FileHeader& h = *header_;
+    h.format_version = format::kFormatVersion;
+    h.endian_tag = format::kEndianTag;
+    h.header_bytes = format::kHeaderBytes;
+    h.file_bytes = layout.file_bytes;
+    h.pid = identity.pid;
+    h.ppid = identity.ppid;
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    h.start_realtime_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    h.start_monotonic_ns = monotonic_ns();
+    h.stack_depth = config.stack_depth;
+    h.timeline_interval_ms_initial = config.sample_interval_ms;
+    h.timeline_interval_ns = static_cast<uint64_t>(config.sample_interval_ms) * 1000000ull;
+    ::gethostname(h.hostname, sizeof h.hostname - 1);
+    if (identity.parent_trace != nullptr)
+        std::snprintf(h.parent_trace, sizeof h.parent_trace, "%s", identity.parent_trace);
+    read_command_line(h.command_line, sizeof h.command_line, h.command_line_bytes);
+    h.modules = layout.modules;
+    h.strings = layout.strings;
+    h.stacks = layout.stacks;
+    h.live = layout.live;
+    h.ring = layout.ring;
+    h.notable = layout.notable;
+    h.timeline = layout.timeline;
+    h.live_capacity = layout.live_capacity;
+    h.ring_capacity = layout.ring_capacity;
+    h.notable_capacity = layout.notable_capacity;
+    h.timeline_capacity = layout.timeline_capacity;
+    // The magic goes in last: a reader never takes a half-written header for a trace.
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+}
+
+void TraceWriter::abandon_after_fork() {
+    // The child's copy of the parent's mapping is private to the child's address space once unmapped;
+    // the parent's file is untouched.
+    if (base_ != nullptr)
+        ::munmap(base_, header_->file_bytes);
+    base_ = nullptr;
+    header_ = nullptr;
+    strings_lock_.reset_after_fork();
+}
+
+format::LiveSlot* TraceWriter::live_slots() const {
+    return reinterpret_cast<format::LiveSlot*>(base_ + header_->live.offset);
+}
+
+format::TimelineSample* TraceWriter::timeline() const {
+    return reinterpret_cast<format::TimelineSample*>(base_ + header_->timeline.offset);
+}
+
+namespace {
+
+// Publishes a fixed-size record: invalidate, fill, then store the commit word with release order, so
+// that a reader after a crash sees either the old commit (stale, rejected by sequence) or the new one
+// with every field in place.
+void publish(EventRecord& slot, const EventRecord& event, uint64_t commit) {
+    __atomic_store_n(&slot.commit, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
+                reinterpret_cast<const uint8_t*>(&event) + sizeof event.commit, sizeof event - sizeof event.commit);
+    __atomic_store_n(&slot.commit, commit, __ATOMIC_RELEASE);
+}
+
+} // namespace
+
+void TraceWriter::append_event(EventRecord& event) {
+    uint64_t sequence = __atomic_fetch_add(&header_->ring_head, 1, __ATOMIC_RELAXED);
+    auto* ring = reinterpret_cast<EventRecord*>(base_ + header_->ring.offset);
+    event.commit = sequence + 1;
+    publish(ring[sequence & ring_mask_], event, sequence + 1);
+}
+
+bool TraceWriter::append_notable(EventRecord& event) {
+    uint64_t index = __atomic_fetch_add(&header_->notable_count, 1, __ATOMIC_RELAXED);
+    if (index >= header_->notable_capacity)
+        return false;
+    auto* notable = reinterpret_cast<EventRecord*>(base_ + header_->notable.offset);
+    publish(notable[index], event, index + 1);
+    return true;
+}
+
+namespace {
+
+struct StreamPlace {
+    Region region;
+    uint64_t* used;
+};
+
+StreamPlace place_of(FileHeader& header, TraceWriter::Stream stream) {
+    switch (stream) {
+    case TraceWriter::Stream::Modules:
+        return {header.modules, &header.modules_used};
+    case TraceWriter::Stream::Strings:
+        return {header.strings, &header.strings_used};
+    case TraceWriter::Stream::Stacks:
+        break;
+    }
+    return {header.stacks, &header.stacks_used};
+}
+
+} // namespace
+
+uint8_t* TraceWriter::reserve(Stream stream, uint32_t bytes) {
+    StreamPlace place = place_of(*header_, stream);
+    uint64_t used = __atomic_load_n(place.used, __ATOMIC_RELAXED);
+    if (bytes % 8 != 0 || used + bytes > place.region.size)
+        return nullptr;
+    return base_ + place.region.offset + used;
+}
+
+int64_t TraceWriter::commit(Stream stream, uint8_t* record, uint32_t bytes) {
+    StreamPlace place = place_of(*header_, stream);
+    auto* prefix = reinterpret_cast<format::RecordPrefix*>(record);
+    prefix->bytes = bytes;
+    __atomic_store_n(&prefix->commit, format::kRecordCommit, __ATOMIC_RELEASE);
+    uint64_t offset = static_cast<uint64_t>(record - (base_ + place.region.offset));
+    __atomic_store_n(place.used, offset + bytes, __ATOMIC_RELEASE);
+    return static_cast<int64_t>(offset);
+}
+
+const uint8_t* TraceWriter::stream_data(Stream stream, uint64_t offset) const {
+    return base_ + place_of(*header_, stream).region.offset + offset;
+}
+
+uint32_t TraceWriter::add_string(const char* text, size_t length) {
+    SpinGuard guard(strings_lock_);
+    uint32_t id = next_string_id_;
+    uint64_t bytes = (sizeof(format::StringRecord) + length + 1 + 7) & ~uint64_t{7};
+    if (bytes > UINT32_MAX)
+        return 0;
+    int64_t offset = append_record(Stream::Strings, static_cast<uint32_t>(bytes), [&](uint8_t* body) {
+        auto* record = reinterpret_cast<format::StringRecord*>(body - sizeof(format::RecordPrefix));
+        record->id = id;
+        record->bytes = static_cast<uint32_t>(length);
+        char* chars = reinterpret_cast<char*>(record + 1);
+        std::memcpy(chars, text, length);
+        chars[length] = '\0';
+    });
+    if (offset < 0) {
+        __atomic_fetch_add(&header_->strings_dropped, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    ++next_string_id_;
+    return id;
+}
+
+void TraceWriter::write_end(format::EndState state, int code_or_signal) {
+    if (header_ == nullptr)
+        return;
+    FileHeader& h = *header_;
+    __atomic_store_n(&h.end_commit, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    h.end_state = static_cast<uint32_t>(state);
+    if (state == format::EndState::Signaled)
+        h.end_signal = code_or_signal;
+    else
+        h.exit_code = code_or_signal;
+    h.end_monotonic_ns = monotonic_ns();
+    __atomic_store_n(&h.end_commit, format::kEndCommit, __ATOMIC_RELEASE);
+}
+
+} // namespace gpuleak

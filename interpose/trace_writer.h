@@ -1,0 +1,89 @@
+// The process's trace file: created once per process, mapped MAP_SHARED so that every store is in the
+// page cache at once (a SIGKILL loses nothing already written), laid out as trace_format.h says.
+// This class owns the mapping and the append primitives; what is appended is the recorder's business.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "config.h"
+#include "gpuleak/trace_format.h"
+#include "spin_lock.h"
+
+namespace gpuleak {
+
+struct Layout {
+    format::Region modules, strings, stacks, live, ring, notable, timeline;
+    uint64_t live_capacity, ring_capacity, notable_capacity, timeline_capacity;
+    uint64_t file_bytes;
+};
+
+// Splits a file of at most `max_bytes` into regions. The ring gets what the others leave, rounded down
+// to a power of two records so that a sequence number maps to a slot with a mask.
+Layout compute_layout(uint64_t max_bytes);
+
+struct ProcessIdentity {
+    int pid;
+    int ppid;
+    const char* parent_trace; // may be empty
+};
+
+class TraceWriter {
+public:
+    // Creates the file named by the configured pattern (adding ".1", ".2", ... when the name is taken),
+    // reserves its whole size on disk, maps it and writes the header. False (with one warning) when
+    // the file cannot be made; the process then runs on unrecorded.
+    bool create(const Config& config, const ProcessIdentity& identity);
+
+    // Forgets the mapping without touching the file: used in a forked child, which must never write
+    // into its parent's trace.
+    void abandon_after_fork();
+
+    [[nodiscard]] bool mapped() const { return header_ != nullptr; }
+    [[nodiscard]] const char* path() const { return path_; }
+    [[nodiscard]] format::FileHeader* header() const { return header_; }
+    [[nodiscard]] format::LiveSlot* live_slots() const;
+    [[nodiscard]] format::TimelineSample* timeline() const;
+
+    // Appends to the event ring; fills in `commit` itself. Lock-free.
+    void append_event(format::EventRecord& event);
+    // Appends to the array of events kept whatever happens to the ring; false when it is full.
+    bool append_notable(format::EventRecord& event);
+
+    enum class Stream { Modules, Strings, Stacks };
+    // Appends one record of `bytes` (a multiple of 8, prefix included) to an append-only stream:
+    // `fill` writes everything after the prefix; the commit word is stored last. Callers serialise
+    // appends to the same stream. Returns the record's offset in the region, or -1 when it is full.
+    template <typename Fill> int64_t append_record(Stream stream, uint32_t bytes, Fill&& fill) {
+        uint8_t* record = reserve(stream, bytes);
+        if (record == nullptr)
+            return -1;
+        fill(record + sizeof(format::RecordPrefix));
+        return commit(stream, record, bytes);
+    }
+    [[nodiscard]] const uint8_t* stream_data(Stream stream, uint64_t offset) const;
+
+    // Adds a string record and returns its id (0 when the region is full). Thread-safe.
+    uint32_t add_string(const char* text, size_t length);
+
+    // Records how the process ended. Async-signal-safe.
+    void write_end(format::EndState state, int code_or_signal);
+
+private:
+    uint8_t* reserve(Stream stream, uint32_t bytes);
+    int64_t commit(Stream stream, uint8_t* record, uint32_t bytes);
+    void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout);
+
+    uint8_t* base_ = nullptr;
+    format::FileHeader* header_ = nullptr;
+    uint64_t ring_mask_ = 0;
+    uint32_t next_string_id_ = 1;
+    SpinLock strings_lock_;
+    char path_[1100] = {};
+};
+
+uint64_t monotonic_ns();
+uint32_t current_thread_id();
+void forget_thread_id_after_fork();
+
+} // namespace gpuleak

@@ -1,0 +1,129 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sys/stat.h>
+
+#include "temp_dir.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+
+using gpuleak::TraceWriter;
+using gpuleak::analyzer::TraceReader;
+using gpuleak::format::EventRecord;
+using gpuleak::format::EventType;
+
+namespace {
+
+gpuleak::Config config_for(const std::string& pattern, uint64_t megabytes = gpuleak::kMinMaxMb) {
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s", pattern.c_str());
+    config.max_bytes = megabytes << 20;
+    return config;
+}
+
+EventRecord alloc_event(uint64_t address) {
+    EventRecord event{};
+    event.type = static_cast<uint16_t>(EventType::Alloc);
+    event.address = address;
+    event.size = 1;
+    event.kind = static_cast<uint8_t>(gpuleak::format::MemoryKind::Device);
+    return event;
+}
+
+} // namespace
+
+TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
+    for (uint64_t megabytes : {uint64_t{4}, uint64_t{64}, uint64_t{1000}}) {
+        const gpuleak::Layout layout = gpuleak::compute_layout(megabytes << 20);
+        CHECK(layout.file_bytes <= megabytes << 20);
+        const gpuleak::format::Region regions[] = {layout.modules, layout.strings,  layout.stacks, layout.live,
+                                                   layout.notable, layout.timeline, layout.ring};
+        uint64_t end = gpuleak::format::kHeaderBytes;
+        for (const auto& region : regions) {
+            CHECK(region.offset % 64 == 0);
+            CHECK(region.offset >= end);
+            end = region.offset + region.size;
+        }
+        CHECK(end <= layout.file_bytes);
+        CHECK((layout.ring_capacity & (layout.ring_capacity - 1)) == 0);
+        CHECK(layout.live_capacity * sizeof(gpuleak::format::LiveSlot) <= layout.live.size);
+    }
+}
+
+TEST_CASE("trace files are private and never overwritten and name the pid") {
+    TempDir dir;
+    TraceWriter first;
+    REQUIRE(first.create(config_for(dir.path() + "/run.%p.trace"), {4242, 1, ""}));
+    CHECK(std::string(first.path()) == dir.path() + "/run.4242.trace");
+    struct stat info {};
+    REQUIRE(stat(first.path(), &info) == 0);
+    CHECK((info.st_mode & 0777) == 0600);
+
+    TraceWriter second;
+    REQUIRE(second.create(config_for(dir.path() + "/run.%p.trace"), {4242, 1, ""}));
+    CHECK(std::string(second.path()) == dir.path() + "/run.4242.trace.1");
+}
+
+TEST_CASE("an unwritable place gives a warning and no trace and no crash") {
+    TraceWriter writer;
+    CHECK_FALSE(writer.create(config_for("/proc/gpuleak-cannot-write-here/t.trace"), {1, 0, ""}));
+    CHECK_FALSE(writer.mapped());
+}
+
+TEST_CASE("the ring keeps the newest events and counts what it overwrote") {
+    TempDir dir;
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace"), {1, 0, ""}));
+    const uint64_t capacity = writer.header()->ring_capacity;
+    const uint64_t total = capacity * 2 + 17;
+    for (uint64_t i = 0; i < total; ++i) {
+        EventRecord event = alloc_event(i);
+        writer.append_event(event);
+    }
+    TraceReader reader = TraceReader::open(writer.path());
+    const auto& log = reader.events();
+    REQUIRE(log.events.size() == capacity);
+    CHECK(log.dropped == total - capacity);
+    CHECK(log.torn == 0);
+    CHECK(log.events.front().address == total - capacity);
+    CHECK(log.events.back().address == total - 1);
+    for (size_t i = 1; i < log.events.size(); ++i)
+        REQUIRE(log.events[i].sequence == log.events[i - 1].sequence + 1);
+}
+
+TEST_CASE("notable events survive the ring and overflow is counted") {
+    TempDir dir;
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace"), {1, 0, ""}));
+    const uint64_t capacity = writer.header()->notable_capacity;
+    uint64_t kept = 0;
+    for (uint64_t i = 0; i < capacity + 5; ++i) {
+        EventRecord event = alloc_event(i);
+        event.type = static_cast<uint16_t>(EventType::AllocFailed);
+        if (writer.append_notable(event))
+            ++kept;
+    }
+    CHECK(kept == capacity);
+    TraceReader reader = TraceReader::open(writer.path());
+    CHECK(reader.notable_events().events.size() == capacity);
+    CHECK(reader.notable_events().dropped == 5);
+}
+
+TEST_CASE("strings and the end record read back") {
+    TempDir dir;
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace"), {77, 7, "/parent.trace"}));
+    uint32_t id = writer.add_string("epoch 3", 7);
+    CHECK(id == 1);
+    CHECK(writer.add_string("epoch 4", 7) == 2);
+    writer.write_end(gpuleak::format::EndState::Exited, 3);
+    TraceReader reader = TraceReader::open(writer.path());
+    CHECK(reader.strings().at(1) == "epoch 3");
+    CHECK(reader.strings().at(2) == "epoch 4");
+    CHECK(reader.header().pid == 77);
+    CHECK(reader.header().ppid == 7);
+    CHECK(reader.header().parent_trace == "/parent.trace");
+    CHECK(reader.header().end.state == gpuleak::format::EndState::Exited);
+    CHECK(reader.header().end.exit_code == 3);
+    CHECK(reader.warnings().empty());
+}
