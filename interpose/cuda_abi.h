@@ -79,4 +79,35 @@ struct CUmemAllocationProp {
 
 constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
 
+// Used by the simulated device (tests/simdevice): VMM access control, the export-table id and the error
+// codes it returns beyond those above.
+constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+constexpr cudaError_t cudaErrorInitializationError = 3;
+constexpr cudaError_t cudaErrorInsufficientDriver = 35;
+
+constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_NONE = 0;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READ = 1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+
+struct CUmemAccessDesc {
+    CUmemLocation location;
+    int flags; // CUmemAccess_flags
+};
+
+struct CUuuid_st {
+    char bytes[16];
+};
+using CUuuid = CUuuid_st;
+
+// cudaGetDriverEntryPoint flags and query results.
+constexpr unsigned long long cudaEnableDefault = 0;
+constexpr unsigned long long cudaEnableLegacyStream = 1;
+constexpr unsigned long long cudaEnablePerThreadDefaultStream = 2;
+constexpr int cudaDriverEntryPointSuccess = 0;
+constexpr int cudaDriverEntryPointSymbolNotFound = 1;
+constexpr int cudaDriverEntryPointVersionNotSufficent = 2;
+
 } // extern "C"

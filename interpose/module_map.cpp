@@ -1,5 +1,6 @@
 #include "module_map.h"
 
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
@@ -73,15 +74,12 @@ int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
         ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
         path[n > 0 ? n : 0] = '\0';
     } else {
-        std::strncpy(path, name, sizeof path - 1);
-        path[sizeof path - 1] = '\0';
+        std::snprintf(path, sizeof path, "%s", name);
     }
-    if (is_cuda_library(path) && visit->cuda_library_count < 4) {
-        char* slot = visit->cuda_libraries[visit->cuda_library_count++];
-        std::strncpy(slot, path, sizeof visit->cuda_libraries[0] - 1);
-        slot[sizeof visit->cuda_libraries[0] - 1] = '\0';
-    }
-    const uint32_t path_bytes = static_cast<uint32_t>(std::strlen(path));
+    const size_t path_length = std::strlen(path);
+    if (is_cuda_library(path) && visit->cuda_library_count < 4 && path_length < sizeof visit->cuda_libraries[0])
+        std::memcpy(visit->cuda_libraries[visit->cuda_library_count++], path, path_length + 1);
+    const auto path_bytes = static_cast<uint32_t>(path_length);
     const uint32_t bytes = static_cast<uint32_t>((sizeof(format::ModuleRecord) + path_bytes + 1 + 7) & ~size_t{7});
     // A module that does not fit is still remembered below, so that new stacks do not rescan for it.
     map.writer_->append_record(TraceWriter::Stream::Modules, bytes, [&](uint8_t* body) {

@@ -44,6 +44,27 @@ int find_self(dl_phdr_info* info, size_t, void* data) {
     return 1;
 }
 
+#if defined(__SANITIZE_THREAD__)
+// unw_backtrace keeps a per-thread trace cache that libunwind frees from a thread-exit destructor;
+// under ThreadSanitizer that destructor runs after the thread's sanitizer state is gone and crashes.
+// Stepping frame by frame uses no such cache: slower, and only the TSan build needs it.
+int unwind_into(void** buffer, int wanted) {
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0)
+        return 0;
+    int count = 0;
+    while (count < wanted && unw_step(&cursor) > 0) {
+        unw_word_t ip = 0;
+        unw_get_reg(&cursor, UNW_REG_IP, &ip);
+        buffer[count++] = reinterpret_cast<void*>(ip);
+    }
+    return count;
+}
+#else
+int unwind_into(void** buffer, int wanted) { return unw_backtrace(buffer, wanted); }
+#endif
+
 } // namespace
 
 void init_native_unwind() {
@@ -62,7 +83,7 @@ uint32_t capture_native_stack(uint64_t* frames, uint32_t max_frames) {
     int wanted = static_cast<int>(max_frames) + kSkipBudget;
     if (wanted > static_cast<int>(sizeof buffer / sizeof buffer[0]))
         wanted = static_cast<int>(sizeof buffer / sizeof buffer[0]);
-    int count = unw_backtrace(buffer, wanted);
+    int count = unwind_into(buffer, wanted);
     int first = 0;
     while (first < count && reinterpret_cast<uint64_t>(buffer[first]) >= g_self_low &&
            reinterpret_cast<uint64_t>(buffer[first]) < g_self_high)

@@ -33,8 +33,8 @@ uint64_t resident_bytes() {
 }
 
 void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
-    __atomic_store_n(&slot.commit, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    // Acquire keeps the field stores below from being ordered before the invalidation.
+    __atomic_exchange_n(&slot.commit, 0, __ATOMIC_ACQUIRE);
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
                 reinterpret_cast<const uint8_t*>(&sample) + sizeof sample.commit, sizeof sample - sizeof sample.commit);
     __atomic_store_n(&slot.commit, sample.commit, __ATOMIC_RELEASE);

@@ -144,7 +144,7 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
 
 void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout) {
     FileHeader& h = *header_;
-    h.format_version = format::kFormatVersion;
+    std::memcpy(h.magic, format::kMagic, sizeof h.magic);
     h.endian_tag = format::kEndianTag;
     h.header_bytes = format::kHeaderBytes;
     h.file_bytes = layout.file_bytes;
@@ -172,9 +172,8 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     h.ring_capacity = layout.ring_capacity;
     h.notable_capacity = layout.notable_capacity;
     h.timeline_capacity = layout.timeline_capacity;
-    // The magic goes in last: a reader never takes a half-written header for a trace.
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+    // The version goes in last: a reader never takes a half-written header for a trace.
+    __atomic_store_n(&h.format_version, format::kFormatVersion, __ATOMIC_RELEASE);
 }
 
 void TraceWriter::abandon_after_fork() {
@@ -201,8 +200,8 @@ namespace {
 // that a reader after a crash sees either the old commit (stale, rejected by sequence) or the new one
 // with every field in place.
 void publish(EventRecord& slot, const EventRecord& event, uint64_t commit) {
-    __atomic_store_n(&slot.commit, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    // Acquire keeps the field stores below from being ordered before the invalidation.
+    __atomic_exchange_n(&slot.commit, 0, __ATOMIC_ACQUIRE);
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
                 reinterpret_cast<const uint8_t*>(&event) + sizeof event.commit, sizeof event - sizeof event.commit);
     __atomic_store_n(&slot.commit, commit, __ATOMIC_RELEASE);
@@ -295,8 +294,7 @@ void TraceWriter::write_end(format::EndState state, int code_or_signal) {
     if (header_ == nullptr)
         return;
     FileHeader& h = *header_;
-    __atomic_store_n(&h.end_commit, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_exchange_n(&h.end_commit, 0, __ATOMIC_ACQUIRE);
     h.end_state = static_cast<uint32_t>(state);
     if (state == format::EndState::Signaled)
         h.end_signal = code_or_signal;

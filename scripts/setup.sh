@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what gpuleak needs to build and test, from Debian's packages. Idempotent: installs only
+# what is missing. The only place that knows the project's dependencies.
+set -euo pipefail
+
+packages=(
+    build-essential cmake pkg-config
+    catch2 libfmt-dev libunwind-dev libdw-dev libelf-dev libcli11-dev nlohmann-json3-dev
+    heaptrack # the benchmark's point of comparison
+)
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_if_needed=()
+if [[ $(id -u) -ne 0 ]]; then
+    sudo_if_needed=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_if_needed[@]}" apt-get update -qq
+"${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

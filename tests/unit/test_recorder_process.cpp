@@ -1,0 +1,73 @@
+// The recorder across process boundaries: fork, exit and fatal signals. Each test case runs in a
+// process of its own (ctest starts the binary once per case), so each gets a fresh recorder.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "recorder_test_support.h"
+
+using gpuleak::Allocation;
+using gpuleak::KeySpace;
+using gpuleak::MemoryKind;
+using gpuleak::analyzer::TraceReader;
+using gpuleak::format::EventType;
+
+using namespace recorder_test;
+
+TEST_CASE("a forked child writes its own trace and never its parent's") {
+    TempDir dir;
+    const std::string parent_path = start_recording_into(dir);
+    gpuleak::record_alloc(device_allocation(0x1000, 10));
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        gpuleak::record_alloc(device_allocation(0x2000, 20));
+        gpuleak::record_alloc(device_allocation(0x3000, 30));
+        gpuleak::record_free(KeySpace::Pointer, 0x1000, 0, 0); // the parent's: not the child's to free
+        std::exit(gpuleak::trace_path() != parent_path ? 3 : 4);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 3);
+
+    TraceReader parent = TraceReader::open(parent_path);
+    CHECK(live_of(parent) == std::map<uint64_t, uint64_t>{{0x1000, 10}});
+    TraceReader child_trace = TraceReader::open(dir.path() + "/trace." + std::to_string(child));
+    CHECK(live_of(child_trace) == std::map<uint64_t, uint64_t>{{0x2000, 20}, {0x3000, 30}});
+    CHECK(child_trace.header().ppid == getpid());
+    CHECK(child_trace.header().parent_trace == parent_path);
+    CHECK(child_trace.header().counters.free_unknown == 1);
+    CHECK(child_trace.header().end.state == gpuleak::format::EndState::Exited);
+    CHECK(child_trace.header().end.exit_code == 3);
+}
+
+TEST_CASE("how the process ended: exit code or fatal signal or no record after SIGKILL") {
+    TempDir dir;
+    start_recording_into(dir);
+    auto run_child = [&](int how) {
+        pid_t child = fork();
+        if (child == 0) {
+            gpuleak::record_alloc(device_allocation(0x5000, 50));
+            if (how == SIGKILL || how == SIGTERM)
+                raise(how);
+            std::exit(how);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        return TraceReader::open(dir.path() + "/trace." + std::to_string(child));
+    };
+    TraceReader exited = run_child(7);
+    CHECK(exited.header().end.state == gpuleak::format::EndState::Exited);
+    CHECK(exited.header().end.exit_code == 7);
+    TraceReader terminated = run_child(SIGTERM);
+    CHECK(terminated.header().end.state == gpuleak::format::EndState::Signaled);
+    CHECK(terminated.header().end.signal == SIGTERM);
+    TraceReader killed = run_child(SIGKILL);
+    CHECK(killed.header().end.state == gpuleak::format::EndState::Running);
+    CHECK(live_of(killed) == std::map<uint64_t, uint64_t>{{0x5000, 50}});
+}

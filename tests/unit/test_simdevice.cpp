@@ -1,0 +1,567 @@
+// The simulated CUDA device (tests/simdevice), loaded the way a CUDA program loads the real libraries.
+// ctest runs these with GPULEAK_SIM_DEVICES=2 and GPULEAK_SIM_CAPACITY=64MiB (tests/unit/CMakeLists.txt).
+#include <catch2/catch.hpp>
+
+#include "driver_api.h"
+#include "runtime_api.h"
+#include "sim_config.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace {
+
+constexpr int kDevices = 2;
+constexpr std::size_t kCapacity = std::size_t{64} << 20;
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::size_t kGranularity = 2 * kMiB;
+constexpr CUresult kNotSet = -1;
+
+class Simulator {
+  public:
+    Simulator() {
+        // The driver first, by path, so that the runtime's dlopen("libcuda.so.1") finds it already loaded
+        // whatever the library search path holds.
+        driver_ = dlopen(GPULEAK_SIM_CUDA, RTLD_NOW | RTLD_LOCAL);
+        runtime_ = dlopen(GPULEAK_SIM_CUDART, RTLD_NOW | RTLD_LOCAL);
+    }
+
+    void* driver() const { return driver_; }
+    void* runtime() const { return runtime_; }
+
+    template <typename Function> Function runtime_function(const char* name) const {
+        return reinterpret_cast<Function>(dlsym(runtime_, name));
+    }
+    template <typename Function> Function driver_function(const char* name) const {
+        return reinterpret_cast<Function>(dlsym(driver_, name));
+    }
+
+  private:
+    void* driver_;
+    void* runtime_;
+};
+
+bool environment_is(const char* name, std::string_view value) {
+    const char* set = std::getenv(name);
+    return set != nullptr && set == value;
+}
+
+const Simulator& sim() {
+    INFO("run through ctest, which sets GPULEAK_SIM_DEVICES=2 and GPULEAK_SIM_CAPACITY=64MiB");
+    REQUIRE(environment_is("GPULEAK_SIM_DEVICES", "2"));
+    REQUIRE(environment_is("GPULEAK_SIM_CAPACITY", "64MiB"));
+    static const Simulator simulator;
+    REQUIRE(simulator.driver() != nullptr);
+    REQUIRE(simulator.runtime() != nullptr);
+    return simulator;
+}
+
+// The simulator's definition of a runtime or driver function, typed after our declaration of it.
+#define RT(name) (sim().runtime_function<decltype(&name)>(#name))
+#define CU(name) (sim().driver_function<decltype(&name)>(#name))
+
+void* driver_symbol(const char* name) {
+    return dlsym(sim().driver(), name);
+}
+
+// Free device memory as the runtime reports it for the calling thread's device.
+std::size_t free_memory() {
+    std::size_t free = 0;
+    std::size_t total = 0;
+    REQUIRE(RT(cudaMemGetInfo)(&free, &total) == cudaSuccess);
+    CHECK(total == kCapacity);
+    return free;
+}
+
+// Tests leave device 0 selected, whatever they switch to.
+struct OnDevice {
+    explicit OnDevice(int device) { REQUIRE(RT(cudaSetDevice)(device) == cudaSuccess); }
+    ~OnDevice() { RT(cudaSetDevice)(0); }
+};
+
+struct TableRow {
+    bool runtime;
+    const char* symbol;
+    const char* base;
+    int since;
+    bool per_thread;
+};
+
+constexpr TableRow kTableRows[] = {
+#define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)                                           \
+    {true, #sym, #base, since, std::string_view(#streams) == "PER_THREAD_STREAM"},
+#define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params)                                            \
+    {false, #sym, #base, since, std::string_view(#streams) == "PER_THREAD_STREAM"},
+#include "entry_point_rows.inc"
+};
+
+} // namespace
+
+TEST_CASE("configuration values are parsed strictly") {
+    using gpuleak::sim::parse_capacity;
+    using gpuleak::sim::parse_device_count;
+
+    CHECK(parse_device_count("1") == 1);
+    CHECK(parse_device_count("4") == 4);
+    for (const char* bad : {"", "0", "5", "-1", "2x", " 2", "two"}) {
+        CHECK_FALSE(parse_device_count(bad).has_value());
+    }
+
+    CHECK(parse_capacity("4096") == std::size_t{4096});
+    CHECK(parse_capacity("4K") == std::size_t{4096});
+    CHECK(parse_capacity("64MiB") == 64 * kMiB);
+    CHECK(parse_capacity("3M") == 3 * kMiB);
+    CHECK(parse_capacity("16G") == std::size_t{16} << 30);
+    CHECK(parse_capacity("2GiB") == std::size_t{2} << 30);
+    for (const char* bad : {"", "0", "0G", "G", "12TB", "1.5G", "-4G", "64 MiB", "99999999999999999999G"}) {
+        CHECK_FALSE(parse_capacity(bad).has_value());
+    }
+
+    CHECK(gpuleak::sim::describe_config({1, std::size_t{16} << 30, false}) == "1 device x 16.0 GiB");
+    CHECK(gpuleak::sim::describe_config({2, 64 * kMiB, false}) == "2 devices x 64.0 MiB");
+}
+
+TEST_CASE("the libraries identify as the simulator and export like the real ones") {
+    const Simulator& s = sim();
+    for (void* library : {s.driver(), s.runtime()}) {
+        const auto* marker = static_cast<const char*>(dlsym(library, "gpuleak_simulated_device"));
+        REQUIRE(marker != nullptr);
+        CHECK(std::string(marker) == "gpuleak simulated CUDA device");
+    }
+    // Programs linked against the real runtime ask for cudaMalloc@@libcudart.so.13.
+    CHECK(dlvsym(s.runtime(), "cudaMalloc", "libcudart.so.13") != nullptr);
+    // The runtime reaches the driver only through dlopen, and internals stay hidden.
+    CHECK(dlsym(s.runtime(), "cuMemAlloc_v2") == nullptr);
+    CHECK(dlsym(s.driver(), "_ZN7gpuleak3sim18initialize_devicesEv") == nullptr);
+
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    char name[128] = {};
+    REQUIRE(CU(cuDeviceGetName)(name, sizeof name, 0) == CUDA_SUCCESS);
+    CHECK(std::string_view(name).find("gpuleak simulated device") != std::string_view::npos);
+    int count = 0;
+    REQUIRE(RT(cudaGetDeviceCount)(&count) == cudaSuccess);
+    REQUIRE(count == kDevices); // ctest sets GPULEAK_SIM_DEVICES=2
+}
+
+TEST_CASE("every entry point gpuleak intercepts exists with its version and stream mode") {
+    const Simulator& s = sim();
+    const auto get_proc_address = CU(cuGetProcAddress_v2);
+    for (const TableRow& row : kTableRows) {
+        INFO(row.symbol);
+        if (row.runtime) {
+            CHECK(dlvsym(s.runtime(), row.symbol, "libcudart.so.13") != nullptr);
+            continue;
+        }
+        void* exported = driver_symbol(row.symbol);
+        REQUIRE(exported != nullptr);
+        void* found = nullptr;
+        CUdriverProcAddressQueryResult status = kNotSet;
+        const cuuint64_t flags = row.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                                : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+        CHECK(get_proc_address(row.base, &found, row.since, flags, &status) == CUDA_SUCCESS);
+        CHECK(found == exported);
+        CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);
+    }
+}
+
+TEST_CASE("cuGetProcAddress_v2 honours version, stream mode and unknown names") {
+    const auto get_proc_address = CU(cuGetProcAddress_v2);
+    void* found = nullptr;
+    CUdriverProcAddressQueryResult status = kNotSet;
+
+    SECTION("the newest symbol the version allows") {
+        CHECK(get_proc_address("cuMemAlloc", &found, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) ==
+              CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemAlloc_v2"));
+        CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);
+        CHECK(get_proc_address("cuCtxGetDevice", &found, 12080, 0, &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuCtxGetDevice"));
+        CHECK(get_proc_address("cuCtxGetDevice", &found, 13000, 0, &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuCtxGetDevice_v2"));
+    }
+    SECTION("a version older than the symbol") {
+        found = &status;
+        CHECK(get_proc_address("cuMemAlloc", &found, 3000, 0, &status) == CUDA_ERROR_NOT_FOUND);
+        CHECK(found == nullptr);
+        CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    }
+    SECTION("per-thread default stream variants") {
+        CHECK(get_proc_address("cuMemAllocAsync", &found, 13000,
+                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemAllocAsync_ptsz"));
+        CHECK(get_proc_address("cuMemAllocAsync", &found, 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                               &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemAllocAsync"));
+        CHECK(get_proc_address("cuMemFreeAsync", &found, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status) ==
+              CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemFreeAsync"));
+        // Without a per-thread variant the one function serves both modes.
+        CHECK(get_proc_address("cuMemAlloc", &found, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                               &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemAlloc_v2"));
+    }
+    SECTION("unknown names and bad arguments") {
+        found = &status;
+        CHECK(get_proc_address("cuNoSuchFunction", &found, 13000, 0, &status) == CUDA_ERROR_NOT_FOUND);
+        CHECK(found == nullptr);
+        CHECK(status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+        // Only base names are looked up.
+        CHECK(get_proc_address("cuMemAlloc_v2", &found, 13000, 0, nullptr) == CUDA_ERROR_NOT_FOUND);
+        CHECK(get_proc_address("cuMemAlloc", &found, 13000, 4, &status) == CUDA_ERROR_INVALID_VALUE);
+        CHECK(get_proc_address(nullptr, &found, 13000, 0, &status) == CUDA_ERROR_INVALID_VALUE);
+    }
+    SECTION("cuGetProcAddress itself, in both forms") {
+        CHECK(get_proc_address("cuGetProcAddress", &found, 13000, 0, &status) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuGetProcAddress_v2"));
+        CHECK(get_proc_address("cuGetProcAddress", &found, 11030, 0, nullptr) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuGetProcAddress"));
+        const auto legacy = CU(cuGetProcAddress);
+        CHECK(legacy("cuMemFree", &found, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM) == CUDA_SUCCESS);
+        CHECK(found == driver_symbol("cuMemFree_v2"));
+    }
+    SECTION("the export table is not simulated") {
+        const void* table = nullptr;
+        const CUuuid id{};
+        CHECK(CU(cuGetExportTable)(&table, &id) == CUDA_ERROR_NOT_SUPPORTED);
+    }
+}
+
+TEST_CASE("cudaGetDriverEntryPoint hands out the driver's functions") {
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult status = kNotSet;
+
+    CHECK(RT(cudaGetDriverEntryPoint)("cuMemAlloc", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(found == driver_symbol("cuMemAlloc_v2"));
+    CHECK(status == cudaDriverEntryPointSuccess);
+
+    CHECK(RT(cudaGetDriverEntryPoint)("cuGetProcAddress", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(found == driver_symbol("cuGetProcAddress_v2"));
+
+    // Code built for per-thread default streams gets the _ptsz variants by default.
+    CHECK(RT(cudaGetDriverEntryPoint_ptsz)("cuMemAllocAsync", &found, cudaEnableDefault, &status) ==
+          cudaSuccess);
+    CHECK(found == driver_symbol("cuMemAllocAsync_ptsz"));
+    CHECK(RT(cudaGetDriverEntryPoint)("cuMemAllocAsync", &found, cudaEnablePerThreadDefaultStream, &status) ==
+          cudaSuccess);
+    CHECK(found == driver_symbol("cuMemAllocAsync_ptsz"));
+    CHECK(RT(cudaGetDriverEntryPointByVersion_ptsz)("cuMemFreeAsync", &found, 12000, cudaEnableLegacyStream,
+                                                    &status) == cudaSuccess);
+    CHECK(found == driver_symbol("cuMemFreeAsync"));
+
+    CHECK(RT(cudaGetDriverEntryPointByVersion)("cuMemCreate", &found, 12000, cudaEnableDefault, &status) ==
+          cudaSuccess);
+    CHECK(found == driver_symbol("cuMemCreate"));
+
+    // Not found is not an error: NULL and the reason.
+    found = &status;
+    CHECK(RT(cudaGetDriverEntryPointByVersion)("cuMemAlloc", &found, 3000, cudaEnableDefault, &status) ==
+          cudaSuccess);
+    CHECK(found == nullptr);
+    CHECK(status == cudaDriverEntryPointVersionNotSufficent);
+    CHECK(RT(cudaGetDriverEntryPoint)("cuNoSuchFunction", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(found == nullptr);
+    CHECK(status == cudaDriverEntryPointSymbolNotFound);
+
+    CHECK(RT(cudaGetDriverEntryPointByVersion)("cuMemAlloc", &found, 14000, cudaEnableDefault, &status) ==
+          cudaErrorInvalidValue);
+    CHECK(RT(cudaGetDriverEntryPoint)("cuMemAlloc", &found, 7, &status) == cudaErrorInvalidValue);
+    RT(cudaGetLastError)();
+}
+
+TEST_CASE("exceeding a device's capacity fails like a GPU, leaving the out-parameter untouched") {
+    const OnDevice device(0);
+    const std::size_t before = free_memory();
+    REQUIRE(before == kCapacity); // ctest sets GPULEAK_SIM_CAPACITY=64MiB
+
+    int marker = 0;
+    void* const sentinel = &marker;
+    void* pointer = sentinel;
+    CHECK(RT(cudaMalloc)(&pointer, kCapacity + 1) == cudaErrorMemoryAllocation);
+    CHECK(pointer == sentinel);
+    CHECK(free_memory() == before);
+
+    void* big = nullptr;
+    REQUIRE(RT(cudaMalloc)(&big, 40 * kMiB) == cudaSuccess);
+    CHECK(free_memory() == before - 40 * kMiB);
+    // The simulated memory is real host memory.
+    std::memset(big, 0xab, 40 * kMiB);
+
+    CHECK(RT(cudaMalloc)(&pointer, 30 * kMiB) == cudaErrorMemoryAllocation);
+    CHECK(pointer == sentinel);
+    CUdeviceptr driver_pointer = 42;
+    CHECK(CU(cuMemAlloc_v2)(&driver_pointer, 30 * kMiB) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(driver_pointer == 42);
+    CHECK(free_memory() == before - 40 * kMiB);
+
+    // The failures are the thread's last error until read.
+    CHECK(RT(cudaPeekAtLastError)() == cudaErrorMemoryAllocation);
+    CHECK(RT(cudaGetLastError)() == cudaErrorMemoryAllocation);
+    CHECK(RT(cudaGetLastError)() == cudaSuccess);
+
+    REQUIRE(RT(cudaFree)(big) == cudaSuccess);
+    CHECK(free_memory() == before);
+    CHECK(RT(cudaGetLastError)() == cudaSuccess);
+}
+
+TEST_CASE("each device has its own capacity") {
+    void* first = nullptr;
+    void* second = nullptr;
+    void* third = nullptr;
+    {
+        const OnDevice device(0);
+        REQUIRE(RT(cudaMalloc)(&first, 48 * kMiB) == cudaSuccess);
+    }
+    {
+        const OnDevice device(1);
+        int current = -1;
+        REQUIRE(RT(cudaGetDevice)(&current) == cudaSuccess);
+        CHECK(current == 1);
+        CUdevice context_device = -1;
+        REQUIRE(CU(cuCtxGetDevice)(&context_device) == CUDA_SUCCESS);
+        CHECK(context_device == 1);
+        CHECK(free_memory() == kCapacity);
+        REQUIRE(RT(cudaMalloc)(&second, 48 * kMiB) == cudaSuccess);
+        CHECK(free_memory() == kCapacity - 48 * kMiB);
+    }
+    CHECK(RT(cudaMalloc)(&third, 48 * kMiB) == cudaErrorMemoryAllocation);
+    CHECK(free_memory() == kCapacity - 48 * kMiB);
+    CHECK(RT(cudaSetDevice)(kDevices) == cudaErrorInvalidDevice);
+
+    // A free goes back to the device the memory came from, whichever device is current.
+    REQUIRE(RT(cudaFree)(second) == cudaSuccess);
+    REQUIRE(RT(cudaFree)(first) == cudaSuccess);
+    CHECK(free_memory() == kCapacity);
+    {
+        const OnDevice device(1);
+        CHECK(free_memory() == kCapacity);
+    }
+    RT(cudaGetLastError)();
+}
+
+TEST_CASE("a thread's first runtime call makes device 0's primary context current") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    const auto get_device = CU(cuCtxGetDevice);
+    const auto runtime_free = RT(cudaFree);
+    CUresult before = kNotSet;
+    cudaError_t first_call = kNotSet;
+    CUresult after = kNotSet;
+    CUdevice device = -1;
+    // Catch's assertions are not for other threads: the thread only collects results.
+    std::thread([&] {
+        CUdevice unused = -1;
+        before = get_device(&unused);
+        first_call = runtime_free(nullptr);
+        after = get_device(&device);
+    }).join();
+    CHECK(before == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(first_call == cudaSuccess);
+    CHECK(after == CUDA_SUCCESS);
+    CHECK(device == 0);
+}
+
+TEST_CASE("zero-byte and invalid frees behave like the real runtime") {
+    const OnDevice device(0);
+    void* pointer = &pointer;
+    CHECK(RT(cudaMalloc)(&pointer, 0) == cudaSuccess);
+    CHECK(pointer == nullptr);
+    CHECK(RT(cudaFree)(nullptr) == cudaSuccess);
+    CHECK(RT(cudaGetLastError)() == cudaSuccess);
+
+    int not_device_memory = 0;
+    CHECK(RT(cudaFree)(&not_device_memory) == cudaErrorInvalidValue);
+    CHECK(RT(cudaGetLastError)() == cudaErrorInvalidValue);
+    CHECK(CU(cuMemFree_v2)(reinterpret_cast<CUdeviceptr>(&not_device_memory)) == CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr untouched = 42;
+    CHECK(CU(cuMemAlloc_v2)(&untouched, 0) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(untouched == 42);
+
+    void* managed = nullptr;
+    CHECK(RT(cudaMallocManaged)(&managed, kMiB, 0) == cudaErrorInvalidValue);
+    REQUIRE(RT(cudaMallocManaged)(&managed, kMiB, 1) == cudaSuccess);
+    CHECK(free_memory() == kCapacity - kMiB);
+    // Device memory is not pinned host memory.
+    CHECK(RT(cudaFreeHost)(managed) == cudaErrorInvalidValue);
+    CHECK(RT(cudaFree)(managed) == cudaSuccess);
+    RT(cudaGetLastError)();
+}
+
+TEST_CASE("pitched and 3D allocations round rows up to 512 bytes") {
+    const OnDevice device(0);
+    void* pointer = nullptr;
+    std::size_t pitch = 0;
+    REQUIRE(RT(cudaMallocPitch)(&pointer, &pitch, 100, 10) == cudaSuccess);
+    CHECK(pitch == 512);
+    CHECK(free_memory() == kCapacity - 512 * 10);
+    REQUIRE(RT(cudaFree)(pointer) == cudaSuccess);
+
+    cudaPitchedPtr pitched{};
+    REQUIRE(RT(cudaMalloc3D)(&pitched, cudaExtent{1000, 4, 3}) == cudaSuccess);
+    CHECK(pitched.ptr != nullptr);
+    CHECK(pitched.pitch == 1024);
+    CHECK(pitched.xsize == 1000);
+    CHECK(pitched.ysize == 4);
+    CHECK(free_memory() == kCapacity - 1024 * 4 * 3);
+    REQUIRE(RT(cudaFree)(pitched.ptr) == cudaSuccess);
+
+    CUdeviceptr driver_pointer = 0;
+    CHECK(CU(cuMemAllocPitch_v2)(&driver_pointer, &pitch, 100, 10, 3) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(free_memory() == kCapacity);
+}
+
+TEST_CASE("stream-ordered allocations are charged at once and freed at once") {
+    const OnDevice device(0);
+    cudaStream_t stream = nullptr;
+    REQUIRE(RT(cudaStreamCreate)(&stream) == cudaSuccess);
+
+    void* pointer = nullptr;
+    REQUIRE(RT(cudaMallocAsync)(&pointer, 3 * kMiB, stream) == cudaSuccess);
+    CHECK(free_memory() == kCapacity - 3 * kMiB);
+    REQUIRE(RT(cudaFreeAsync)(pointer, stream) == cudaSuccess);
+    CHECK(free_memory() == kCapacity);
+
+    const auto per_thread_stream = reinterpret_cast<cudaStream_t>(0x2);
+    REQUIRE(RT(cudaMallocAsync_ptsz)(&pointer, kMiB, per_thread_stream) == cudaSuccess);
+    CHECK(free_memory() == kCapacity - kMiB);
+    REQUIRE(RT(cudaFreeAsync_ptsz)(pointer, per_thread_stream) == cudaSuccess);
+
+    // A pool's allocations are charged to the pool's device, not the current one.
+    cudaMemPool_t pool = nullptr;
+    REQUIRE(RT(cudaDeviceGetDefaultMemPool)(&pool, 1) == cudaSuccess);
+    REQUIRE(RT(cudaMallocFromPoolAsync)(&pointer, 5 * kMiB, pool, nullptr) == cudaSuccess);
+    CHECK(free_memory() == kCapacity);
+    {
+        const OnDevice other(1);
+        CHECK(free_memory() == kCapacity - 5 * kMiB);
+    }
+    void* from_ptsz = nullptr;
+    REQUIRE(RT(cudaMallocFromPoolAsync_ptsz)(&from_ptsz, kMiB, pool, per_thread_stream) == cudaSuccess);
+    REQUIRE(RT(cudaFreeAsync)(from_ptsz, stream) == cudaSuccess);
+    REQUIRE(RT(cudaFreeAsync)(pointer, stream) == cudaSuccess);
+    CHECK(RT(cudaMemPoolTrimTo)(pool, 0) == cudaSuccess);
+    {
+        const OnDevice other(1);
+        CHECK(free_memory() == kCapacity);
+    }
+
+    CHECK(RT(cudaStreamSynchronize)(stream) == cudaSuccess);
+    CHECK(RT(cudaDeviceSynchronize)() == cudaSuccess);
+    REQUIRE(RT(cudaStreamDestroy)(stream) == cudaSuccess);
+    CHECK(RT(cudaStreamSynchronize)(stream) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(RT(cudaMallocAsync)(&pointer, kMiB, stream) == CUDA_ERROR_INVALID_HANDLE);
+    RT(cudaGetLastError)();
+}
+
+TEST_CASE("pinned and registered host memory are not charged to a device") {
+    const OnDevice device(0);
+    void* pinned = nullptr;
+    REQUIRE(RT(cudaMallocHost)(&pinned, 8 * kMiB) == cudaSuccess);
+    void* portable = nullptr;
+    REQUIRE(RT(cudaHostAlloc)(&portable, 4096, 1) == cudaSuccess);
+    CHECK(free_memory() == kCapacity);
+    std::memset(pinned, 1, 8 * kMiB);
+    CHECK(RT(cudaFree)(pinned) == cudaErrorInvalidValue);
+    CHECK(RT(cudaFreeHost)(pinned) == cudaSuccess);
+    CHECK(RT(cudaFreeHost)(portable) == cudaSuccess);
+
+    static char buffer[8192];
+    CHECK(CU(cuMemHostRegister_v2)(buffer, 4096, 0) == CUDA_SUCCESS);
+    CHECK(CU(cuMemHostRegister_v2)(buffer + 100, 4096, 0) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    CHECK(CU(cuMemHostRegister_v2)(buffer + 4096, 4096, 0) == CUDA_SUCCESS);
+    CHECK(free_memory() == kCapacity);
+    CHECK(CU(cuMemHostUnregister)(buffer) == CUDA_SUCCESS);
+    CHECK(CU(cuMemHostUnregister)(buffer) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    CHECK(CU(cuMemHostUnregister)(buffer + 4096) == CUDA_SUCCESS);
+    RT(cudaGetLastError)();
+}
+
+TEST_CASE("virtual memory management: reserve, create, map, access, unmap, release") {
+    const OnDevice device(1);
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    std::size_t granularity = 0;
+    REQUIRE(CU(cuMemGetAllocationGranularity)(&granularity, &prop, 0) == CUDA_SUCCESS);
+    REQUIRE(granularity == kGranularity);
+
+    CUdeviceptr reserved = 0;
+    REQUIRE(CU(cuMemAddressReserve)(&reserved, 8 * kMiB, 0, 0, 0) == CUDA_SUCCESS);
+    CHECK(reserved % kGranularity == 0);
+    CUdeviceptr aligned = 0;
+    REQUIRE(CU(cuMemAddressReserve)(&aligned, 4 * kMiB, 16 * kMiB, 0, 0) == CUDA_SUCCESS);
+    CHECK(aligned % (16 * kMiB) == 0);
+
+    CUmemGenericAllocationHandle low = 0;
+    CUmemGenericAllocationHandle high = 0;
+    REQUIRE(CU(cuMemCreate)(&low, 4 * kMiB, &prop, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemCreate)(&high, 4 * kMiB, &prop, 0) == CUDA_SUCCESS);
+    CHECK(free_memory() == kCapacity - 8 * kMiB);
+    CUmemGenericAllocationHandle untouched = 42;
+    CHECK(CU(cuMemCreate)(&untouched, kCapacity, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(untouched == 42);
+
+    REQUIRE(CU(cuMemMap)(reserved, 4 * kMiB, 0, low, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemMap)(reserved + 4 * kMiB, 4 * kMiB, 0, high, 0) == CUDA_SUCCESS);
+    CHECK(CU(cuMemMap)(reserved, 4 * kMiB, 0, high, 0) == CUDA_ERROR_INVALID_VALUE); // already mapped
+    CHECK(CU(cuMemMap)(reserved + 8 * kMiB, 2 * kMiB, 0, high, 0) == CUDA_ERROR_INVALID_VALUE); // outside
+    // The same physical memory seen through a second mapping.
+    REQUIRE(CU(cuMemMap)(aligned, 4 * kMiB, 0, low, 0) == CUDA_SUCCESS);
+
+    const CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, 1}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    REQUIRE(CU(cuMemSetAccess)(reserved, 8 * kMiB, &access, 1) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemSetAccess)(aligned, 4 * kMiB, &access, 1) == CUDA_SUCCESS);
+    auto* bytes = reinterpret_cast<unsigned char*>(reserved);
+    std::memset(bytes, 0x5a, 8 * kMiB);
+    bytes[123] = 7;
+    CHECK(reinterpret_cast<unsigned char*>(aligned)[123] == 7);
+    CHECK(bytes[8 * kMiB - 1] == 0x5a);
+
+    CHECK(CU(cuMemAddressFree)(aligned, 4 * kMiB) == CUDA_ERROR_INVALID_VALUE); // still mapped
+    CHECK(CU(cuMemUnmap)(reserved, 2 * kMiB) == CUDA_ERROR_INVALID_VALUE);      // part of a mapping
+    REQUIRE(CU(cuMemUnmap)(reserved, 8 * kMiB) == CUDA_SUCCESS);                // two mappings at once
+    REQUIRE(CU(cuMemUnmap)(aligned, 4 * kMiB) == CUDA_SUCCESS);
+
+    REQUIRE(CU(cuMemRelease)(high) == CUDA_SUCCESS);
+    CHECK(free_memory() == kCapacity - 4 * kMiB);
+    // A released handle's memory stays charged while a mapping still holds it.
+    REQUIRE(CU(cuMemMap)(reserved, 4 * kMiB, 0, low, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemRelease)(low) == CUDA_SUCCESS);
+    CHECK(CU(cuMemRelease)(low) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(free_memory() == kCapacity - 4 * kMiB);
+    REQUIRE(CU(cuMemUnmap)(reserved, 4 * kMiB) == CUDA_SUCCESS);
+    CHECK(free_memory() == kCapacity);
+
+    REQUIRE(CU(cuMemAddressFree)(reserved, 8 * kMiB) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemAddressFree)(aligned, 4 * kMiB) == CUDA_SUCCESS);
+    CHECK(CU(cuMemAddressFree)(aligned, 4 * kMiB) == CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("error names, versions and the last error") {
+    CHECK(std::string(RT(cudaGetErrorName)(cudaErrorMemoryAllocation)) == "cudaErrorMemoryAllocation");
+    CHECK(std::string(RT(cudaGetErrorString)(cudaErrorMemoryAllocation)) == "out of memory");
+    CHECK(std::string(RT(cudaGetErrorString)(99999)) == "unrecognized error code");
+
+    const char* text = nullptr;
+    CHECK(CU(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &text) == CUDA_SUCCESS);
+    CHECK(std::string(text) == "CUDA_ERROR_OUT_OF_MEMORY");
+    CHECK(CU(cuGetErrorString)(99999, &text) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(text == nullptr);
+
+    int version = 0;
+    CHECK(RT(cudaRuntimeGetVersion)(&version) == cudaSuccess);
+    CHECK(version == 13000);
+    CHECK(RT(cudaDriverGetVersion)(&version) == cudaSuccess);
+    CHECK(version == 13000);
+
+    CHECK(RT(cudaSetDevice)(-1) == cudaErrorInvalidDevice);
+    CHECK(RT(cudaMemGetInfo)(nullptr, nullptr) == cudaErrorInvalidValue);
+    // The last error is the latest failure, kept until read.
+    CHECK(RT(cudaGetDriverEntryPoint)("cuMemAlloc", nullptr, 0, nullptr) == cudaErrorInvalidValue);
+    CHECK(RT(cudaPeekAtLastError)() == cudaErrorInvalidValue);
+    CHECK(RT(cudaPeekAtLastError)() == cudaErrorInvalidValue);
+    CHECK(RT(cudaGetLastError)() == cudaErrorInvalidValue);
+    CHECK(RT(cudaGetLastError)() == cudaSuccess);
+}
