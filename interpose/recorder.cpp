@@ -221,6 +221,7 @@ private:
 
 HookScope::HookScope() noexcept : outermost_(t_hook_depth++ == 0) {}
 HookScope::~HookScope() { --t_hook_depth; }
+bool HookScope::nested() noexcept { return t_hook_depth > 0; }
 
 void record_alloc(const Allocation& allocation) {
     ErrnoGuard errno_guard;
@@ -275,15 +276,38 @@ void record_alloc_failure(const Allocation& attempt, int32_t error) {
     g_writer.append_notable(event);
 }
 
-void record_free(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
+PendingFree begin_free(format::KeySpace space, uint64_t address) {
     ErrnoGuard errno_guard;
+    PendingFree pending;
     if (!ensure_active())
+        return pending;
+    pending.active = true;
+    pending.space = space;
+    pending.address = address;
+    pending.found = g_live.remove(space, address, &pending.entry);
+    return pending;
+}
+
+void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8_t api) {
+    ErrnoGuard errno_guard;
+    if (!pending.active || g_state.load(std::memory_order_acquire) != State::Active)
         return;
-    LiveSlot removed{};
-    if (g_live.remove(space, address, &removed))
-        append_free(removed, stream, api);
+    if (!succeeded) {
+        if (pending.found) {
+            LiveSlot replaced{};
+            if (g_live.insert(pending.entry, &replaced) == LiveTable::InsertResult::Replaced)
+                append_free(replaced, 0, api);
+        }
+        return;
+    }
+    if (pending.found)
+        append_free(pending.entry, stream, api);
     else
-        append_free_unknown(space, address, stream, api);
+        append_free_unknown(pending.space, pending.address, stream, api);
+}
+
+void record_free(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
+    end_free(begin_free(space, address), true, stream, api);
 }
 
 void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, uint8_t api) {

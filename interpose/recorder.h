@@ -31,7 +31,21 @@ void record_alloc(const Allocation& allocation);
 // A failed allocation attempt (size = requested bytes): captures the stack; an OOM site.
 void record_alloc_failure(const Allocation& attempt, int32_t error);
 
-// A successful free of the object at `address` in `space`.
+// A free in two steps around the real call. begin_free takes the object at `address` in `space` out of
+// the live set before the memory goes back to CUDA (so no other thread can be handed the address and
+// record it first); end_free records the free when the call succeeded and puts the object back when
+// it failed.
+struct PendingFree {
+    bool active = false; // false when nothing is to be recorded (not recording, or a null pointer)
+    bool found = false;  // the object was live
+    KeySpace space = KeySpace::Pointer;
+    uint64_t address = 0;
+    format::LiveSlot entry{};
+};
+PendingFree begin_free(KeySpace space, uint64_t address);
+void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8_t api);
+
+// A free known to succeed (a sub-allocator's block): begin_free and end_free at once.
 void record_free(KeySpace space, uint64_t address, uint64_t stream, uint8_t api);
 
 // A successful release of every object of `space` inside [address, address + size).
@@ -61,6 +75,8 @@ public:
     HookScope(const HookScope&) = delete;
     HookScope& operator=(const HookScope&) = delete;
     [[nodiscard]] bool outermost() const noexcept { return outermost_; }
+    // True when the calling thread is already inside a hook (before constructing a scope of its own).
+    [[nodiscard]] static bool nested() noexcept;
 
 private:
     bool outermost_;

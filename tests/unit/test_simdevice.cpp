@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -361,6 +362,32 @@ TEST_CASE("a thread's first runtime call makes device 0's primary context curren
     CHECK(first_call == cudaSuccess);
     CHECK(after == CUDA_SUCCESS);
     CHECK(device == 0);
+}
+
+TEST_CASE("allocations from several threads at once keep the books balanced") {
+    const auto allocate = RT(cudaMalloc);
+    const auto release = RT(cudaFree);
+    constexpr int kThreads = 4;
+    constexpr int kRounds = 200;
+    int failures[kThreads] = {};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            for (int round = 0; round < kRounds; ++round) {
+                void* pointer = nullptr;
+                failures[t] += allocate(&pointer, (t + 1) * 64 * 1024) != cudaSuccess;
+                failures[t] += release(pointer) != cudaSuccess;
+            }
+        });
+    }
+    for (std::thread& thread : threads) {
+        thread.join();
+    }
+    for (int t = 0; t < kThreads; ++t) {
+        CHECK(failures[t] == 0);
+    }
+    const OnDevice device(0);
+    CHECK(free_memory() == kCapacity);
 }
 
 TEST_CASE("zero-byte and invalid frees behave like the real runtime") {

@@ -1,0 +1,98 @@
+#include "device_of_call.h"
+
+#include <atomic>
+#include <limits>
+
+#include "entry_points.h"
+#include "real_functions.h"
+
+namespace gpuleak {
+namespace {
+
+using CudaGetDevice = cudaError_t (*)(int*);
+using CuCtxGetDevice = CUresult (*)(CUdevice*);
+
+constinit std::atomic<void*> real_cuda_get_device{nullptr};
+constinit std::atomic<void*> real_cu_ctx_get_device{nullptr};
+
+// The first CUDA versions of the two cuGetProcAddress forms; cuCtxGetDevice is older than both.
+constexpr int kProcAddressVersion = 11030;
+constexpr int kProcAddressV2Version = 12000;
+
+int16_t checked_device(int ordinal) {
+    return ordinal >= 0 && ordinal <= std::numeric_limits<int16_t>::max() ? static_cast<int16_t>(ordinal)
+                                                                          : kUnknownDevice;
+}
+
+// Not cached while not found: the library may still be loaded later.
+template <void* (*Find)()> void* cached(std::atomic<void*>& slot) {
+    void* function = slot.load(std::memory_order_acquire);
+    if (function == nullptr) {
+        function = Find();
+        if (function != nullptr) {
+            slot.store(function, std::memory_order_release);
+        }
+    }
+    return function;
+}
+
+void* find_cuda_get_device() {
+    return resolve_real_symbol(Library::RUNTIME, "cudaGetDevice");
+}
+
+// The driver's own cuGetProcAddress knows its functions even where they are not exported the usual way.
+void* find_cu_ctx_get_device() {
+    void* found = nullptr;
+    if (const auto v2 = reinterpret_cast<decltype(&gpuleak_hook_cuGetProcAddress_v2)>(
+            known_real_function(EntryPoint::cuGetProcAddress_v2))) {
+        CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        if (v2("cuCtxGetDevice", &found, kProcAddressV2Version, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+                CUDA_SUCCESS ||
+            status != CU_GET_PROC_ADDRESS_SUCCESS) {
+            found = nullptr;
+        }
+    } else if (const auto v1 = reinterpret_cast<decltype(&gpuleak_hook_cuGetProcAddress)>(
+                   known_real_function(EntryPoint::cuGetProcAddress))) {
+        if (v1("cuCtxGetDevice", &found, kProcAddressVersion, CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS) {
+            found = nullptr;
+        }
+    }
+    return found != nullptr ? found : resolve_real_symbol(Library::DRIVER, "cuCtxGetDevice");
+}
+
+} // namespace
+
+int16_t runtime_device() {
+    const auto get_device =
+        reinterpret_cast<CudaGetDevice>(cached<find_cuda_get_device>(real_cuda_get_device));
+    int device = -1;
+    if (get_device == nullptr || get_device(&device) != cudaSuccess) {
+        return kUnknownDevice;
+    }
+    return checked_device(device);
+}
+
+int16_t driver_device() {
+    const auto get_device =
+        reinterpret_cast<CuCtxGetDevice>(cached<find_cu_ctx_get_device>(real_cu_ctx_get_device));
+    // Without a current context the driver fails and may leave the output as it was: start from a value
+    // that checked_device rejects and trust the output only on success.
+    CUdevice device = -1;
+    if (get_device == nullptr || get_device(&device) != CUDA_SUCCESS) {
+        return kUnknownDevice;
+    }
+    return checked_device(device);
+}
+
+int16_t vmm_prop_device(const CUmemAllocationProp* prop) {
+    if (prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        return kUnknownDevice;
+    }
+    return checked_device(prop->location.id);
+}
+
+int16_t vmm_handle_device(CUmemGenericAllocationHandle handle) {
+    return live_device_of(KeySpace::VmmHandle, handle);
+}
+
+} // namespace gpuleak

@@ -1,0 +1,193 @@
+#include "device_state.h"
+
+#include "sim_config.h"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <unordered_set>
+
+struct CUctx_st {
+    int device;
+};
+
+struct CUmemPoolHandle_st {
+    int device;
+};
+
+struct CUstream_st {
+    int device;
+};
+
+namespace gpuleak::sim {
+namespace {
+
+// The handles CUDA reserves for the default streams (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD); NULL too.
+constexpr std::uintptr_t kLastSpecialStream = 2;
+
+struct Device {
+    std::size_t capacity = 0;
+    std::size_t charged = 0;
+    int primary_retains = 0;
+    CUctx_st context{};
+    CUmemPoolHandle_st pool{};
+};
+
+std::once_flag g_init_once;
+std::atomic<bool> g_initialized{false};
+int g_device_count = 0;
+std::mutex g_mutex;
+std::array<Device, kMaxDevices> g_devices;
+std::unordered_set<CUstream> g_streams;
+thread_local CUcontext t_current_context = nullptr;
+
+} // namespace
+
+void initialize_devices() {
+    std::call_once(g_init_once, [] {
+        const SimConfig config = read_config_from_environment();
+        g_device_count = config.devices;
+        for (int device = 0; device < kMaxDevices; ++device) {
+            g_devices[device].capacity = config.capacity;
+            g_devices[device].context.device = device;
+            g_devices[device].pool.device = device;
+        }
+        if (!config.quiet) {
+            std::fprintf(stderr, "gpuleak-sim: simulated CUDA device (no GPU): %s\n",
+                         describe_config(config).c_str());
+        }
+        g_initialized.store(true, std::memory_order_release);
+    });
+}
+
+bool devices_initialized() {
+    return g_initialized.load(std::memory_order_acquire);
+}
+
+int device_count() {
+    return g_device_count;
+}
+
+bool valid_device(int device) {
+    return device >= 0 && device < g_device_count;
+}
+
+std::size_t device_capacity(int device) {
+    return g_devices[device].capacity;
+}
+
+std::size_t device_charged(int device) {
+    const std::lock_guard lock(g_mutex);
+    return g_devices[device].charged;
+}
+
+bool charge_device(int device, std::size_t bytes) {
+    const std::lock_guard lock(g_mutex);
+    Device& d = g_devices[device];
+    if (bytes > d.capacity - d.charged) {
+        return false;
+    }
+    d.charged += bytes;
+    return true;
+}
+
+void uncharge_device(int device, std::size_t bytes) {
+    const std::lock_guard lock(g_mutex);
+    g_devices[device].charged -= bytes;
+}
+
+CUcontext primary_context(int device) {
+    return &g_devices[device].context;
+}
+
+void retain_primary_context(int device) {
+    const std::lock_guard lock(g_mutex);
+    ++g_devices[device].primary_retains;
+}
+
+bool release_primary_context(int device) {
+    const std::lock_guard lock(g_mutex);
+    if (g_devices[device].primary_retains == 0) {
+        return false;
+    }
+    --g_devices[device].primary_retains;
+    return true;
+}
+
+int context_device(CUcontext context) {
+    for (int device = 0; device < g_device_count; ++device) {
+        if (context == &g_devices[device].context) {
+            return device;
+        }
+    }
+    return -1;
+}
+
+CUcontext current_context() {
+    return t_current_context;
+}
+
+void set_current_context(CUcontext context) {
+    t_current_context = context;
+}
+
+CUresult current_device(int& device) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (t_current_context == nullptr) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    device = t_current_context->device;
+    return CUDA_SUCCESS;
+}
+
+CUmemoryPool default_pool(int device) {
+    return &g_devices[device].pool;
+}
+
+int pool_device(CUmemoryPool pool) {
+    for (int device = 0; device < g_device_count; ++device) {
+        if (pool == &g_devices[device].pool) {
+            return device;
+        }
+    }
+    return -1;
+}
+
+CUstream create_stream(int device) {
+    auto* stream = new CUstream_st{device};
+    const std::lock_guard lock(g_mutex);
+    g_streams.insert(stream);
+    return stream;
+}
+
+bool destroy_stream(CUstream stream) {
+    {
+        const std::lock_guard lock(g_mutex);
+        if (g_streams.erase(stream) == 0) {
+            return false;
+        }
+    }
+    delete stream;
+    return true;
+}
+
+CUresult stream_device(CUstream stream, int& device) {
+    if (reinterpret_cast<std::uintptr_t>(stream) <= kLastSpecialStream) {
+        return current_device(device);
+    }
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    const std::lock_guard lock(g_mutex);
+    if (!g_streams.contains(stream)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    device = stream->device;
+    return CUDA_SUCCESS;
+}
+
+} // namespace gpuleak::sim

@@ -1,0 +1,122 @@
+// Primary contexts, the calling thread's current context, and streams.
+#include "device_state.h"
+#include "driver_api.h"
+
+using namespace gpuleak::sim;
+
+namespace {
+
+CUresult context_or_current(CUcontext ctx, int& device) {
+    if (ctx == nullptr) {
+        return current_device(device);
+    }
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    device = context_device(ctx);
+    return device < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (pctx == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!valid_device(dev)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    retain_primary_context(dev);
+    *pctx = primary_context(dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (!valid_device(dev)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    return release_primary_context(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (ctx != nullptr && context_device(ctx) < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    set_current_context(ctx);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (pctx == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pctx = current_context();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+    return cuCtxGetDevice_v2(device, nullptr);
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+    if (device == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int ordinal = 0;
+    if (const CUresult result = context_or_current(ctx, ordinal); result != CUDA_SUCCESS) {
+        return result;
+    }
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+// Nothing ever runs on a simulated device, so there is never anything to wait for.
+CUresult cuCtxSynchronize(void) {
+    return cuCtxSynchronize_v2(nullptr);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+    int device = 0;
+    return context_or_current(ctx, device);
+}
+
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+    int device = 0;
+    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    // CU_STREAM_DEFAULT (0) and CU_STREAM_NON_BLOCKING (1) are the only flags.
+    if (phStream == nullptr || Flags > 1) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *phStream = create_stream(device);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return destroy_stream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+    int device = 0;
+    return stream_device(hStream, device);
+}
+
+} // extern "C"

@@ -1,0 +1,187 @@
+// Linear device memory: cuMemAlloc and its pitched, managed and stream-ordered forms, charged against the
+// device's capacity. Stream-ordered frees take effect at once: nothing on a simulated stream is pending.
+#include "device_state.h"
+#include "driver_api.h"
+#include "host_backing.h"
+
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+using namespace gpuleak::sim;
+
+namespace {
+
+constexpr std::size_t kPitchAlignment = 512;
+constexpr unsigned int kMemAttachGlobal = 1;
+constexpr unsigned int kMemAttachHost = 2;
+
+struct DeviceAllocation {
+    std::size_t size;
+    int device;
+};
+
+std::mutex g_mutex;
+std::unordered_map<CUdeviceptr, DeviceAllocation> g_allocations;
+
+// Like a GPU, a failed allocation leaves *dptr untouched.
+CUresult allocate(CUdeviceptr* dptr, std::size_t bytes, int device) {
+    if (dptr == nullptr || bytes == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!charge_device(device, bytes)) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    void* memory = allocate_backing(bytes);
+    if (memory == nullptr) {
+        uncharge_device(device, bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    const auto address = reinterpret_cast<CUdeviceptr>(memory);
+    {
+        const std::lock_guard lock(g_mutex);
+        g_allocations.emplace(address, DeviceAllocation{bytes, device});
+    }
+    *dptr = address;
+    return CUDA_SUCCESS;
+}
+
+CUresult release(CUdeviceptr dptr) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    DeviceAllocation allocation{};
+    {
+        const std::lock_guard lock(g_mutex);
+        const auto found = g_allocations.find(dptr);
+        if (found == g_allocations.end()) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        allocation = found->second;
+        g_allocations.erase(found);
+    }
+    release_backing(reinterpret_cast<void*>(dptr), allocation.size);
+    uncharge_device(allocation.device, allocation.size);
+    return CUDA_SUCCESS;
+}
+
+CUresult allocate_on_current_device(CUdeviceptr* dptr, std::size_t bytes) {
+    int device = 0;
+    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    return allocate(dptr, bytes, device);
+}
+
+CUresult allocate_async(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
+    int device = 0;
+    if (const CUresult result = stream_device(stream, device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    return allocate(dptr, bytes, device);
+}
+
+CUresult allocate_from_pool_async(CUdeviceptr* dptr, std::size_t bytes, CUmemoryPool pool, CUstream stream) {
+    int stream_owner = 0;
+    if (const CUresult result = stream_device(stream, stream_owner); result != CUDA_SUCCESS) {
+        return result;
+    }
+    const int device = pool_device(pool);
+    if (device < 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return allocate(dptr, bytes, device);
+}
+
+CUresult release_async(CUdeviceptr dptr, CUstream stream) {
+    int device = 0;
+    if (const CUresult result = stream_device(stream, device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    return release(dptr);
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+    return allocate_on_current_device(dptr, bytesize);
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+    if (pPitch == nullptr || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) ||
+        WidthInBytes > std::numeric_limits<size_t>::max() - kPitchAlignment) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+    if (Height > std::numeric_limits<size_t>::max() / pitch) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    const CUresult result = allocate_on_current_device(dptr, pitch * Height);
+    if (result == CUDA_SUCCESS) {
+        *pPitch = pitch;
+    }
+    return result;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+    if (flags != kMemAttachGlobal && flags != kMemAttachHost) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return allocate_on_current_device(dptr, bytesize);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    return release(dptr);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+    return allocate_async(dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+    return allocate_async(dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    return allocate_from_pool_async(dptr, bytesize, pool, hStream);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+    return allocate_from_pool_async(dptr, bytesize, pool, hStream);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    return release_async(dptr, hStream);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    return release_async(dptr, hStream);
+}
+
+// Frees take effect at once, so a pool never holds memory it could give back.
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBytesToKeep*/) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return pool_device(pool) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+    int device = 0;
+    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    if (free == nullptr || total == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *total = device_capacity(device);
+    *free = *total - device_charged(device);
+    return CUDA_SUCCESS;
+}
+
+} // extern "C"

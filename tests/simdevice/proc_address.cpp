@@ -1,0 +1,115 @@
+// cuGetProcAddress: hands out driver functions by base name, picking the symbol that matches the caller's
+// CUDA version and default-stream mode, the way the real driver does. The returned pointers are the
+// addresses of our own definitions (the library is linked -Bsymbolic), never of a preloaded interposer's
+// function of the same name.
+#include "driver_api.h"
+
+#include <string_view>
+
+namespace {
+
+enum class Streams { NO_STREAM, LEGACY_STREAM, PER_THREAD_STREAM };
+
+struct ProcEntry {
+    std::string_view base;
+    int since;
+    Streams streams;
+    void* function;
+};
+
+template <typename Function> void* address_of(Function* function) {
+    return reinterpret_cast<void*>(function);
+}
+
+const ProcEntry kProcTable[] = {
+#define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params)                                            \
+    {#base, since, Streams::streams, address_of(&sym)},
+#define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)
+#include "entry_point_rows.inc"
+    {"cuInit", 2000, Streams::NO_STREAM, address_of(&cuInit)},
+    {"cuDriverGetVersion", 2020, Streams::NO_STREAM, address_of(&cuDriverGetVersion)},
+    {"cuDeviceGet", 2000, Streams::NO_STREAM, address_of(&cuDeviceGet)},
+    {"cuDeviceGetCount", 2000, Streams::NO_STREAM, address_of(&cuDeviceGetCount)},
+    {"cuDeviceGetName", 2000, Streams::NO_STREAM, address_of(&cuDeviceGetName)},
+    {"cuDeviceTotalMem", 3020, Streams::NO_STREAM, address_of(&cuDeviceTotalMem_v2)},
+    {"cuDeviceGetDefaultMemPool", 11020, Streams::NO_STREAM, address_of(&cuDeviceGetDefaultMemPool)},
+    {"cuDevicePrimaryCtxRetain", 7000, Streams::NO_STREAM, address_of(&cuDevicePrimaryCtxRetain)},
+    {"cuDevicePrimaryCtxRelease", 11000, Streams::NO_STREAM, address_of(&cuDevicePrimaryCtxRelease_v2)},
+    {"cuCtxSetCurrent", 4000, Streams::NO_STREAM, address_of(&cuCtxSetCurrent)},
+    {"cuCtxGetCurrent", 4000, Streams::NO_STREAM, address_of(&cuCtxGetCurrent)},
+    {"cuCtxGetDevice", 2000, Streams::NO_STREAM, address_of(&cuCtxGetDevice)},
+    {"cuCtxGetDevice", 13000, Streams::NO_STREAM, address_of(&cuCtxGetDevice_v2)},
+    {"cuCtxSynchronize", 2000, Streams::NO_STREAM, address_of(&cuCtxSynchronize)},
+    {"cuCtxSynchronize", 13000, Streams::NO_STREAM, address_of(&cuCtxSynchronize_v2)},
+    {"cuStreamCreate", 2000, Streams::NO_STREAM, address_of(&cuStreamCreate)},
+    {"cuStreamDestroy", 4000, Streams::NO_STREAM, address_of(&cuStreamDestroy_v2)},
+    {"cuStreamSynchronize", 2000, Streams::NO_STREAM, address_of(&cuStreamSynchronize)},
+    {"cuMemGetInfo", 3020, Streams::NO_STREAM, address_of(&cuMemGetInfo_v2)},
+    {"cuMemSetAccess", 10020, Streams::NO_STREAM, address_of(&cuMemSetAccess)},
+    {"cuMemGetAllocationGranularity", 10020, Streams::NO_STREAM, address_of(&cuMemGetAllocationGranularity)},
+    {"cuGetErrorString", 6000, Streams::NO_STREAM, address_of(&cuGetErrorString)},
+    {"cuGetErrorName", 6000, Streams::NO_STREAM, address_of(&cuGetErrorName)},
+    {"cuGetExportTable", 3000, Streams::NO_STREAM, address_of(&cuGetExportTable)},
+};
+
+struct Lookup {
+    const ProcEntry* entry = nullptr;
+    bool name_known = false;
+};
+
+// The newest entry for `base` introduced at or before `version`; per_thread picks among the _ptsz entries,
+// otherwise they are skipped.
+Lookup find_entry(std::string_view base, int version, bool per_thread) {
+    Lookup lookup;
+    for (const ProcEntry& entry : kProcTable) {
+        if (entry.base != base) {
+            continue;
+        }
+        lookup.name_known = true;
+        if ((entry.streams == Streams::PER_THREAD_STREAM) != per_thread || entry.since > version) {
+            continue;
+        }
+        if (lookup.entry == nullptr || entry.since > lookup.entry->since) {
+            lookup.entry = &entry;
+        }
+    }
+    return lookup;
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* symbolStatus) {
+    if (symbol == nullptr || pfn == nullptr || flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const bool per_thread = flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    Lookup lookup = find_entry(symbol, cudaVersion, per_thread);
+    // A function without a per-thread variant serves both default-stream modes.
+    if (per_thread && lookup.entry == nullptr) {
+        lookup = find_entry(symbol, cudaVersion, false);
+    }
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+    if (lookup.entry == nullptr) {
+        status = lookup.name_known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                   : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    if (symbolStatus != nullptr) {
+        *symbolStatus = status;
+    }
+    *pfn = lookup.entry != nullptr ? lookup.entry->function : nullptr;
+    return lookup.entry != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+// The runtime's private tables are not simulated; the simulated runtime never asks for them.
+CUresult cuGetExportTable(const void** /*ppExportTable*/, const CUuuid* /*pExportTableId*/) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+} // extern "C"

@@ -1,0 +1,301 @@
+// Virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap...), as PyTorch's expandable
+// segments use it. A physical allocation is a memfd, a reservation is PROT_NONE address space, and a
+// mapping puts the memfd's pages into a reservation, so that memory written through one mapping reads back
+// through another exactly as on a GPU.
+#include "device_state.h"
+#include "driver_api.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <unordered_map>
+
+using namespace gpuleak::sim;
+
+namespace {
+
+constexpr std::size_t kGranularity = std::size_t{2} << 20;
+// CU_MEM_ALLOC_GRANULARITY_MINIMUM and _RECOMMENDED
+constexpr int kLastGranularityOption = 1;
+
+struct Physical {
+    int fd;
+    std::size_t size;
+    int device;
+    int mappings;
+    // Released handles stay charged until their last mapping goes, as the CUDA documentation specifies.
+    bool released;
+};
+
+struct Mapping {
+    std::size_t size;
+    CUmemGenericAllocationHandle handle;
+};
+
+std::mutex g_mutex;
+CUmemGenericAllocationHandle g_next_handle = 1;
+std::unordered_map<CUmemGenericAllocationHandle, Physical> g_physical;
+// Start address -> length, ordered to find the reservation or mappings around an address.
+std::map<CUdeviceptr, std::size_t> g_reservations;
+std::map<CUdeviceptr, Mapping> g_mappings;
+
+bool granular(std::size_t value) {
+    return value % kGranularity == 0;
+}
+
+bool inside_one_reservation(CUdeviceptr start, std::size_t size) {
+    auto after = g_reservations.upper_bound(start);
+    if (after == g_reservations.begin()) {
+        return false;
+    }
+    const auto& [base, length] = *std::prev(after);
+    return start - base <= length && size <= length - (start - base);
+}
+
+bool overlaps_mapping(CUdeviceptr start, std::size_t size) {
+    auto next = g_mappings.lower_bound(start);
+    if (next != g_mappings.end() && next->first < start + size) {
+        return true;
+    }
+    if (next == g_mappings.begin()) {
+        return false;
+    }
+    const auto& [base, mapping] = *std::prev(next);
+    return base + mapping.size > start;
+}
+
+// The mappings that exactly tile [start, start + size), in address order; end() when there is a gap or a
+// mapping sticks out of either end.
+std::map<CUdeviceptr, Mapping>::iterator first_of_exact_cover(CUdeviceptr start, std::size_t size) {
+    const auto first = g_mappings.find(start);
+    CUdeviceptr covered = start;
+    for (auto it = first; it != g_mappings.end() && covered < start + size; ++it) {
+        if (it->first != covered) {
+            return g_mappings.end();
+        }
+        covered += it->second.size;
+    }
+    return covered == start + size ? first : g_mappings.end();
+}
+
+void drop_physical_if_unused(CUmemGenericAllocationHandle handle) {
+    const auto found = g_physical.find(handle);
+    if (found->second.released && found->second.mappings == 0) {
+        uncharge_device(found->second.device, found->second.size);
+        g_physical.erase(found);
+    }
+}
+
+void* reserve_aligned(std::size_t size, std::size_t alignment, CUdeviceptr hint) {
+    constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (hint != 0 && hint % alignment == 0) {
+        void* at = mmap(reinterpret_cast<void*>(hint), size, PROT_NONE, kFlags | MAP_FIXED_NOREPLACE, -1, 0);
+        if (at == reinterpret_cast<void*>(hint)) {
+            return at;
+        }
+        // Kernels before 4.17 take MAP_FIXED_NOREPLACE as a mere hint and may map elsewhere.
+        if (at != MAP_FAILED) {
+            munmap(at, size);
+        }
+    }
+    // Over-reserve by the alignment and give back the unaligned head and the tail.
+    void* raw = mmap(nullptr, size + alignment, PROT_NONE, kFlags, -1, 0);
+    if (raw == MAP_FAILED) {
+        return nullptr;
+    }
+    const auto base = reinterpret_cast<std::uintptr_t>(raw);
+    const std::uintptr_t aligned = (base + alignment - 1) / alignment * alignment;
+    if (aligned > base) {
+        munmap(raw, aligned - base);
+    }
+    if (const std::size_t tail = base + alignment - aligned; tail > 0) {
+        munmap(reinterpret_cast<void*>(aligned + size), tail);
+    }
+    return reinterpret_cast<void*>(aligned);
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, int option) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (granularity == nullptr || prop == nullptr || option < 0 || option > kLastGranularityOption) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *granularity = kGranularity;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (handle == nullptr || prop == nullptr || flags != 0 || size == 0 || !granular(size) ||
+        prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const int device = prop->location.id;
+    if (!valid_device(device)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    if (!charge_device(device, size)) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    const int fd = memfd_create("gpuleak-sim-vmm", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        uncharge_device(device, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    const std::lock_guard lock(g_mutex);
+    const CUmemGenericAllocationHandle created = g_next_handle++;
+    g_physical.emplace(created, Physical{fd, size, device, 0, false});
+    *handle = created;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    const std::lock_guard lock(g_mutex);
+    const auto found = g_physical.find(handle);
+    if (found == g_physical.end() || found->second.released) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Existing mappings keep their own reference to the memfd's pages.
+    close(found->second.fd);
+    found->second.released = true;
+    drop_physical_if_unused(handle);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (ptr == nullptr || size == 0 || !granular(size) || flags != 0 || (alignment & (alignment - 1)) != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    void* reserved = reserve_aligned(size, std::max(alignment, kGranularity), addr);
+    if (reserved == nullptr) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    const auto address = reinterpret_cast<CUdeviceptr>(reserved);
+    {
+        const std::lock_guard lock(g_mutex);
+        g_reservations.emplace(address, size);
+    }
+    *ptr = address;
+    return CUDA_SUCCESS;
+}
+
+// A reservation that still has mappings is refused rather than torn down under them.
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    const std::lock_guard lock(g_mutex);
+    const auto found = g_reservations.find(ptr);
+    if (found == g_reservations.end() || found->second != size || overlaps_mapping(ptr, size)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    munmap(reinterpret_cast<void*>(ptr), size);
+    g_reservations.erase(found);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (flags != 0 || size == 0 || !granular(ptr) || !granular(size) || !granular(offset)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::lock_guard lock(g_mutex);
+    const auto found = g_physical.find(handle);
+    if (found == g_physical.end() || found->second.released || offset > found->second.size ||
+        size > found->second.size - offset || !inside_one_reservation(ptr, size) ||
+        overlaps_mapping(ptr, size)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Inaccessible until cuMemSetAccess, as on a GPU.
+    if (mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, found->second.fd,
+             static_cast<off_t>(offset)) == MAP_FAILED) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ++found->second.mappings;
+    g_mappings.emplace(ptr, Mapping{size, handle});
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (desc == nullptr || count == 0 || size == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Every simulated device sees the same host pages, so the widest access asked for applies to all.
+    int access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    for (size_t i = 0; i < count; ++i) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!valid_device(desc[i].location.id)) {
+            return CUDA_ERROR_INVALID_DEVICE;
+        }
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        access = std::max(access, desc[i].flags);
+    }
+    const std::lock_guard lock(g_mutex);
+    if (first_of_exact_cover(ptr, size) == g_mappings.end()) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const int protection = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+                           : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                                        : PROT_NONE;
+    return mprotect(reinterpret_cast<void*>(ptr), size, protection) == 0 ? CUDA_SUCCESS
+                                                                         : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (size == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::lock_guard lock(g_mutex);
+    auto it = first_of_exact_cover(ptr, size);
+    if (it == g_mappings.end()) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Back to inaccessible reserved address space, still owned by the reservation.
+    mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    while (it != g_mappings.end() && it->first < ptr + size) {
+        const CUmemGenericAllocationHandle handle = it->second.handle;
+        it = g_mappings.erase(it);
+        --g_physical.at(handle).mappings;
+        drop_physical_if_unused(handle);
+    }
+    return CUDA_SUCCESS;
+}
+
+} // extern "C"
