@@ -1,0 +1,272 @@
+// gpuleak-dump: prints everything the trace reader decodes, as text or JSON. A window onto trace files
+// for tests and debugging until the real report exists; it interprets nothing.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "trace_reader.h"
+
+namespace {
+
+using gpuleak::analyzer::Event;
+using gpuleak::analyzer::EventLog;
+using gpuleak::analyzer::ProcessEnd;
+using gpuleak::analyzer::TraceError;
+using gpuleak::analyzer::TraceReader;
+namespace format = gpuleak::format;
+using nlohmann::json;
+
+std::string slot_name(uint32_t slot) {
+    if (slot == format::kHostSlot)
+        return "host";
+    if (slot == format::kUnknownDeviceSlot)
+        return "unknown";
+    return fmt::format("device {}", slot);
+}
+
+std::string end_description(const ProcessEnd& end) {
+    switch (end.state) {
+    case format::EndState::Exited:
+        return fmt::format("exited with status {}", end.exit_code);
+    case format::EndState::Signaled:
+        return fmt::format("killed by signal {}", end.signal);
+    case format::EndState::Running:
+        break;
+    }
+    return "running or killed (no end record)";
+}
+
+const char* end_state_name(format::EndState state) {
+    switch (state) {
+    case format::EndState::Exited:
+        return "exited";
+    case format::EndState::Signaled:
+        return "signaled";
+    case format::EndState::Running:
+        break;
+    }
+    return "running";
+}
+
+std::string hex_bytes(const std::vector<uint8_t>& bytes) {
+    std::string text;
+    for (uint8_t byte : bytes)
+        text += fmt::format("{:02x}", byte);
+    return text;
+}
+
+// Calls visit(slot, kind, live, peak) for each accounting cell that is not all zero.
+template <class Visit> void for_each_accounting(const format::Accounting& accounting, Visit visit) {
+    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
+        for (uint32_t kind = 0; kind < format::kKindCount; ++kind)
+            if (accounting.live_bytes[slot][kind] != 0 || accounting.peak_bytes[slot][kind] != 0)
+                visit(slot, static_cast<format::MemoryKind>(kind), accounting.live_bytes[slot][kind],
+                      accounting.peak_bytes[slot][kind]);
+}
+
+void print_live_only(const TraceReader& trace) {
+    for (const auto& allocation : trace.live_allocations().allocations)
+        fmt::print("{:#x} {} {} {}\n", allocation.address, allocation.size, format::kind_name(allocation.kind),
+                   allocation.device);
+}
+
+void print_events(const char* title, const EventLog& log) {
+    fmt::print("{}: {} (dropped {}, torn {})\n", title, log.events.size(), log.dropped, log.torn);
+    for (const Event& e : log.events)
+        fmt::print("  #{} t={} {} {} address={:#x} size={} device={} stack={} thread={} result={}\n", e.sequence,
+                   e.time_ns, format::event_type_name(e.type), format::kind_name(e.kind), e.address, e.size, e.device,
+                   e.stack_id, e.thread_id, e.result);
+}
+
+void print_text(const TraceReader& trace) {
+    const auto& header = trace.header();
+    fmt::print("trace format {}, pid {} (parent {}) on {}\n", header.format_version, header.pid, header.ppid,
+               header.hostname);
+    fmt::print("command: {}\n", fmt::join(header.command_line, " "));
+    fmt::print("end: {}\n", end_description(header.end));
+    fmt::print("flags:{}{}\n", header.simulated_device() ? " simulated device" : "",
+               header.has_flag(format::HeaderFlag::LiveTableOverflow) ? " live table overflow" : "");
+    if (!header.parent_trace.empty())
+        fmt::print("parent trace: {}\n", header.parent_trace);
+    fmt::print("started: realtime {} ns, monotonic {} ns; stack depth {}\n", header.start_realtime_ns,
+               header.start_monotonic_ns, header.stack_depth);
+    const auto& counters = header.counters;
+    fmt::print("counters: events {}, notable {}, live overflow {}, stacks dropped {}, strings dropped {}, "
+               "timeline samples {}, unknown frees {}\n",
+               counters.ring_head, counters.notable_count, counters.live_overflow, counters.stacks_dropped,
+               counters.strings_dropped, counters.timeline_samples, counters.free_unknown);
+
+    fmt::print("accounting:\n");
+    for_each_accounting(header.accounting, [](uint32_t slot, format::MemoryKind kind, uint64_t live, uint64_t peak) {
+        fmt::print("  {} {}: live {} peak {}\n", slot_name(slot), format::kind_name(kind), live, peak);
+    });
+
+    fmt::print("modules: {}\n", trace.modules().size());
+    for (const auto& module : trace.modules())
+        fmt::print("  {:#x}-{:#x} {} {}\n", module.low, module.high, module.path, hex_bytes(module.build_id));
+
+    fmt::print("strings: {}\n", trace.strings().size());
+    for (const auto& [id, text] : trace.strings())
+        fmt::print("  {} {:?}\n", id, text);
+
+    fmt::print("stacks: {}\n", trace.stacks().size());
+    for (const auto& [id, frames] : trace.stacks())
+        fmt::print("  {}: {:#x}\n", id, fmt::join(frames, " "));
+
+    const auto& live = trace.live_allocations();
+    fmt::print("live allocations: {} (invalid slots {})\n", live.allocations.size(), live.invalid_slots);
+    for (const auto& a : live.allocations)
+        fmt::print("  {:#x} {} {} device={} stack={} t={}\n", a.address, a.size, format::kind_name(a.kind), a.device,
+                   a.stack_id, a.time_ns);
+
+    print_events("events", trace.events());
+    print_events("notable events", trace.notable_events());
+
+    fmt::print("timeline: {}\n", trace.timeline().size());
+    for (const auto& sample : trace.timeline())
+        fmt::print("  t={} rss={} by kind [{}] by device [{}]\n", sample.time_ns, sample.rss_bytes,
+                   fmt::join(sample.kind_bytes, " "), fmt::join(sample.device_bytes, " "));
+
+    for (const auto& warning : trace.warnings())
+        fmt::print("warning: {}\n", warning);
+}
+
+json event_json(const Event& e) {
+    return {{"sequence", e.sequence}, {"time_ns", e.time_ns},     {"type", format::event_type_name(e.type)},
+            {"kind", format::kind_name(e.kind)}, {"address", e.address}, {"size", e.size},
+            {"stream", e.stream},     {"device", e.device},       {"stack_id", e.stack_id},
+            {"thread_id", e.thread_id}, {"api", e.api},           {"result", e.result}};
+}
+
+json event_log_json(const EventLog& log) {
+    json events = json::array();
+    for (const Event& e : log.events)
+        events.push_back(event_json(e));
+    return {{"events", events}, {"dropped", log.dropped}, {"torn", log.torn}};
+}
+
+json to_json(const TraceReader& trace) {
+    const auto& header = trace.header();
+    const auto& counters = header.counters;
+    json out;
+    out["header"] = {
+        {"format_version", header.format_version},
+        {"file_bytes", header.file_bytes},
+        {"pid", header.pid},
+        {"ppid", header.ppid},
+        {"command_line", header.command_line},
+        {"hostname", header.hostname},
+        {"parent_trace", header.parent_trace},
+        {"start_realtime_ns", header.start_realtime_ns},
+        {"start_monotonic_ns", header.start_monotonic_ns},
+        {"flags", header.flags},
+        {"simulated_device", header.simulated_device()},
+        {"live_table_overflow", header.has_flag(format::HeaderFlag::LiveTableOverflow)},
+        {"stack_depth", header.stack_depth},
+        {"timeline_interval_ms_initial", header.timeline_interval_ms_initial},
+        {"capacities",
+         {{"live", header.live_capacity},
+          {"ring", header.ring_capacity},
+          {"notable", header.notable_capacity},
+          {"timeline", header.timeline_capacity}}},
+        {"counters",
+         {{"ring_head", counters.ring_head},
+          {"notable_count", counters.notable_count},
+          {"modules_used", counters.modules_used},
+          {"strings_used", counters.strings_used},
+          {"stacks_used", counters.stacks_used},
+          {"live_overflow", counters.live_overflow},
+          {"stacks_dropped", counters.stacks_dropped},
+          {"strings_dropped", counters.strings_dropped},
+          {"timeline_samples", counters.timeline_samples},
+          {"timeline_interval_ns", counters.timeline_interval_ns},
+          {"free_unknown", counters.free_unknown}}},
+        {"end",
+         {{"state", end_state_name(header.end.state)},
+          {"exit_code", header.end.exit_code},
+          {"signal", header.end.signal},
+          {"monotonic_ns", header.end.monotonic_ns}}},
+    };
+
+    out["accounting"] = json::array();
+    for_each_accounting(header.accounting,
+                        [&out](uint32_t slot, format::MemoryKind kind, uint64_t live, uint64_t peak) {
+                            out["accounting"].push_back({{"slot", slot_name(slot)},
+                                                         {"kind", format::kind_name(kind)},
+                                                         {"live_bytes", live},
+                                                         {"peak_bytes", peak}});
+                        });
+
+    out["modules"] = json::array();
+    for (const auto& module : trace.modules())
+        out["modules"].push_back({{"path", module.path},
+                                  {"build_id", hex_bytes(module.build_id)},
+                                  {"load_address", module.load_address},
+                                  {"low", module.low},
+                                  {"high", module.high}});
+
+    out["strings"] = json::array();
+    for (const auto& [id, text] : trace.strings())
+        out["strings"].push_back({{"id", id}, {"text", text}});
+
+    out["stacks"] = json::array();
+    for (const auto& [id, frames] : trace.stacks())
+        out["stacks"].push_back({{"id", id}, {"frames", frames}});
+
+    json allocations = json::array();
+    for (const auto& a : trace.live_allocations().allocations)
+        allocations.push_back({{"address", a.address},
+                               {"size", a.size},
+                               {"kind", format::kind_name(a.kind)},
+                               {"device", a.device},
+                               {"stack_id", a.stack_id},
+                               {"time_ns", a.time_ns},
+                               {"stream", a.stream},
+                               {"thread_id", a.thread_id},
+                               {"api", a.api}});
+    out["live"] = {{"allocations", allocations}, {"invalid_slots", trace.live_allocations().invalid_slots}};
+
+    out["events"] = event_log_json(trace.events());
+    out["notable"] = event_log_json(trace.notable_events());
+
+    out["timeline"] = json::array();
+    for (const auto& sample : trace.timeline())
+        out["timeline"].push_back({{"sample", sample.sample},
+                                   {"time_ns", sample.time_ns},
+                                   {"rss_bytes", sample.rss_bytes},
+                                   {"kind_bytes", sample.kind_bytes},
+                                   {"device_bytes", sample.device_bytes}});
+
+    out["warnings"] = trace.warnings();
+    return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Print a gpuleak trace file"};
+    std::string path;
+    bool as_json = false;
+    bool live_only = false;
+    app.add_option("trace", path, "trace file")->required();
+    auto* json_flag = app.add_flag("--json", as_json, "print JSON");
+    app.add_flag("--live-only", live_only, "print only the live allocations: ADDRESS SIZE KIND DEVICE")
+        ->excludes(json_flag);
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        const TraceReader trace = TraceReader::open(path);
+        if (live_only)
+            print_live_only(trace);
+        else if (as_json)
+            fmt::print("{}\n", to_json(trace).dump(2));
+        else
+            print_text(trace);
+    } catch (const TraceError& error) {
+        fmt::print(stderr, "gpuleak-dump: {}\n", error.what());
+        return 2;
+    }
+    return 0;
+}
