@@ -51,8 +51,9 @@ uint64_t number_setting(const char* name, uint64_t fallback, uint64_t low, uint6
     uint64_t value = 0;
     if (parse_number(text, low, high, value))
         return value;
-    warn("%s=%s is not a number in [%llu, %llu]; using %llu", name, text, static_cast<unsigned long long>(low),
-         static_cast<unsigned long long>(high), static_cast<unsigned long long>(fallback));
+    warn("%s=%s is not a number in [%llu, %llu]; using %llu", name, text,
+         static_cast<unsigned long long>(low), static_cast<unsigned long long>(high),
+         static_cast<unsigned long long>(fallback));
     return fallback;
 }
 
@@ -75,12 +76,13 @@ Config read_config() {
         std::strcpy(config.output_pattern, output);
     } else {
         if (output != nullptr && output[0] != '\0')
-            warn("GPULEAK_OUTPUT is longer than %zu bytes; using the default", sizeof config.output_pattern - 1);
+            warn("GPULEAK_OUTPUT is longer than %zu bytes; using the default",
+                 sizeof config.output_pattern - 1);
         std::strcpy(config.output_pattern, "gpuleak.%p.trace");
     }
     config.max_bytes = number_setting("GPULEAK_MAX_MB", kDefaultMaxMb, kMinMaxMb, kMaxMaxMb) << 20;
-    config.stack_depth =
-        static_cast<uint32_t>(number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
+    config.stack_depth = static_cast<uint32_t>(
+        number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
     config.sample_interval_ms =
         static_cast<uint32_t>(number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, 1, 60000));
     config.quiet = flag_setting("GPULEAK_QUIET");

@@ -6,11 +6,11 @@
 namespace gpuleak {
 
 struct Config {
-    char output_pattern[1024]; // GPULEAK_OUTPUT, "%p" expands to the pid
-    uint64_t max_bytes;        // GPULEAK_MAX_MB
-    uint32_t stack_depth;      // GPULEAK_STACK_DEPTH, 0 = no stacks
+    char output_pattern[1024];   // GPULEAK_OUTPUT, "%p" expands to the pid
+    uint64_t max_bytes;          // GPULEAK_MAX_MB
+    uint32_t stack_depth;        // GPULEAK_STACK_DEPTH, 0 = no stacks
     uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
-    bool quiet;                // GPULEAK_QUIET
+    bool quiet;                  // GPULEAK_QUIET
 };
 
 inline constexpr uint64_t kDefaultMaxMb = 64;

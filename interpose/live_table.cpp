@@ -21,7 +21,8 @@ uint64_t key_hash(KeySpace space, uint64_t address) {
 }
 
 bool same_key(const LiveSlot& slot, KeySpace space, uint64_t address) {
-    return slot.address == address && format::key_space_of(static_cast<format::MemoryKind>(slot.kind)) == space;
+    return slot.address == address &&
+           format::key_space_of(static_cast<format::MemoryKind>(slot.kind)) == space;
 }
 
 uint32_t index_size_for(uint32_t slots) {
@@ -42,7 +43,8 @@ bool LiveTable::attach(LiveSlot* slots, uint64_t capacity) {
         words += count + index_size_for(static_cast<uint32_t>(count));
     }
     private_bytes_ = words * sizeof(uint32_t);
-    void* memory = ::mmap(nullptr, private_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory =
+        ::mmap(nullptr, private_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) {
         private_memory_ = nullptr;
         return false;
@@ -155,7 +157,8 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     uint32_t slot_index = stripe.free_slots[--stripe.free_count];
     LiveSlot& slot = slots_[slot_index];
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
-                reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state, sizeof entry - sizeof entry.state);
+                reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state,
+                sizeof entry - sizeof entry.state);
     __atomic_store_n(&slot.state, format::kSlotLive, __ATOMIC_RELEASE);
     if (*position == 0)
         ++stripe.index_used;

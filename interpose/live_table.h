@@ -12,7 +12,7 @@
 namespace gpuleak {
 
 class LiveTable {
-public:
+  public:
     static constexpr uint32_t kStripes = 64;
 
     // Takes over `capacity` file slots (all free). Private memory for the index is mapped here.
@@ -31,7 +31,7 @@ public:
     bool find(format::KeySpace space, uint64_t address, format::LiveSlot* found);
     [[nodiscard]] uint64_t live_count() const;
 
-private:
+  private:
     struct Stripe {
         SpinLock lock;
         uint32_t first_slot = 0;

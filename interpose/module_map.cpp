@@ -1,6 +1,7 @@
 #include "module_map.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
@@ -67,20 +68,23 @@ int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
     if (high == 0 || map.known(low) || map.range_count_ >= ModuleMap::kMaxModules)
         return 0;
 
+    // The main program has no name here: /proc/self/exe has it. A relative name (a relative LD_PRELOAD
+    // or dlopen path) means nothing once the process and its working directory are gone: made absolute.
     char path[4096];
     const char* name = info->dlpi_name;
     if (name == nullptr || name[0] == '\0') {
-        // The main program has no name here; /proc/self/exe does.
         ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
         path[n > 0 ? n : 0] = '\0';
-    } else {
+    } else if (name[0] == '/' || std::strchr(name, '/') == nullptr || ::realpath(name, path) == nullptr) {
         std::snprintf(path, sizeof path, "%s", name);
     }
     const size_t path_length = std::strlen(path);
-    if (is_cuda_library(path) && visit->cuda_library_count < 4 && path_length < sizeof visit->cuda_libraries[0])
+    if (is_cuda_library(path) && visit->cuda_library_count < 4 &&
+        path_length < sizeof visit->cuda_libraries[0])
         std::memcpy(visit->cuda_libraries[visit->cuda_library_count++], path, path_length + 1);
     const auto path_bytes = static_cast<uint32_t>(path_length);
-    const uint32_t bytes = static_cast<uint32_t>((sizeof(format::ModuleRecord) + path_bytes + 1 + 7) & ~size_t{7});
+    const uint32_t bytes =
+        static_cast<uint32_t>((sizeof(format::ModuleRecord) + path_bytes + 1 + 7) & ~size_t{7});
     // A module that does not fit is still remembered below, so that new stacks do not rescan for it.
     map.writer_->append_record(TraceWriter::Stream::Modules, bytes, [&](uint8_t* body) {
         auto* record = reinterpret_cast<format::ModuleRecord*>(body - sizeof(format::RecordPrefix));
@@ -98,8 +102,8 @@ int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
 bool ModuleMap::attach(TraceWriter& writer) {
     writer_ = &writer;
     lock_.reset_after_fork();
-    void* memory =
-        ::mmap(nullptr, kMaxModules * sizeof(Range), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory = ::mmap(nullptr, kMaxModules * sizeof(Range), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ranges_ = memory == MAP_FAILED ? nullptr : static_cast<Range*>(memory);
     range_count_ = 0;
     if (ranges_ == nullptr)
@@ -137,8 +141,8 @@ void ModuleMap::refresh() {
         if (handle == nullptr)
             continue;
         if (dlsym(handle, "gpuleak_simulated_device") != nullptr)
-            __atomic_fetch_or(&writer_->header()->flags, static_cast<uint32_t>(format::HeaderFlag::SimulatedDevice),
-                              __ATOMIC_RELAXED);
+            __atomic_fetch_or(&writer_->header()->flags,
+                              static_cast<uint32_t>(format::HeaderFlag::SimulatedDevice), __ATOMIC_RELAXED);
         dlclose(handle);
     }
 }

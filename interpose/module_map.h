@@ -12,7 +12,7 @@
 namespace gpuleak {
 
 class ModuleMap {
-public:
+  public:
     // Records every object loaded now, and flags the trace as simulated when the CUDA libraries are
     // gpuleak's simulated device.
     bool attach(TraceWriter& writer);
@@ -21,7 +21,7 @@ public:
     // Records objects loaded since, when any of `frames` lies outside every recorded object.
     void cover(const uint64_t* frames, uint32_t count);
 
-private:
+  private:
     struct Range {
         uint64_t low;
         uint64_t high;

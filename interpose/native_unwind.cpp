@@ -62,7 +62,9 @@ int unwind_into(void** buffer, int wanted) {
     return count;
 }
 #else
-int unwind_into(void** buffer, int wanted) { return unw_backtrace(buffer, wanted); }
+int unwind_into(void** buffer, int wanted) {
+    return unw_backtrace(buffer, wanted);
+}
 #endif
 
 } // namespace

@@ -40,8 +40,12 @@ __attribute__((visibility("default"))) pid_t fork() {
     return child;
 }
 
-__attribute__((visibility("default"), noreturn)) void _exit(int status) { end_process("_exit", status); }
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+    end_process("_exit", status);
+}
 
-__attribute__((visibility("default"), noreturn)) void _Exit(int status) { end_process("_Exit", status); }
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+    end_process("_Exit", status);
+}
 
 } // extern "C"

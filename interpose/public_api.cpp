@@ -7,7 +7,9 @@
 
 extern "C" {
 
-__attribute__((visibility("default"))) void gpuleak_mark(const char* label) { gpuleak::record_marker(label); }
+__attribute__((visibility("default"))) void gpuleak_mark(const char* label) {
+    gpuleak::record_marker(label);
+}
 
 __attribute__((visibility("default"))) void gpuleak_block_alloc(const void* ptr, size_t size, int device) {
     if (ptr == nullptr)
@@ -19,10 +21,13 @@ __attribute__((visibility("default"))) void gpuleak_block_alloc(const void* ptr,
 __attribute__((visibility("default"))) void gpuleak_block_free(const void* ptr) {
     if (ptr == nullptr)
         return;
-    gpuleak::record_free(gpuleak::KeySpace::BlockSpace, reinterpret_cast<uint64_t>(ptr), 0, gpuleak::kPublicApi);
+    gpuleak::record_free(gpuleak::KeySpace::BlockSpace, reinterpret_cast<uint64_t>(ptr), 0,
+                         gpuleak::kPublicApi);
 }
 
-__attribute__((visibility("default"))) int gpuleak_active(void) { return gpuleak::recording_active() ? 1 : 0; }
+__attribute__((visibility("default"))) int gpuleak_active(void) {
+    return gpuleak::recording_active() ? 1 : 0;
+}
 
 __attribute__((visibility("default"))) size_t gpuleak_trace_path(char* buf, size_t capacity) {
     const char* path = gpuleak::trace_path();

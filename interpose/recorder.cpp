@@ -41,7 +41,7 @@ constinit bool g_process_hooks_installed = false;
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT,
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,  SIGILL, SIGTERM, SIGINT,
                                  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
 
 void on_fatal_signal(int signal_number) {
@@ -52,7 +52,9 @@ void on_fatal_signal(int signal_number) {
     raise(signal_number);
 }
 
-void on_process_exit(int status, void*) { record_process_exit(status); }
+void on_process_exit(int status, void*) {
+    record_process_exit(status);
+}
 
 void after_fork_in_child() {
     forget_thread_id_after_fork();
@@ -106,7 +108,8 @@ bool start_recording() {
         g_sampler.start(g_writer);
         if (!g_config.quiet)
             warn("recording GPU memory of pid %d (%s) to %s", identity.pid,
-                 g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?", g_writer.path());
+                 g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?",
+                 g_writer.path());
     }
     g_state.store(ok ? State::Active : State::Off, std::memory_order_release);
     t_starting = false;
@@ -146,7 +149,8 @@ void account(const LiveSlot& slot, bool add) {
     uint64_t now = __atomic_add_fetch(live, slot.size, __ATOMIC_RELAXED);
     uint64_t* peak = &accounting.peak_bytes[where][slot.kind];
     uint64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
-    while (now > seen && !__atomic_compare_exchange_n(peak, &seen, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    while (now > seen &&
+           !__atomic_compare_exchange_n(peak, &seen, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
 }
 
@@ -207,21 +211,25 @@ void append_free_unknown(format::KeySpace space, uint64_t address, uint64_t stre
 // Recording must not change errno under the program's feet (a hooked call that succeeded leaves it
 // as the library left it).
 class ErrnoGuard {
-public:
+  public:
     ErrnoGuard() : saved_(errno) {}
     ~ErrnoGuard() { errno = saved_; }
     ErrnoGuard(const ErrnoGuard&) = delete;
     ErrnoGuard& operator=(const ErrnoGuard&) = delete;
 
-private:
+  private:
     int saved_;
 };
 
 } // namespace
 
 HookScope::HookScope() noexcept : outermost_(t_hook_depth++ == 0) {}
-HookScope::~HookScope() { --t_hook_depth; }
-bool HookScope::nested() noexcept { return t_hook_depth > 0; }
+HookScope::~HookScope() {
+    --t_hook_depth;
+}
+bool HookScope::nested() noexcept {
+    return t_hook_depth > 0;
+}
 
 void record_alloc(const Allocation& allocation) {
     ErrnoGuard errno_guard;
@@ -249,8 +257,8 @@ void record_alloc(const Allocation& allocation) {
         break;
     case LiveTable::InsertResult::Full:
         __atomic_fetch_add(&g_writer.header()->live_overflow, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_or(&g_writer.header()->flags, static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow),
-                          __ATOMIC_RELAXED);
+        __atomic_fetch_or(&g_writer.header()->flags,
+                          static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow), __ATOMIC_RELAXED);
         break;
     }
     EventRecord event = event_of(EventType::Alloc, entry);
@@ -388,8 +396,12 @@ int16_t live_device_of(format::KeySpace space, uint64_t address) {
     return kUnknownDevice;
 }
 
-bool recording_active() { return ensure_active(); }
+bool recording_active() {
+    return ensure_active();
+}
 
-const char* trace_path() { return recording_active() ? g_writer.path() : nullptr; }
+const char* trace_path() {
+    return recording_active() ? g_writer.path() : nullptr;
+}
 
 } // namespace gpuleak

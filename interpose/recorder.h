@@ -69,7 +69,7 @@ int16_t live_device_of(KeySpace space, uint64_t address);
 // True while this thread is inside a hook: nested CUDA calls (a runtime call reaching the driver)
 // are passed through without being recorded a second time.
 class HookScope {
-public:
+  public:
     HookScope() noexcept;
     ~HookScope();
     HookScope(const HookScope&) = delete;
@@ -78,7 +78,7 @@ public:
     // True when the calling thread is already inside a hook (before constructing a scope of its own).
     [[nodiscard]] static bool nested() noexcept;
 
-private:
+  private:
     bool outermost_;
 };
 

@@ -8,10 +8,11 @@
 namespace gpuleak {
 
 class SpinLock {
-public:
+  public:
     void lock() noexcept {
         for (int spins = 0;; ++spins) {
-            if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire))
+            if (!locked_.load(std::memory_order_relaxed) &&
+                !locked_.exchange(true, std::memory_order_acquire))
                 return;
             if (spins > 64)
                 sched_yield();
@@ -21,18 +22,18 @@ public:
     // After fork the child has one thread: a lock held by another parent thread would never be released.
     void reset_after_fork() noexcept { locked_.store(false, std::memory_order_relaxed); }
 
-private:
+  private:
     std::atomic<bool> locked_{false};
 };
 
 class SpinGuard {
-public:
+  public:
     explicit SpinGuard(SpinLock& lock) noexcept : lock_(lock) { lock_.lock(); }
     ~SpinGuard() { lock_.unlock(); }
     SpinGuard(const SpinGuard&) = delete;
     SpinGuard& operator=(const SpinGuard&) = delete;
 
-private:
+  private:
     SpinLock& lock_;
 };
 

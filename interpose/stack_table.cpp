@@ -28,7 +28,8 @@ bool StackTable::attach(TraceWriter& writer) {
     while (entry_count_ < region / 32)
         entry_count_ *= 2;
     private_bytes_ = entry_count_ * sizeof(Entry);
-    void* memory = ::mmap(nullptr, private_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* memory =
+        ::mmap(nullptr, private_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) {
         entries_ = nullptr;
         return false;
@@ -51,8 +52,7 @@ void StackTable::detach() {
 bool StackTable::matches(const Entry& entry, const uint64_t* frames, uint32_t count) const {
     const auto* record = reinterpret_cast<const format::StackRecord*>(
         writer_->stream_data(TraceWriter::Stream::Stacks, uint64_t{entry.offset_words} * 8));
-    return record->native_count == count &&
-           std::memcmp(record + 1, frames, count * sizeof(uint64_t)) == 0;
+    return record->native_count == count && std::memcmp(record + 1, frames, count * sizeof(uint64_t)) == 0;
 }
 
 uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool& added) {

@@ -10,7 +10,7 @@
 namespace gpuleak {
 
 class StackTable {
-public:
+  public:
     bool attach(TraceWriter& writer);
     void detach();
 
@@ -18,7 +18,7 @@ public:
     // 0 when the stack did not fit in the file or the index: the event is kept without its stack.
     uint32_t intern(const uint64_t* frames, uint32_t count, bool& added);
 
-private:
+  private:
     struct Entry {
         uint64_t hash; // 0 = empty; published last
         uint32_t id;

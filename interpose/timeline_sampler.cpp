@@ -36,7 +36,8 @@ void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
     // Acquire keeps the field stores below from being ordered before the invalidation.
     __atomic_exchange_n(&slot.commit, 0, __ATOMIC_ACQUIRE);
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
-                reinterpret_cast<const uint8_t*>(&sample) + sizeof sample.commit, sizeof sample - sizeof sample.commit);
+                reinterpret_cast<const uint8_t*>(&sample) + sizeof sample.commit,
+                sizeof sample - sizeof sample.commit);
     __atomic_store_n(&slot.commit, sample.commit, __ATOMIC_RELEASE);
 }
 
@@ -70,7 +71,8 @@ void* TimelineSampler::run(void* self) {
         if (writer == nullptr || !writer->mapped())
             return nullptr;
         uint64_t interval = __atomic_load_n(&writer->header()->timeline_interval_ns, __ATOMIC_RELAXED);
-        timespec delay{static_cast<time_t>(interval / 1000000000ull), static_cast<long>(interval % 1000000000ull)};
+        timespec delay{static_cast<time_t>(interval / 1000000000ull),
+                       static_cast<long>(interval % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, 0, &delay, &delay) == EINTR) {
         }
         sampler->sample_now();
@@ -103,7 +105,8 @@ void TimelineSampler::sample_now() {
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             uint64_t bytes = __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);
             sample.kind_bytes[kind] += bytes;
-            if (slot < format::kMaxDevices && format::occupies_device_memory(static_cast<format::MemoryKind>(kind)))
+            if (slot < format::kMaxDevices &&
+                format::occupies_device_memory(static_cast<format::MemoryKind>(kind)))
                 sample.device_bytes[slot] += bytes;
         }
     }

@@ -11,7 +11,7 @@
 namespace gpuleak {
 
 class TimelineSampler {
-public:
+  public:
     // Starts the sampling thread for this process's trace.
     void start(TraceWriter& writer);
     // Takes one sample now (also at exit). Thread-safe.
@@ -19,7 +19,7 @@ public:
     // In a forked child the thread does not exist; forget it and the parent's trace.
     void forget_after_fork();
 
-private:
+  private:
     static void* run(void* self);
     void thin();
 

@@ -23,7 +23,9 @@ constexpr uint64_t kNotableCapacity = 4096;
 constexpr uint64_t kTimelineCapacity = 4096;
 constexpr int kMaxNameAttempts = 100;
 
-uint64_t align_up(uint64_t value) { return (value + kAlign - 1) & ~(kAlign - 1); }
+uint64_t align_up(uint64_t value) {
+    return (value + kAlign - 1) & ~(kAlign - 1);
+}
 
 uint64_t floor_power_of_two(uint64_t value) {
     uint64_t result = 1;
@@ -64,7 +66,9 @@ uint32_t current_thread_id() {
     return t_thread_id;
 }
 
-void forget_thread_id_after_fork() { t_thread_id = 0; }
+void forget_thread_id_after_fork() {
+    t_thread_id = 0;
+}
 
 Layout compute_layout(uint64_t max_bytes) {
     Layout layout{};
@@ -152,7 +156,8 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     h.ppid = identity.ppid;
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
-    h.start_realtime_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    h.start_realtime_ns =
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
     h.start_monotonic_ns = monotonic_ns();
     h.stack_depth = config.stack_depth;
     h.timeline_interval_ms_initial = config.sample_interval_ms;
@@ -203,7 +208,8 @@ void publish(EventRecord& slot, const EventRecord& event, uint64_t commit) {
     // Acquire keeps the field stores below from being ordered before the invalidation.
     __atomic_exchange_n(&slot.commit, 0, __ATOMIC_ACQUIRE);
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
-                reinterpret_cast<const uint8_t*>(&event) + sizeof event.commit, sizeof event - sizeof event.commit);
+                reinterpret_cast<const uint8_t*>(&event) + sizeof event.commit,
+                sizeof event - sizeof event.commit);
     __atomic_store_n(&slot.commit, commit, __ATOMIC_RELEASE);
 }
 

@@ -29,7 +29,7 @@ struct ProcessIdentity {
 };
 
 class TraceWriter {
-public:
+  public:
     // Creates the file named by the configured pattern (adding ".1", ".2", ... when the name is taken),
     // reserves its whole size on disk, maps it and writes the header. False (with one warning) when
     // the file cannot be made; the process then runs on unrecorded.
@@ -69,7 +69,7 @@ public:
     // Records how the process ended. Async-signal-safe.
     void write_end(format::EndState state, int code_or_signal);
 
-private:
+  private:
     uint8_t* reserve(Stream stream, uint32_t bytes);
     int64_t commit(Stream stream, uint8_t* record, uint32_t bytes);
     void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout);

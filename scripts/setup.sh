@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-    build-essential cmake pkg-config
+    build-essential cmake pkg-config clang-format git
     catch2 libfmt-dev libunwind-dev libdw-dev libelf-dev libcli11-dev nlohmann-json3-dev
     heaptrack # the benchmark's point of comparison
 )

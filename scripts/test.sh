@@ -3,6 +3,7 @@
 #   1. everything (unit, simulated-device integration, tools) in build/
 #   2. the trace reader and the recorder's unit tests under AddressSanitizer + UBSan in build-asan/
 #   3. the concurrent recorder tests under ThreadSanitizer in build-tsan/
+#   4. formatting: every tracked C/C++ file as clang-format makes it
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -20,3 +21,5 @@ run_tier() {
 run_tier "all tests" "$root/build" ""
 run_tier "ASan+UBSan: reader and recorder" "$root/build-asan" "reader|recorder|concurrent" -DGPULEAK_SANITIZE=address,undefined
 run_tier "TSan: concurrent recorder" "$root/build-tsan" "concurrent" -DGPULEAK_SANITIZE=thread
+echo "== formatting" >&2
+"$root/scripts/check-format.sh"

@@ -53,13 +53,13 @@ typedef void (*gpuleak_block_free_fn)(const void*);
 typedef int (*gpuleak_active_fn)(void);
 
 /* Looks `name` up once per call site; concurrent first calls may both look it up, harmlessly. */
-#define GPULEAK_RESOLVE_(type, name)                                                                   \
-    static type resolved_;                                                                            \
-    static int looked_up_;                                                                            \
-    if (!__atomic_load_n(&looked_up_, __ATOMIC_ACQUIRE)) {                                            \
-        __atomic_store_n(&resolved_, (type)dlsym(GPULEAK_DEFAULT_HANDLE_, name), __ATOMIC_RELAXED);              \
-        __atomic_store_n(&looked_up_, 1, __ATOMIC_RELEASE);                                           \
-    }                                                                                                 \
+#define GPULEAK_RESOLVE_(type, name)                                                                         \
+    static type resolved_;                                                                                   \
+    static int looked_up_;                                                                                   \
+    if (!__atomic_load_n(&looked_up_, __ATOMIC_ACQUIRE)) {                                                   \
+        __atomic_store_n(&resolved_, (type)dlsym(GPULEAK_DEFAULT_HANDLE_, name), __ATOMIC_RELAXED);          \
+        __atomic_store_n(&looked_up_, 1, __ATOMIC_RELEASE);                                                  \
+    }                                                                                                        \
     type fn_ = __atomic_load_n(&resolved_, __ATOMIC_RELAXED)
 
 static inline void gpuleak_try_mark(const char* label) {

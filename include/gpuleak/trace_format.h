@@ -32,11 +32,11 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 static const uint32_t kFormatVersion = 1;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
-static const uint32_t kMaxDevices = 16;        // ordinals >= this are accounted as unknown
-static const uint32_t kAccountingSlots = 18;   // kMaxDevices devices, host, unknown device
+static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
+static const uint32_t kAccountingSlots = 18; // kMaxDevices devices, host, unknown device
 static const uint32_t kHostSlot = 16;
 static const uint32_t kUnknownDeviceSlot = 17;
-static const uint32_t kKindCount = 10;         // MemoryKind values are < kKindCount
+static const uint32_t kKindCount = 10; // MemoryKind values are < kKindCount
 static const uint32_t kCommandLineBytes = 4096;
 static const uint32_t kMaxStackDepth = 1024;
 
@@ -108,7 +108,7 @@ struct FileHeader {
 
     int32_t pid;
     int32_t ppid;
-    uint64_t start_realtime_ns; // CLOCK_REALTIME at creation
+    uint64_t start_realtime_ns;  // CLOCK_REALTIME at creation
     uint64_t start_monotonic_ns; // CLOCK_MONOTONIC at creation; event times are on this clock
     uint32_t stack_depth;        // configured native stack depth
     uint32_t timeline_interval_ms_initial;
@@ -132,17 +132,17 @@ struct FileHeader {
     uint64_t timeline_capacity; // TimelineSample count
 
     // Counters, updated atomically while the process runs.
-    uint64_t ring_head;          // events ever claimed; event n lives in ring slot n % ring_capacity
-    uint64_t notable_count;      // notable events claimed (may exceed capacity: the rest were dropped)
-    uint64_t modules_used;       // bytes of the modules region written
+    uint64_t ring_head;     // events ever claimed; event n lives in ring slot n % ring_capacity
+    uint64_t notable_count; // notable events claimed (may exceed capacity: the rest were dropped)
+    uint64_t modules_used;  // bytes of the modules region written
     uint64_t strings_used;
     uint64_t stacks_used;
-    uint64_t live_overflow;      // allocations that found no free live slot (bounded full behaviour)
-    uint64_t stacks_dropped;     // stacks that did not fit; their events carry stack id 0
+    uint64_t live_overflow;  // allocations that found no free live slot (bounded full behaviour)
+    uint64_t stacks_dropped; // stacks that did not fit; their events carry stack id 0
     uint64_t strings_dropped;
-    uint64_t timeline_samples;   // samples ever taken (the array keeps a thinned subset)
+    uint64_t timeline_samples;     // samples ever taken (the array keeps a thinned subset)
     uint64_t timeline_interval_ns; // current sampling interval (doubles when the array is thinned)
-    uint64_t free_unknown;       // frees of addresses not in the live table
+    uint64_t free_unknown;         // frees of addresses not in the live table
 
     Accounting accounting;
 
@@ -227,7 +227,7 @@ struct EventRecord {
 struct TimelineSample {
     uint64_t commit; // sample number + 1 once committed
     uint64_t time_ns;
-    uint64_t rss_bytes;  // host resident set size of the process
+    uint64_t rss_bytes; // host resident set size of the process
     uint64_t reserved0;
     uint64_t kind_bytes[10];   // live bytes by MemoryKind, all devices and host together
     uint64_t device_bytes[16]; // live device-memory bytes per ordinal (Device, Managed, AsyncPool,

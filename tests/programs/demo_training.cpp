@@ -27,7 +27,9 @@ void* allocate(size_t bytes) {
     return pointer;
 }
 
-void* keep_loss_history(size_t bytes) { return allocate(bytes); }
+void* keep_loss_history(size_t bytes) {
+    return allocate(bytes);
+}
 
 void run_epoch(std::vector<void*>& history) {
     std::vector<void*> activations;

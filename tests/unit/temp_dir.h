@@ -6,7 +6,7 @@
 #include <string>
 
 class TempDir {
-public:
+  public:
     TempDir() {
         std::string pattern = (std::filesystem::temp_directory_path() / "gpuleak-test-XXXXXX").string();
         path_ = mkdtemp(pattern.data()) != nullptr ? pattern : std::string();
@@ -19,6 +19,6 @@ public:
     TempDir& operator=(const TempDir&) = delete;
     [[nodiscard]] const std::string& path() const { return path_; }
 
-private:
+  private:
     std::string path_;
 };

@@ -62,8 +62,10 @@ TEST_CASE("objects of different key spaces at one address are distinct") {
     std::vector<LiveSlot> slots(256);
     LiveTable table;
     REQUIRE(table.attach(slots.data(), slots.size()));
-    REQUIRE(table.insert(slot_of(0x1000, 4096, MemoryKind::Device), nullptr) == LiveTable::InsertResult::Inserted);
-    REQUIRE(table.insert(slot_of(0x1000, 256, MemoryKind::Block), nullptr) == LiveTable::InsertResult::Inserted);
+    REQUIRE(table.insert(slot_of(0x1000, 4096, MemoryKind::Device), nullptr) ==
+            LiveTable::InsertResult::Inserted);
+    REQUIRE(table.insert(slot_of(0x1000, 256, MemoryKind::Block), nullptr) ==
+            LiveTable::InsertResult::Inserted);
     REQUIRE(table.insert(slot_of(0x1000, 1 << 21, MemoryKind::VmmPhysical), nullptr) ==
             LiveTable::InsertResult::Inserted);
 

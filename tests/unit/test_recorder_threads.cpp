@@ -78,8 +78,9 @@ TEST_CASE("every allocation carries its stack and device and thread") {
     }
     const auto& header = reader.header();
     CHECK(header.accounting.live_bytes[2][static_cast<int>(MemoryKind::Device)] == 100);
-    CHECK(header.accounting.live_bytes[gpuleak::format::kHostSlot][static_cast<int>(MemoryKind::PinnedHost)] ==
-          64);
+    CHECK(
+        header.accounting.live_bytes[gpuleak::format::kHostSlot][static_cast<int>(MemoryKind::PinnedHost)] ==
+        64);
     CHECK(!reader.modules().empty());
 }
 
@@ -111,4 +112,3 @@ TEST_CASE("a VMM range release frees every mapping inside it") {
     REQUIRE(reader.live_allocations().allocations.size() == 1);
     CHECK(reader.live_allocations().allocations[0].address == 0x10000000 + 3 * 0x200000);
 }
-

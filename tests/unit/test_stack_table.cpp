@@ -76,8 +76,7 @@ TEST_CASE("threads interning the same stacks at once agree on their ids") {
         for (int t = 1; t < kThreads; ++t)
             CHECK(ids[t][s] == ids[0][s]);
     }
-    const uint64_t expected_bytes =
-        kStacks * (sizeof(gpuleak::format::StackRecord) + 3 * sizeof(uint64_t));
+    const uint64_t expected_bytes = kStacks * (sizeof(gpuleak::format::StackRecord) + 3 * sizeof(uint64_t));
     CHECK(writer.header()->stacks_used == expected_bytes);
 }
 

@@ -36,8 +36,9 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
     for (uint64_t megabytes : {uint64_t{4}, uint64_t{64}, uint64_t{1000}}) {
         const gpuleak::Layout layout = gpuleak::compute_layout(megabytes << 20);
         CHECK(layout.file_bytes <= megabytes << 20);
-        const gpuleak::format::Region regions[] = {layout.modules, layout.strings,  layout.stacks, layout.live,
-                                                   layout.notable, layout.timeline, layout.ring};
+        const gpuleak::format::Region regions[] = {layout.modules, layout.strings, layout.stacks,
+                                                   layout.live,    layout.notable, layout.timeline,
+                                                   layout.ring};
         uint64_t end = gpuleak::format::kHeaderBytes;
         for (const auto& region : regions) {
             CHECK(region.offset % 64 == 0);
