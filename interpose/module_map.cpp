@@ -26,8 +26,8 @@ uint32_t find_build_id(const dl_phdr_info* info, uint8_t* out, uint32_t capacity
         if (header.p_type != PT_NOTE)
             continue;
         // The loader reports segments as load address plus offset: an integer by nature.
-        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr +
-                                                        header.p_vaddr); // NOLINT(performance-no-int-to-ptr)
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
+        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
         const uint8_t* end = cursor + header.p_memsz;
         while (cursor + sizeof(ElfW(Nhdr)) <= end) {
             const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
