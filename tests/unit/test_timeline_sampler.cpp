@@ -1,0 +1,50 @@
+#include <catch2/catch.hpp>
+
+#include "temp_dir.h"
+#include "timeline_sampler.h"
+#include "trace_reader.h"
+
+using gpuleak::TimelineSampler;
+using gpuleak::TraceWriter;
+using gpuleak::analyzer::TraceReader;
+
+TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
+    TempDir dir;
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s/t.trace", dir.path().c_str());
+    config.max_bytes = gpuleak::kMinMaxMb << 20;
+    config.sample_interval_ms = 60000; // the thread stays asleep: this test takes the samples
+    TraceWriter writer;
+    REQUIRE(writer.create(config, {1, 0, ""}));
+    TimelineSampler sampler;
+    sampler.start(writer);
+
+    const uint64_t capacity = writer.header()->timeline_capacity;
+    const uint64_t taken = capacity * 3 + 10; // two thinnings
+    auto& live = writer.header()->accounting.live_bytes[0][static_cast<int>(gpuleak::format::MemoryKind::Device)];
+    for (uint64_t i = 1; i < taken; ++i) {
+        live = i;
+        sampler.sample_now();
+    }
+
+    TraceReader reader = TraceReader::open(writer.path());
+    const auto& samples = reader.timeline();
+    CHECK(reader.header().counters.timeline_samples == taken);
+    CHECK(samples.size() <= capacity);
+    CHECK(samples.size() >= capacity / 2);
+    // The first and the most recent sample survive every thinning.
+    CHECK(samples.front().sample == 0);
+    CHECK(samples.back().sample == taken - 1);
+    CHECK(samples.back().device_bytes[0] == taken - 1);
+    CHECK(samples.back().kind_bytes[static_cast<int>(gpuleak::format::MemoryKind::Device)] == taken - 1);
+    CHECK(samples.back().rss_bytes > 0);
+    // Each thinning keeps every other sample and doubles the interval, so the gaps between the
+    // samples kept never exceed the factor by which the interval grew: evenly thinned, no holes.
+    const uint64_t growth = reader.header().counters.timeline_interval_ns / (60000ull * 1000000ull);
+    CHECK(growth >= 4);
+    CHECK((growth & (growth - 1)) == 0);
+    for (size_t i = 1; i < samples.size(); ++i) {
+        REQUIRE(samples[i].time_ns >= samples[i - 1].time_ns);
+        REQUIRE(samples[i].sample - samples[i - 1].sample <= growth);
+    }
+}
