@@ -68,16 +68,16 @@ template <class Visit> void for_each_accounting(const format::Accounting& accoun
 
 void print_live_only(const TraceReader& trace) {
     for (const auto& allocation : trace.live_allocations().allocations)
-        fmt::print("{:#x} {} {} {}\n", allocation.address, allocation.size, format::kind_name(allocation.kind),
-                   allocation.device);
+        fmt::print("{:#x} {} {} {}\n", allocation.address, allocation.size,
+                   format::kind_name(allocation.kind), allocation.device);
 }
 
 void print_events(const char* title, const EventLog& log) {
     fmt::print("{}: {} (dropped {}, torn {})\n", title, log.events.size(), log.dropped, log.torn);
     for (const Event& e : log.events)
-        fmt::print("  #{} t={} {} {} address={:#x} size={} device={} stack={} thread={} result={}\n", e.sequence,
-                   e.time_ns, format::event_type_name(e.type), format::kind_name(e.kind), e.address, e.size, e.device,
-                   e.stack_id, e.thread_id, e.result);
+        fmt::print("  #{} t={} {} {} address={:#x} size={} device={} stack={} thread={} result={}\n",
+                   e.sequence, e.time_ns, format::event_type_name(e.type), format::kind_name(e.kind),
+                   e.address, e.size, e.device, e.stack_id, e.thread_id, e.result);
 }
 
 void print_text(const TraceReader& trace) {
@@ -99,9 +99,10 @@ void print_text(const TraceReader& trace) {
                counters.strings_dropped, counters.timeline_samples, counters.free_unknown);
 
     fmt::print("accounting:\n");
-    for_each_accounting(header.accounting, [](uint32_t slot, format::MemoryKind kind, uint64_t live, uint64_t peak) {
-        fmt::print("  {} {}: live {} peak {}\n", slot_name(slot), format::kind_name(kind), live, peak);
-    });
+    for_each_accounting(
+        header.accounting, [](uint32_t slot, format::MemoryKind kind, uint64_t live, uint64_t peak) {
+            fmt::print("  {} {}: live {} peak {}\n", slot_name(slot), format::kind_name(kind), live, peak);
+        });
 
     fmt::print("modules: {}\n", trace.modules().size());
     for (const auto& module : trace.modules())
@@ -118,8 +119,8 @@ void print_text(const TraceReader& trace) {
     const auto& live = trace.live_allocations();
     fmt::print("live allocations: {} (invalid slots {})\n", live.allocations.size(), live.invalid_slots);
     for (const auto& a : live.allocations)
-        fmt::print("  {:#x} {} {} device={} stack={} t={}\n", a.address, a.size, format::kind_name(a.kind), a.device,
-                   a.stack_id, a.time_ns);
+        fmt::print("  {:#x} {} {} device={} stack={} t={}\n", a.address, a.size, format::kind_name(a.kind),
+                   a.device, a.stack_id, a.time_ns);
 
     print_events("events", trace.events());
     print_events("notable events", trace.notable_events());
@@ -134,10 +135,18 @@ void print_text(const TraceReader& trace) {
 }
 
 json event_json(const Event& e) {
-    return {{"sequence", e.sequence}, {"time_ns", e.time_ns},     {"type", format::event_type_name(e.type)},
-            {"kind", format::kind_name(e.kind)}, {"address", e.address}, {"size", e.size},
-            {"stream", e.stream},     {"device", e.device},       {"stack_id", e.stack_id},
-            {"thread_id", e.thread_id}, {"api", e.api},           {"result", e.result}};
+    return {{"sequence", e.sequence},
+            {"time_ns", e.time_ns},
+            {"type", format::event_type_name(e.type)},
+            {"kind", format::kind_name(e.kind)},
+            {"address", e.address},
+            {"size", e.size},
+            {"stream", e.stream},
+            {"device", e.device},
+            {"stack_id", e.stack_id},
+            {"thread_id", e.thread_id},
+            {"api", e.api},
+            {"result", e.result}};
 }
 
 json event_log_json(const EventLog& log) {

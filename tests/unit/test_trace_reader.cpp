@@ -45,7 +45,9 @@ format::LiveSlot live_slot(uint64_t address, uint64_t size, format::MemoryKind k
     return slot;
 }
 
-TraceReader parse(const std::vector<std::byte>& bytes) { return TraceReader::parse(bytes, "trace.bin"); }
+TraceReader parse(const std::vector<std::byte>& bytes) {
+    return TraceReader::parse(bytes, "trace.bin");
+}
 
 std::vector<uint64_t> addresses(const std::vector<Event>& events) {
     std::vector<uint64_t> result;
@@ -280,7 +282,7 @@ TEST_CASE("torn events are skipped and counted apart from overwritten ones") {
     std::vector<uint64_t> offsets;
     for (uint64_t i = 0; i < 12; ++i)
         offsets.push_back(builder.append_event(event(format::EventType::Alloc, 0x1000 + i, i)));
-    builder.put<uint64_t>(offsets[6], 0);     // in flight: commit not yet stored
+    builder.put<uint64_t>(offsets[6], 0);         // in flight: commit not yet stored
     builder.put<uint64_t>(offsets[9], 9 + 1 - 8); // stale: the slot still holds the event it replaced
     format::EventRecord bad_type = event(format::EventType::Alloc, 0x1000 + 10, 10);
     bad_type.type = 99;
@@ -355,7 +357,7 @@ TEST_CASE("only well-formed live slots are live") {
     CHECK(has_warning(trace, "live table: 4 slots"));
 }
 
-TEST_CASE("notable events beyond capacity are dropped, torn ones counted") {
+TEST_CASE("notable events beyond capacity are dropped and torn ones counted") {
     TraceBuilder builder;
     for (uint64_t i = 0; i < 6; ++i)
         builder.add_notable(event(format::EventType::Marker, i + 1, i));
@@ -367,7 +369,7 @@ TEST_CASE("notable events beyond capacity are dropped, torn ones counted") {
     CHECK(addresses(notable.events) == std::vector<uint64_t>{1, 2, 4});
 }
 
-TEST_CASE("the timeline is committed samples in time order, each once") {
+TEST_CASE("the timeline is committed samples in time order and each once") {
     TraceBuilder builder;
     const auto sample = [](uint64_t commit, uint64_t time_ns) {
         format::TimelineSample s{};
@@ -405,8 +407,8 @@ TEST_CASE("a truncated trace is an error or a trace with warnings") {
         CHECK(has_warning(trace, "truncated: header says"));
     }
     const std::vector<std::byte> header_only(whole.begin(), whole.begin() + 4096);
-    CHECK_THROWS_WITH(parse(header_only), fmt::format("trace.bin: truncated: header says {} bytes, file has 4096",
-                                                      whole.size()));
+    CHECK_THROWS_WITH(parse(header_only),
+                      fmt::format("trace.bin: truncated: header says {} bytes, file has 4096", whole.size()));
 }
 
 TEST_CASE("a trace cut inside its ring keeps the slots that are present") {
@@ -420,6 +422,24 @@ TEST_CASE("a trace cut inside its ring keeps the slots that are present") {
     CHECK(trace.events().torn == 5);
     CHECK(has_warning(trace, "truncated: region 'ring' has 192 of its 512 bytes"));
     CHECK(has_warning(trace, "truncated: region 'timeline' has 0 of its"));
+}
+
+TEST_CASE("a header promising a huge file costs no more than the bytes present") {
+    TraceBuilder builder;
+    format::FileHeader& header = builder.header();
+    header.file_bytes = uint64_t{1} << 62;
+    header.timeline = {uint64_t{1} << 61, uint64_t{1} << 60}; // after every other region
+    header.ring = {uint64_t{1} << 60, uint64_t{1} << 59};
+    header.ring_capacity = header.ring.size / sizeof(format::EventRecord);
+    header.ring_head = ~uint64_t{0};
+    header.notable = {uint64_t{1} << 58, uint64_t{1} << 58};
+    header.notable_capacity = header.notable.size / sizeof(format::EventRecord);
+    header.notable_count = ~uint64_t{0};
+    header.timeline_capacity = header.timeline.size / sizeof(format::TimelineSample);
+    const TraceReader trace = parse(builder.bytes());
+    CHECK(trace.events().torn == header.ring_capacity);
+    CHECK(trace.notable_events().torn == header.notable_capacity);
+    CHECK(has_warning(trace, "truncated: region 'ring' has 0 of its"));
 }
 
 TEST_CASE("single-byte corruption never crashes") {
@@ -546,6 +566,7 @@ TEST_CASE("header strings are bounded by their fields") {
     builder.header().command_line_bytes = 1u << 31;
     const TraceReader trace = parse(builder.bytes());
     CHECK(trace.header().hostname == std::string(64, 'h'));
-    CHECK(trace.header().command_line == std::vector<std::string>{std::string(format::kCommandLineBytes, 'c')});
+    CHECK(trace.header().command_line ==
+          std::vector<std::string>{std::string(format::kCommandLineBytes, 'c')});
     CHECK(has_warning(trace, "command line length 2147483648 exceeds its field"));
 }

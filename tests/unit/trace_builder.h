@@ -24,7 +24,7 @@ struct TraceLayout {
 };
 
 class TraceBuilder {
-public:
+  public:
     explicit TraceBuilder(const TraceLayout& layout = {}) {
         std::memcpy(header_.magic, format::kMagic, sizeof(header_.magic));
         header_.format_version = format::kFormatVersion;
@@ -62,7 +62,9 @@ public:
     }
 
     void end_exited(int32_t code, uint64_t time_ns) { end(format::EndState::Exited, code, 0, time_ns); }
-    void end_signaled(int32_t signal, uint64_t time_ns) { end(format::EndState::Signaled, 0, signal, time_ns); }
+    void end_signaled(int32_t signal, uint64_t time_ns) {
+        end(format::EndState::Signaled, 0, signal, time_ns);
+    }
 
     // The append functions return the record's offset in the file, for tests that damage it.
     uint64_t add_module(const std::string& path, const std::vector<uint8_t>& build_id, uint64_t load_address,
@@ -88,7 +90,8 @@ public:
         format::StackRecord record{};
         record.id = id;
         record.native_count = static_cast<uint16_t>(frames.size());
-        return append(header_.stacks, header_.stacks_used, record, frames.data(), frames.size() * sizeof(uint64_t));
+        return append(header_.stacks, header_.stacks_used, record, frames.data(),
+                      frames.size() * sizeof(uint64_t));
     }
 
     void set_live(uint64_t slot, const format::LiveSlot& record) {
@@ -127,7 +130,7 @@ public:
         return file;
     }
 
-private:
+  private:
     void end(format::EndState state, int32_t code, int32_t signal, uint64_t time_ns) {
         header_.end_state = static_cast<uint32_t>(state);
         header_.exit_code = code;

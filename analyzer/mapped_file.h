@@ -1,0 +1,26 @@
+// A read-only view of a whole file. The trace is mapped rather than read so that a large trace costs
+// no copy and so that a trace still being written can be read while its process runs.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace gpuleak::analyzer {
+
+class MappedFile {
+  public:
+    // Throws TraceError for a file that is missing, unreadable, a directory, not a regular file, or empty.
+    explicit MappedFile(const std::string& path);
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    [[nodiscard]] std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+  private:
+    const std::byte* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,162 @@
+// Reads a gpuleak trace file (include/gpuleak/trace_format.h): the mirror image of the writer.
+//
+// Nothing in the file is trusted. Every offset, size, count and length is checked against the file and
+// its region before use, so corrupt or hostile input yields a TraceError or warnings, never a crash.
+// A trace the writer did not finish (the process was killed, or is still running) is read as far as it
+// is valid: records whose commit word does not match are skipped and counted, and each anomaly is
+// described by one line in warnings().
+//
+// The whole trace is decoded when it is opened; the accessors return the decoded values.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpuleak/trace_format.h"
+#include "trace_error.h"
+
+namespace gpuleak::analyzer {
+
+struct ProcessEnd {
+    format::EndState state = format::EndState::Running; // Running also when the end record is torn
+    int32_t exit_code = 0;                              // when state == Exited
+    int32_t signal = 0;                                 // when state == Signaled
+    uint64_t monotonic_ns = 0;                          // when state != Running
+};
+
+struct TraceCounters {
+    uint64_t ring_head = 0;
+    uint64_t notable_count = 0;
+    uint64_t modules_used = 0;
+    uint64_t strings_used = 0;
+    uint64_t stacks_used = 0;
+    uint64_t live_overflow = 0;
+    uint64_t stacks_dropped = 0;
+    uint64_t strings_dropped = 0;
+    uint64_t timeline_samples = 0;
+    uint64_t timeline_interval_ns = 0;
+    uint64_t free_unknown = 0;
+};
+
+struct TraceHeader {
+    uint32_t format_version = 0;
+    uint32_t flags = 0; // format::HeaderFlag bits
+    uint64_t file_bytes = 0;
+    int32_t pid = 0;
+    int32_t ppid = 0;
+    uint64_t start_realtime_ns = 0;
+    uint64_t start_monotonic_ns = 0;
+    uint32_t stack_depth = 0;
+    uint32_t timeline_interval_ms_initial = 0;
+    std::string hostname;
+    std::string parent_trace;
+    std::vector<std::string> command_line;
+    uint64_t live_capacity = 0;
+    uint64_t ring_capacity = 0;
+    uint64_t notable_capacity = 0;
+    uint64_t timeline_capacity = 0;
+    TraceCounters counters;
+    format::Accounting accounting{};
+    ProcessEnd end;
+
+    [[nodiscard]] bool has_flag(format::HeaderFlag flag) const {
+        return (flags & static_cast<uint32_t>(flag)) != 0;
+    }
+    [[nodiscard]] bool simulated_device() const { return has_flag(format::HeaderFlag::SimulatedDevice); }
+};
+
+struct Module {
+    std::string path;
+    std::vector<uint8_t> build_id;
+    uint64_t load_address = 0;
+    uint64_t low = 0;
+    uint64_t high = 0;
+};
+
+struct LiveAllocation {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t time_ns = 0;
+    uint64_t stream = 0;
+    uint32_t stack_id = 0; // may name a stack that was dropped or torn: look it up, never index
+    uint32_t thread_id = 0;
+    int16_t device = 0; // ordinal, -1 host, -2 unknown
+    format::MemoryKind kind = format::MemoryKind::None;
+    uint8_t api = 0;
+};
+
+struct LiveSet {
+    std::vector<LiveAllocation> allocations; // in slot order
+    uint64_t invalid_slots = 0;              // neither free nor a well-formed live allocation
+};
+
+struct Event {
+    uint64_t sequence = 0; // ring: the event's number; notable: its commit word minus one
+    uint64_t time_ns = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t stream = 0;
+    uint32_t stack_id = 0;
+    uint32_t thread_id = 0;
+    format::EventType type = format::EventType::Alloc;
+    format::MemoryKind kind = format::MemoryKind::None;
+    uint8_t api = 0;
+    int16_t device = 0;
+    int32_t result = 0;
+};
+
+struct EventLog {
+    std::vector<Event> events; // oldest first
+    // Claimed but no longer in the file: the ring wrapped, or the notable array was full.
+    uint64_t dropped = 0;
+    // Not committed (in flight when the process died), malformed, or cut off with a truncated file.
+    uint64_t torn = 0;
+};
+
+struct TimelineSample {
+    uint64_t sample = 0; // sample number: its commit word minus one
+    uint64_t time_ns = 0;
+    uint64_t rss_bytes = 0;
+    std::array<uint64_t, format::kKindCount> kind_bytes{};
+    std::array<uint64_t, format::kMaxDevices> device_bytes{};
+};
+
+class TraceReader {
+  public:
+    // `path` names the file in every error message. Throws TraceError.
+    static TraceReader open(const std::string& path);
+    // Reads a trace already in memory (a fuzzer's input, a copy); `name` stands for the file in messages.
+    static TraceReader parse(std::span<const std::byte> bytes, const std::string& name);
+
+    [[nodiscard]] const TraceHeader& header() const { return header_; }
+    [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
+    [[nodiscard]] const std::map<uint32_t, std::string>& strings() const { return strings_; }
+    [[nodiscard]] const std::map<uint32_t, std::vector<uint64_t>>& stacks() const { return stacks_; }
+    [[nodiscard]] const LiveSet& live_allocations() const { return live_; }
+    [[nodiscard]] const EventLog& events() const { return events_; }
+    [[nodiscard]] const EventLog& notable_events() const { return notable_; }
+    // Committed samples in time order.
+    [[nodiscard]] const std::vector<TimelineSample>& timeline() const { return timeline_; }
+    [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+
+  private:
+    class Decoder;
+    TraceReader() = default;
+
+    TraceHeader header_;
+    std::vector<Module> modules_;
+    std::map<uint32_t, std::string> strings_;
+    std::map<uint32_t, std::vector<uint64_t>> stacks_;
+    LiveSet live_;
+    EventLog events_;
+    EventLog notable_;
+    std::vector<TimelineSample> timeline_;
+    std::vector<std::string> warnings_;
+};
+
+} // namespace gpuleak::analyzer
