@@ -188,7 +188,6 @@ void append_free(const LiveSlot& removed, uint64_t stream, uint8_t api) {
     EventRecord event = event_of(EventType::Free, removed);
     event.time_ns = monotonic_ns();
     event.thread_id = current_thread_id();
-    event.stack_id = 0;
     event.stream = stream;
     event.api = api;
     g_writer.append_event(event);

@@ -13,4 +13,5 @@ GPULEAK_OUTPUT="$out/demo.%p.trace" LD_PRELOAD="$root/build/interpose/libgpuleak
     "$root/build/tests/programs/demo_training" 10
 trace=$(ls "$out"/demo.*.trace)
 echo "== what the trace $trace holds" >&2
-"$root/build/tests/tools/gpuleak-dump" --summary "$trace"
+# Everything but the event list: header, accounting, modules, stacks and the live allocations.
+"$root/build/tests/tools/gpuleak-dump" "$trace" | sed '/^events:/,$d'

@@ -65,7 +65,7 @@ GPULEAK_FORMAT_ENUM(KeySpace, uint8_t){
 
 GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     Alloc = 1,
-    Free = 2,        // address, size, kind and device are those of the allocation freed
+    Free = 2,        // address, size, kind, device and stack_id are those of the allocation freed
     FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an overflowed entry)
     AllocFailed = 4, // size = requested bytes, result = the error code returned to the program
     PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
