@@ -412,8 +412,9 @@ class TraceReader::Decoder {
                 log.events.push_back(decode_event(record, sequence));
         };
         // The window starts at slot first % capacity and, once the ring has wrapped, continues from slot 0.
+        // The region may hold more slots than the capacity: those past it are not the ring's.
         const uint64_t start = capacity == 0 ? 0 : first % capacity;
-        for (uint64_t slot = start; slot < std::min(start + window, present); ++slot)
+        for (uint64_t slot = start; slot < std::min({start + window, capacity, present}); ++slot)
             read_slot(slot, first + (slot - start));
         if (start != 0)
             for (uint64_t slot = 0; slot < std::min(start, present); ++slot)

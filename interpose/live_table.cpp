@@ -91,16 +91,25 @@ LiveTable::Stripe& LiveTable::stripe_for(KeySpace space, uint64_t address) {
     return stripes_[key_hash(space, address) % kStripes];
 }
 
-// Returns the index entry holding the key, or the empty entry where the probe ended.
-uint32_t* LiveTable::probe(Stripe& stripe, KeySpace space, uint64_t address) {
+// Returns the index entry holding the key, or the empty entry where the probe ended. With
+// `first_tombstone`, also the first tombstone passed on the way (nullptr if none): where an insert of
+// a key that is not there goes, so that freeing and allocating the same address again and again
+// does not grow a run of tombstones that every probe of it walks.
+uint32_t* LiveTable::probe(Stripe& stripe, KeySpace space, uint64_t address, uint32_t** first_tombstone) {
     uint32_t mask = stripe.index_size - 1;
     uint32_t position = static_cast<uint32_t>(key_hash(space, address) >> 32) & mask;
+    if (first_tombstone != nullptr)
+        *first_tombstone = nullptr;
     for (uint32_t step = 0; step < stripe.index_size; ++step) {
         uint32_t* entry = &stripe.index[(position + step) & mask];
         if (*entry == 0)
             return entry;
-        if (*entry != kTombstone && same_key(slots_[*entry - 1], space, address))
+        if (*entry == kTombstone) {
+            if (first_tombstone != nullptr && *first_tombstone == nullptr)
+                *first_tombstone = entry;
+        } else if (same_key(slots_[*entry - 1], space, address)) {
             return entry;
+        }
     }
     return nullptr;
 }
@@ -145,13 +154,17 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     if ((stripe.index_used + 1) * 4 > stripe.index_size * 3)
         rebuild_index(stripe);
     InsertResult result = InsertResult::Inserted;
-    uint32_t* position = probe(stripe, space, entry.address);
-    if (position == nullptr)
-        return InsertResult::Full;
-    if (*position != 0) {
+    uint32_t* tombstone = nullptr;
+    uint32_t* position = probe(stripe, space, entry.address, &tombstone);
+    if (position != nullptr && *position != 0) {
         take_out(stripe, position, replaced);
         result = InsertResult::Replaced;
+    } else if (tombstone != nullptr) {
+        // The key is not in the index: its first tombstone takes it (index_used does not change).
+        position = tombstone;
     }
+    if (position == nullptr)
+        return InsertResult::Full;
     if (stripe.free_count == 0)
         return InsertResult::Full;
     uint32_t slot_index = stripe.free_slots[--stripe.free_count];

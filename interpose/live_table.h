@@ -46,7 +46,8 @@ class LiveTable {
     static constexpr uint32_t kTombstone = UINT32_MAX;
 
     Stripe& stripe_for(format::KeySpace space, uint64_t address);
-    uint32_t* probe(Stripe& stripe, format::KeySpace space, uint64_t address);
+    uint32_t* probe(Stripe& stripe, format::KeySpace space, uint64_t address,
+                    uint32_t** first_tombstone = nullptr);
     void rebuild_index(Stripe& stripe);
     void take_out(Stripe& stripe, uint32_t* index_entry, format::LiveSlot* removed);
 

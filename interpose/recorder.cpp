@@ -56,7 +56,9 @@ void on_process_exit(int status, void*) {
     record_process_exit(status);
 }
 
-void after_fork_in_child() {
+} // namespace
+
+void start_over_after_fork() {
     forget_thread_id_after_fork();
     if (g_state.load(std::memory_order_relaxed) == State::Active)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
@@ -69,12 +71,14 @@ void after_fork_in_child() {
     g_state.store(State::Idle, std::memory_order_release);
 }
 
+namespace {
+
 // Hooks that belong to the process image, not to one trace: inherited by forked children.
 void install_process_hooks() {
     if (g_process_hooks_installed)
         return;
     g_process_hooks_installed = true;
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    pthread_atfork(nullptr, nullptr, start_over_after_fork);
     on_exit(on_process_exit, nullptr);
     for (int signal_number : kFatalSignals) {
         struct sigaction current {};

@@ -60,6 +60,10 @@ void record_marker(const char* label);
 // The process forked `child_pid` (recorded only when this process already has a trace).
 void record_fork(int child_pid);
 
+// In a forked child: forgets the parent's trace, so that the child's first event starts a trace of its
+// own. A pthread_atfork handler does this after fork(); a fork that skips those handlers calls it.
+void start_over_after_fork();
+
 // The process is ending through exit(), _exit() or _Exit() with `status`.
 void record_process_exit(int status);
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -121,6 +122,11 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         return false;
     }
+    // The name goes into children's headers and the stderr line: absolute, it still finds the file
+    // from any other directory.
+    char absolute[PATH_MAX];
+    if (path_[0] != '/' && ::realpath(path_, absolute) != nullptr && std::strlen(absolute) < sizeof path_)
+        std::memcpy(path_, absolute, std::strlen(absolute) + 1);
     const Layout layout = compute_layout(config.max_bytes);
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched.

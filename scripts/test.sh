@@ -3,7 +3,8 @@
 #   1. everything (unit, simulated-device integration, tools) in build/
 #   2. the trace reader and the recorder's unit tests under AddressSanitizer + UBSan in build-asan/
 #   3. the concurrent recorder tests under ThreadSanitizer in build-tsan/
-#   4. formatting: every tracked C/C++ file as clang-format makes it
+#   4. the trace reader under libFuzzer, ASan and UBSan for GPULEAK_FUZZ_SECONDS (60) in build-fuzz/
+#   5. formatting: every tracked C/C++ file as clang-format makes it
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -21,5 +22,33 @@ run_tier() {
 run_tier "all tests" "$root/build" ""
 run_tier "ASan+UBSan: reader and recorder" "$root/build-asan" "reader|recorder|concurrent" -DGPULEAK_SANITIZE=address,undefined
 run_tier "TSan: concurrent recorder" "$root/build-tsan" "concurrent" -DGPULEAK_SANITIZE=thread
+
+# A fresh corpus each run, seeded from the test builder: the gate stays reproducible from the sources and
+# the fuzzer starts past the header checks. A crashing input is kept in build-fuzz/ to reproduce with
+# `build-fuzz/tests/fuzz/fuzz_trace_reader FILE`.
+fuzz_tier() {
+    local build=$root/build-fuzz seconds=${GPULEAK_FUZZ_SECONDS:-60} scratch status=0
+    echo "== libFuzzer: trace reader for ${seconds}s" >&2
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_CXX_COMPILER=clang++ -DGPULEAK_FUZZ=ON -DGPULEAK_SANITIZE=address,undefined >/dev/null
+    cmake --build "$build" -j "$jobs" --target fuzz_trace_reader make_seed_corpus
+    scratch=$(mktemp -d)
+    mkdir "$scratch/corpus"
+    "$build/tests/fuzz/make_seed_corpus" "$scratch/seeds"
+    # New inputs go to the first directory; the seeds are only read.
+    "$build/tests/fuzz/fuzz_trace_reader" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -dict="$root/tests/fuzz/trace_reader.dict" -artifact_prefix="$build/" -print_final_stats=1 \
+        "$scratch/corpus" "$scratch/seeds" >"$build/fuzz.log" 2>&1 || status=$?
+    rm -rf "$scratch"
+    if ((status != 0)); then
+        tail -n 80 "$build/fuzz.log" >&2
+        echo "fuzz: the trace reader failed (exit $status); the input is in $build/, the log in $build/fuzz.log" >&2
+        return 1
+    fi
+    # The summary only informs: a log without it must not fail the gate.
+    grep -E '^#[0-9]+[[:space:]]+DONE|^Done ' "$build/fuzz.log" >&2 || true
+}
+fuzz_tier
+
 echo "== formatting" >&2
 "$root/scripts/check-format.sh"

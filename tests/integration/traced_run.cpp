@@ -56,6 +56,8 @@ std::vector<std::string> environment_for(const TempDir& directory, const RunOpti
         size_t equals = entry.find('=');
         variables[entry.substr(0, equals)] = equals == std::string::npos ? "" : entry.substr(equals + 1);
     }
+    for (const std::string& name : options.unset)
+        variables.erase(name);
     std::vector<std::string> result;
     for (const auto& [name, value] : variables)
         result.push_back(name + "=" + value);

@@ -12,6 +12,7 @@
 struct RunOptions {
     bool preload = true;                    // false: the same program without gpuleak
     std::vector<std::string> environment;   // extra KEY=VALUE entries (override the defaults below)
+    std::vector<std::string> unset;         // variables removed afterwards (an empty value is not unset)
     std::optional<std::chrono::milliseconds> kill_after; // then SIGKILL the program
     std::string working_directory;          // default: the run's trace directory
 };
@@ -34,7 +35,8 @@ std::string library_path();
 std::string simdevice_directory();
 
 // Runs `program` with `arguments`; the environment is this process's plus LD_PRELOAD (when asked),
-// LD_LIBRARY_PATH=<simdevice>, GPULEAK_OUTPUT=<dir>/trace.%p, GPULEAK_SIM_QUIET=1, then `options`.
+// LD_LIBRARY_PATH=<simdevice>, GPULEAK_OUTPUT=<dir>/trace.%p, GPULEAK_SIM_QUIET=1, then `options`
+// (`environment` entries, then `unset`).
 // The run's directory lives as long as `directory` does.
 TracedRun run_traced(const TempDir& directory, const std::string& program, const std::vector<std::string>& arguments,
                      const RunOptions& options = {});

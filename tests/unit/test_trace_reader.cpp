@@ -277,6 +277,32 @@ TEST_CASE("a ring without slots drops every event") {
     CHECK(trace.events().torn == 0);
 }
 
+// The header may promise fewer slots than its region holds; the slots past the capacity are not the
+// ring's, however much their contents look like events of the window.
+TEST_CASE("a ring reads only the slots of its capacity") {
+    TraceBuilder builder; // a ring region of 8 slots
+    const auto slot_offset = [&builder](uint64_t slot) {
+        return builder.header().ring.offset + slot * sizeof(format::EventRecord);
+    };
+    for (uint64_t sequence = 3; sequence < 7; ++sequence) { // events 3..6 of a 4-slot ring: slots 3, 0, 1, 2
+        format::EventRecord record = event(format::EventType::Alloc, 0x1000 + sequence, sequence);
+        record.commit = sequence + 1;
+        builder.put(slot_offset(sequence % 4), record);
+    }
+    for (uint64_t slot = 4; slot < 8; ++slot) {
+        format::EventRecord record = event(format::EventType::Alloc, 0xbad, slot);
+        record.commit = slot + 1;
+        builder.put(slot_offset(slot), record);
+    }
+    builder.header().ring_capacity = 4;
+    builder.header().ring_head = 7;
+    const TraceReader trace = parse(builder.bytes());
+    CHECK(addresses(trace.events().events) == std::vector<uint64_t>{0x1003, 0x1004, 0x1005, 0x1006});
+    CHECK(trace.events().dropped == 3);
+    CHECK(trace.events().torn == 0);
+    CHECK(trace.warnings().empty());
+}
+
 TEST_CASE("torn events are skipped and counted apart from overwritten ones") {
     TraceBuilder builder;
     std::vector<uint64_t> offsets;

@@ -1,0 +1,69 @@
+// One module of a trace opened with elfutils' libdwfl at the address it was loaded at, for turning code
+// addresses in it into source frames.
+//
+// The file must be the one the trace recorded: when the recorded path is missing or now holds another
+// build (other build id), a file with the recorded build id is looked for in the debug directories
+// (".build-id/xx/yyyy", ".build-id/xx/yyyy.debug"); failing that the module is not used, since a
+// rebuilt library would give plausible but wrong names. Separate debug info for the file is found by
+// libdwfl's standard search (build id first, then .gnu_debuglink) and, when DEBUGINFOD_URLS is set,
+// by debuginfod.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <elfutils/libdwfl.h>
+
+#include "address_index.h"
+#include "source_frame.h"
+#include "trace_reader.h"
+
+namespace gpuleak::analyzer {
+
+class DebugModule {
+  public:
+    enum class State {
+        Usable,
+        Stale, // the recorded path holds another build, and no file with the recorded build id was found
+        Unavailable, // missing, not absolute (the vdso), not a regular file, or not an ELF file
+    };
+
+    // `debuginfo_path` in elfutils' syntax (see dwfl_standard_find_debuginfo); empty for its default.
+    DebugModule(const Module& module, const std::string& debuginfo_path);
+    ~DebugModule();
+    DebugModule(const DebugModule&) = delete;
+    DebugModule& operator=(const DebugModule&) = delete;
+
+    [[nodiscard]] State state() const { return state_; }
+    // Why the module is not usable, in words.
+    [[nodiscard]] const std::string& problem() const { return problem_; }
+
+    // The frames at the instruction at `address` (a run-time address inside the module), innermost
+    // first: the inlined calls that contain it, then the function they were inlined into. Fills in
+    // function, file, line, inlined and symbolized; at least one frame. Requires state() == Usable.
+    std::vector<SourceFrame> frames_at(uint64_t address);
+
+  private:
+    // Reports `file` to a fresh libdwfl session, as module_; on failure says why in open_error_.
+    bool open(const std::string& file, uint64_t load_address);
+    void close();
+    // The DIEs of the inlined instances that contain `pc` (a file address) and last their function.
+    std::vector<Dwarf_Die> scopes_at(Dwarf_Die* unit, Dwarf_Addr pc);
+    const AddressIndex<Dwarf_Die>& functions_of(Dwarf_Die* unit);
+
+    std::string debuginfo_path_;
+    char* debuginfo_path_pointer_ = nullptr; // what callbacks_ points to: libdwfl wants a char**
+    Dwfl_Callbacks callbacks_{};
+    Dwfl* dwfl_ = nullptr;
+    Dwfl_Module* module_ = nullptr;
+    State state_ = State::Unavailable;
+    std::string problem_;
+    std::string open_error_;
+    // Per compilation unit (by DIE offset), the address ranges of its functions: found once, so that
+    // each address costs a search and a walk down one function instead of a walk of the whole unit.
+    std::unordered_map<Dwarf_Off, AddressIndex<Dwarf_Die>> functions_;
+};
+
+} // namespace gpuleak::analyzer

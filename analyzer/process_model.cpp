@@ -1,0 +1,370 @@
+#include "process_model.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace gpuleak::analyzer {
+
+using format::EventType;
+using format::MemoryKind;
+
+bool counts_as_reserved(MemoryKind kind) {
+    return format::occupies_device_memory(kind);
+}
+
+namespace {
+
+constexpr size_t kMaxTimelinePoints = 2000;
+constexpr size_t kMaxFailureSnapshots = 64;
+constexpr size_t kTopSitesAtFailure = 5;
+
+struct LiveObject {
+    uint64_t size = 0;
+    MemoryKind kind = MemoryKind::None;
+    int device = 0;
+    uint32_t stack_id = 0;
+};
+
+struct ObjectKey {
+    format::KeySpace space;
+    uint64_t address;
+    bool operator<(const ObjectKey& other) const {
+        return space != other.space ? space < other.space : address < other.address;
+    }
+};
+
+// Reserved and allocated bytes per device, as they change when objects come and go.
+class Totals {
+  public:
+    explicit Totals(bool blocks_are_allocated) : blocks_are_allocated_(blocks_are_allocated) {}
+
+    void change(const LiveObject& object, bool add) {
+        const bool reserved = counts_as_reserved(object.kind);
+        const bool allocated = blocks_are_allocated_ ? object.kind == MemoryKind::Block : reserved;
+        if (!reserved && !allocated)
+            return;
+        Cell& cell = devices_[object.device];
+        const uint64_t delta = object.size;
+        if (reserved)
+            cell.reserved = add ? cell.reserved + delta : cell.reserved - std::min(cell.reserved, delta);
+        if (allocated)
+            cell.allocated = add ? cell.allocated + delta : cell.allocated - std::min(cell.allocated, delta);
+        Cell& peak = peaks_[object.device];
+        peak.reserved = std::max(peak.reserved, cell.reserved);
+        peak.allocated = std::max(peak.allocated, cell.allocated);
+    }
+
+    [[nodiscard]] uint64_t reserved() const { return sum(&Cell::reserved); }
+    [[nodiscard]] uint64_t allocated() const { return sum(&Cell::allocated); }
+    [[nodiscard]] uint64_t reserved_on(int device) const {
+        auto it = devices_.find(device);
+        return it == devices_.end() ? 0 : it->second.reserved;
+    }
+    [[nodiscard]] uint64_t peak_reserved(int device) const {
+        auto it = peaks_.find(device);
+        return it == peaks_.end() ? 0 : it->second.reserved;
+    }
+    [[nodiscard]] uint64_t peak_allocated(int device) const {
+        auto it = peaks_.find(device);
+        return it == peaks_.end() ? 0 : it->second.allocated;
+    }
+
+  private:
+    struct Cell {
+        uint64_t reserved = 0;
+        uint64_t allocated = 0;
+    };
+    [[nodiscard]] uint64_t sum(uint64_t Cell::*field) const {
+        uint64_t total = 0;
+        for (const auto& [device, cell] : devices_)
+            total += cell.*field;
+        return total;
+    }
+
+    bool blocks_are_allocated_;
+    std::map<int, Cell> devices_;
+    std::map<int, Cell> peaks_;
+};
+
+uint64_t since_start(uint64_t time_ns, const TraceHeader& header) {
+    return time_ns > header.start_monotonic_ns ? time_ns - header.start_monotonic_ns : 0;
+}
+
+bool process_reports_blocks(const TraceReader& trace) {
+    const auto block = static_cast<size_t>(MemoryKind::Block);
+    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
+        if (trace.header().accounting.peak_bytes[slot][block] != 0)
+            return true;
+    return false;
+}
+
+uint64_t end_time(const TraceReader& trace) {
+    const TraceHeader& header = trace.header();
+    if (header.end.state != format::EndState::Running && header.end.monotonic_ns != 0)
+        return header.end.monotonic_ns;
+    uint64_t latest = header.start_monotonic_ns;
+    if (!trace.events().events.empty())
+        latest = std::max(latest, trace.events().events.back().time_ns);
+    if (!trace.timeline().empty())
+        latest = std::max(latest, trace.timeline().back().time_ns);
+    for (const Event& event : trace.notable_events().events)
+        latest = std::max(latest, event.time_ns);
+    return latest;
+}
+
+std::vector<LiveSiteAt> top_sites(const std::map<ObjectKey, LiveObject>& objects) {
+    std::unordered_map<uint32_t, LiveSiteAt> by_stack;
+    for (const auto& [key, object] : objects) {
+        if (!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block)
+            continue;
+        LiveSiteAt& site = by_stack[object.stack_id];
+        site.stack_id = object.stack_id;
+        site.bytes += object.size;
+        ++site.count;
+    }
+    std::vector<LiveSiteAt> sites;
+    for (const auto& [stack, site] : by_stack)
+        sites.push_back(site);
+    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    if (sites.size() > kTopSitesAtFailure)
+        sites.resize(kTopSitesAtFailure);
+    return sites;
+}
+
+int marker_interval(const std::vector<Marker>& markers, uint64_t time_ns) {
+    auto after = std::upper_bound(markers.begin(), markers.end(), time_ns,
+                                  [](uint64_t t, const Marker& marker) { return t < marker.time_ns; });
+    return static_cast<int>(after - markers.begin()) - 1;
+}
+
+std::vector<Marker> collect_markers(const TraceReader& trace) {
+    std::vector<Marker> markers;
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != EventType::Marker)
+            continue;
+        auto label = trace.strings().find(static_cast<uint32_t>(event.address));
+        markers.push_back({since_start(event.time_ns, trace.header()),
+                           label != trace.strings().end() ? label->second : std::string("?")});
+    }
+    std::stable_sort(markers.begin(), markers.end(),
+                     [](const Marker& a, const Marker& b) { return a.time_ns < b.time_ns; });
+    return markers;
+}
+
+void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
+    struct Accumulated {
+        LeakSite site;
+        std::map<MemoryKind, uint64_t> bytes_by_kind;
+        std::vector<uint64_t> times;
+    };
+    std::unordered_map<uint32_t, Accumulated> by_stack;
+    for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
+        // Address space is not memory, and a mapping only shows physical memory counted already.
+        if (allocation.kind == MemoryKind::VaReservation || allocation.kind == MemoryKind::VmmMapping)
+            continue;
+        Accumulated& entry = by_stack[allocation.stack_id];
+        entry.site.stack_id = allocation.stack_id;
+        entry.site.bytes += allocation.size;
+        ++entry.site.count;
+        entry.bytes_by_kind[allocation.kind] += allocation.size;
+        entry.times.push_back(since_start(allocation.time_ns, model.header));
+    }
+    const double duration_s = static_cast<double>(model.duration_ns) / 1e9;
+    for (auto& [stack, entry] : by_stack) {
+        LeakSite& site = entry.site;
+        site.kind =
+            std::max_element(entry.bytes_by_kind.begin(), entry.bytes_by_kind.end(), [](auto& a, auto& b) {
+                return a.second < b.second;
+            })->first;
+        auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
+        site.first_ns = *oldest;
+        site.last_ns = *youngest;
+        const double span_s = static_cast<double>(site.last_ns - site.first_ns) / 1e9;
+        bool spread_in_time = site.count >= 3 && duration_s > 0 && span_s >= 0.25 * duration_s;
+        bool spread_in_markers = false;
+        if (!model.markers.empty()) {
+            std::vector<int> intervals;
+            for (uint64_t t : entry.times)
+                intervals.push_back(marker_interval(model.markers, t));
+            std::sort(intervals.begin(), intervals.end());
+            const auto distinct = std::unique(intervals.begin(), intervals.end()) - intervals.begin();
+            site.marker_range = std::make_pair(intervals.front(), intervals[distinct - 1]);
+            spread_in_markers = site.count >= 3 && distinct >= 3;
+            if (distinct > 1)
+                site.bytes_per_marker_interval =
+                    static_cast<double>(site.bytes) / static_cast<double>(distinct);
+        }
+        site.growing = model.markers.empty() ? spread_in_time : spread_in_markers;
+        if (span_s > 0)
+            site.bytes_per_second = static_cast<double>(site.bytes) / span_s;
+        model.leak_sites.push_back(site);
+    }
+    std::sort(model.leak_sites.begin(), model.leak_sites.end(), [](const LeakSite& a, const LeakSite& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
+    });
+}
+
+// Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
+// totals after every event in the ring, the peaks, and what was live at each failure.
+void replay_backwards(const TraceReader& trace, ProcessModel& model, std::vector<TimelinePoint>& points,
+                      std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>& failures_by_time_size,
+                      Totals& totals) {
+    std::map<ObjectKey, LiveObject> objects;
+    for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
+        LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
+        objects[{format::key_space_of(allocation.kind), allocation.address}] = object;
+        totals.change(object, true);
+    }
+    size_t snapshots = 0;
+    const auto& events = trace.events().events;
+    for (auto it = events.rbegin(); it != events.rend(); ++it) {
+        const Event& event = *it;
+        points.push_back(
+            {since_start(event.time_ns, model.header), totals.reserved(), totals.allocated(), {}});
+        if (event.type == EventType::Alloc) {
+            auto found = objects.find({format::key_space_of(event.kind), event.address});
+            if (found != objects.end()) {
+                totals.change(found->second, false);
+                objects.erase(found);
+            }
+        } else if (event.type == EventType::Free) {
+            LiveObject object{event.size, event.kind, event.device, event.stack_id};
+            objects[{format::key_space_of(event.kind), event.address}] = object;
+            totals.change(object, true);
+        } else if (event.type == EventType::AllocFailed && snapshots < kMaxFailureSnapshots) {
+            auto failure = failures_by_time_size.find({event.time_ns, event.size});
+            if (failure != failures_by_time_size.end()) {
+                failure->second->reserved_then = totals.reserved_on(event.device);
+                failure->second->top_sites_then = top_sites(objects);
+                ++snapshots;
+            }
+        }
+    }
+    if (trace.events().dropped == 0)
+        points.push_back({0, totals.reserved(), totals.allocated(), {}});
+}
+
+std::vector<TimelinePoint> thin(std::vector<TimelinePoint> points) {
+    if (points.size() <= kMaxTimelinePoints)
+        return points;
+    // Keeps, from each run of consecutive points, the one with the most reserved: peaks survive.
+    const size_t per_bucket = (points.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints;
+    std::vector<TimelinePoint> kept;
+    for (size_t start = 0; start < points.size(); start += per_bucket) {
+        const size_t end = std::min(points.size(), start + per_bucket);
+        kept.push_back(*std::max_element(
+            points.begin() + static_cast<ptrdiff_t>(start), points.begin() + static_cast<ptrdiff_t>(end),
+            [](const auto& a, const auto& b) { return a.reserved < b.reserved; }));
+    }
+    return kept;
+}
+
+} // namespace
+
+ProcessModel build_model(const std::string& path, const TraceReader& trace) {
+    ProcessModel model;
+    model.path = path;
+    model.header = trace.header();
+    model.warnings = trace.warnings();
+    model.duration_ns = since_start(end_time(trace), model.header);
+    model.reports_blocks = process_reports_blocks(trace);
+    model.events = model.header.counters.ring_head;
+    model.events_overwritten = trace.events().dropped;
+    model.markers = collect_markers(trace);
+
+    const format::Accounting& accounting = model.header.accounting;
+    const auto pinned = static_cast<size_t>(MemoryKind::PinnedHost);
+    const auto managed = static_cast<size_t>(MemoryKind::Managed);
+    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
+        model.peak_pinned_host = std::max(model.peak_pinned_host, accounting.peak_bytes[slot][pinned]);
+        model.final_pinned_host += accounting.live_bytes[slot][pinned];
+        model.peak_managed = std::max(model.peak_managed, accounting.peak_bytes[slot][managed]);
+    }
+
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != EventType::AllocFailed)
+            continue;
+        model.failures.push_back({event.size,
+                                  event.result,
+                                  event.device,
+                                  event.kind,
+                                  since_start(event.time_ns, model.header),
+                                  event.stack_id,
+                                  std::nullopt,
+                                  {}});
+    }
+    model.failed_allocations = model.failures.size();
+    std::map<std::pair<uint64_t, uint64_t>, FailureSummary*> failures_by_time_size;
+    for (FailureSummary& failure : model.failures)
+        failures_by_time_size[{failure.time_ns + model.header.start_monotonic_ns, failure.bytes}] = &failure;
+
+    Totals totals(model.reports_blocks);
+    std::vector<TimelinePoint> points;
+    replay_backwards(trace, model, points, failures_by_time_size, totals);
+    // Samples cover the time before the ring's oldest event, and carry host RSS.
+    for (const TimelineSample& sample : trace.timeline()) {
+        TimelinePoint point{since_start(sample.time_ns, model.header), 0, 0, sample.rss_bytes};
+        for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
+            if (counts_as_reserved(static_cast<MemoryKind>(kind)))
+                point.reserved += sample.kind_bytes[kind];
+        }
+        point.allocated =
+            model.reports_blocks ? sample.kind_bytes[static_cast<size_t>(MemoryKind::Block)] : point.reserved;
+        points.push_back(point);
+        if (sample.rss_bytes != 0) {
+            if (!model.first_rss)
+                model.first_rss = sample.rss_bytes;
+            model.peak_rss = std::max(model.peak_rss.value_or(0), sample.rss_bytes);
+            model.last_rss = sample.rss_bytes;
+        }
+    }
+    std::stable_sort(points.begin(), points.end(),
+                     [](const TimelinePoint& a, const TimelinePoint& b) { return a.time_ns < b.time_ns; });
+    model.timeline = thin(std::move(points));
+
+    // Devices: every ordinal that ever held reserved or allocated memory.
+    for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {
+        DeviceSummary device{static_cast<int>(slot), 0, 0, 0, 0};
+        uint64_t any = 0;
+        for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
+            const auto memory_kind = static_cast<MemoryKind>(kind);
+            if (counts_as_reserved(memory_kind)) {
+                device.peak_reserved = std::max(device.peak_reserved, accounting.peak_bytes[slot][kind]);
+                device.final_reserved += accounting.live_bytes[slot][kind];
+            }
+            any |= accounting.peak_bytes[slot][kind];
+        }
+        if (any == 0)
+            continue;
+        device.peak_reserved = std::max(device.peak_reserved, totals.peak_reserved(device.device));
+        for (const TimelineSample& sample : trace.timeline())
+            device.peak_reserved = std::max(device.peak_reserved, sample.device_bytes[slot]);
+        const auto block = static_cast<size_t>(MemoryKind::Block);
+        if (model.reports_blocks) {
+            device.peak_allocated = accounting.peak_bytes[slot][block];
+            device.final_allocated = accounting.live_bytes[slot][block];
+        } else {
+            device.peak_allocated = device.peak_reserved;
+            device.final_allocated = device.final_reserved;
+        }
+        model.devices.push_back(device);
+    }
+
+    find_leak_sites(trace, model);
+    if (model.header.has_flag(format::HeaderFlag::LiveTableOverflow))
+        model.warnings.push_back(
+            fmt::format("the live-allocation table overflowed ({} allocations not tracked): "
+                        "raise GPULEAK_MAX_MB; the live set shown is incomplete",
+                        model.header.counters.live_overflow));
+    if (model.events_overwritten > 0)
+        model.warnings.push_back(
+            fmt::format("the event ring wrapped: the oldest {} of {} events were overwritten "
+                        "(the live set and totals are still exact)",
+                        model.events_overwritten, model.events));
+    return model;
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,98 @@
+// What one process's trace says, computed once from the decoded trace: totals over time, the live
+// set at the end grouped by the call stack that made it, failures with what was live at that moment.
+// Everything the diagnosis and the renderers show comes from here; they read no trace themselves.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+
+namespace gpuleak::analyzer {
+
+// Kinds whose bytes were obtained from CUDA as device memory: what "reserved" counts.
+bool counts_as_reserved(format::MemoryKind kind);
+
+struct DeviceSummary {
+    int device = 0;
+    uint64_t peak_reserved = 0;
+    uint64_t final_reserved = 0;
+    uint64_t peak_allocated = 0;
+    uint64_t final_allocated = 0;
+};
+
+struct Marker {
+    uint64_t time_ns = 0; // since the process's trace started
+    std::string label;
+};
+
+// Live allocations at the end that share a call stack.
+struct LeakSite {
+    uint32_t stack_id = 0;
+    format::MemoryKind kind = format::MemoryKind::None; // of the largest share of the bytes
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+    uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start
+    uint64_t last_ns = 0;  // of the youngest
+    // Index in markers() of the marker interval of the oldest and youngest survivor: -1 is before the
+    // first marker. Absent when the process set no markers.
+    std::optional<std::pair<int, int>> marker_range;
+    // Survivors made steadily through the run (a leak), as opposed to once early (weights, warm-up).
+    bool growing = false;
+    double bytes_per_second = 0;
+    double bytes_per_marker_interval = 0; // when there are markers
+};
+
+struct LiveSiteAt {
+    uint32_t stack_id = 0;
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+};
+
+struct FailureSummary {
+    uint64_t bytes = 0; // requested
+    int32_t error = 0;
+    int device = 0;
+    format::MemoryKind kind = format::MemoryKind::None;
+    uint64_t time_ns = 0;
+    uint32_t stack_id = 0;
+    // Reserved bytes on that device when it failed, and the largest live sites then; absent when the
+    // event ring no longer reaches back to that moment.
+    std::optional<uint64_t> reserved_then;
+    std::vector<LiveSiteAt> top_sites_then;
+};
+
+struct TimelinePoint {
+    uint64_t time_ns = 0;
+    uint64_t reserved = 0;  // all devices
+    uint64_t allocated = 0; // all devices
+    std::optional<uint64_t> rss;
+};
+
+struct ProcessModel {
+    std::string path;
+    TraceHeader header;
+    uint64_t duration_ns = 0;
+    bool reports_blocks = false; // a sub-allocator reported blocks: allocated is told from reserved
+    std::vector<DeviceSummary> devices;
+    uint64_t peak_pinned_host = 0;
+    uint64_t final_pinned_host = 0;
+    uint64_t peak_managed = 0;
+    uint64_t events = 0;
+    uint64_t events_overwritten = 0;
+    uint64_t failed_allocations = 0;
+    std::optional<uint64_t> first_rss;
+    std::optional<uint64_t> peak_rss;
+    std::optional<uint64_t> last_rss;
+    std::vector<Marker> markers;
+    std::vector<LeakSite> leak_sites; // most bytes first
+    std::vector<FailureSummary> failures;
+    std::vector<TimelinePoint> timeline;
+    std::vector<std::string> warnings; // the reader's, and the model's own
+};
+
+ProcessModel build_model(const std::string& path, const TraceReader& trace);
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,147 @@
+#include "render_json.h"
+
+namespace gpuleak::analyzer {
+
+using nlohmann::json;
+
+namespace {
+
+double seconds(uint64_t ns) {
+    return static_cast<double>(ns) / 1e9;
+}
+
+json ended_json(const ProcessEnd& end) {
+    switch (end.state) {
+    case format::EndState::Exited:
+        return {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}};
+    case format::EndState::Signaled:
+        return {{"how", "signal"}, {"code", nullptr}, {"signal", end.signal}};
+    case format::EndState::Running:
+        break;
+    }
+    return {{"how", "killed"}, {"code", nullptr}, {"signal", nullptr}};
+}
+
+json frames_json(StackFrames& stacks, uint32_t stack_id, size_t depth) {
+    json frames = json::array();
+    const auto& resolved = stacks.frames(stack_id);
+    for (size_t i = 0; i < resolved.size() && i < depth; ++i) {
+        const ReportFrame& frame = resolved[i];
+        frames.push_back({{"function", frame.function},
+                          {"file", frame.file},
+                          {"line", frame.line},
+                          {"module", frame.module},
+                          {"module_offset", frame.module_offset},
+                          {"inlined", frame.inlined},
+                          {"python", frame.python}});
+    }
+    return frames;
+}
+
+uint64_t sum(const std::vector<DeviceSummary>& devices, uint64_t DeviceSummary::*field) {
+    uint64_t total = 0;
+    for (const DeviceSummary& device : devices)
+        total += device.*field;
+    return total;
+}
+
+json process_json(ProcessReport& report, const ReportOptions& options) {
+    const ProcessModel& model = report.model;
+    json devices = json::array();
+    for (const DeviceSummary& device : model.devices)
+        devices.push_back({{"device", device.device},
+                           {"peak_reserved_bytes", device.peak_reserved},
+                           {"final_reserved_bytes", device.final_reserved},
+                           {"peak_allocated_bytes", device.peak_allocated},
+                           {"final_allocated_bytes", device.final_allocated}});
+    json leaks = json::array();
+    for (const LeakSite& site : model.leak_sites) {
+        if (leaks.size() >= options.top || site.bytes < options.min_bytes)
+            break;
+        json entry = {{"bytes", site.bytes},
+                      {"count", site.count},
+                      {"kind", format::kind_name(site.kind)},
+                      {"first_s", seconds(site.first_ns)},
+                      {"last_s", seconds(site.last_ns)},
+                      {"growing", site.growing},
+                      {"bytes_per_second", site.bytes_per_second},
+                      {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}};
+        if (site.marker_range) {
+            auto label = [&](int index) -> json {
+                return index < 0 ? json(nullptr) : json(model.markers[index].label);
+            };
+            entry["first_marker"] = label(site.marker_range->first);
+            entry["last_marker"] = label(site.marker_range->second);
+        }
+        leaks.push_back(std::move(entry));
+    }
+    json failures = json::array();
+    for (const FailureSummary& failure : model.failures) {
+        if (failures.size() >= options.top)
+            break;
+        json top_sites = json::array();
+        for (const LiveSiteAt& site : failure.top_sites_then)
+            top_sites.push_back(
+                {{"bytes", site.bytes},
+                 {"count", site.count},
+                 {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}});
+        failures.push_back(
+            {{"bytes", failure.bytes},
+             {"error", failure.error},
+             {"device", failure.device},
+             {"kind", format::kind_name(failure.kind)},
+             // The driver's free memory is not sampled yet: null, not a guess.
+             {"free_bytes", nullptr},
+             {"reserved_bytes_then", failure.reserved_then ? json(*failure.reserved_then) : json()},
+             {"t_s", seconds(failure.time_ns)},
+             {"frames", frames_json(*report.stacks, failure.stack_id, options.stack_depth)},
+             {"top_sites_then", std::move(top_sites)}});
+    }
+    json timeline = json::array();
+    for (const TimelinePoint& point : model.timeline)
+        timeline.push_back({{"t_s", seconds(point.time_ns)},
+                            {"reserved_bytes", point.reserved},
+                            {"allocated_bytes", point.allocated},
+                            {"device_used_bytes", nullptr},
+                            {"rss_bytes", point.rss ? json(*point.rss) : json()}});
+    json markers = json::array();
+    for (const Marker& marker : model.markers)
+        markers.push_back({{"t_s", seconds(marker.time_ns)}, {"label", marker.label}});
+
+    return {{"trace", model.path},
+            {"pid", model.header.pid},
+            {"ppid", model.header.ppid},
+            {"command", model.header.command_line},
+            {"ended", ended_json(model.header.end)},
+            {"simulated", model.header.simulated_device()},
+            {"duration_s", seconds(model.duration_ns)},
+            {"summary",
+             {{"peak_reserved_bytes", sum(model.devices, &DeviceSummary::peak_reserved)},
+              {"final_reserved_bytes", sum(model.devices, &DeviceSummary::final_reserved)},
+              {"peak_allocated_bytes", sum(model.devices, &DeviceSummary::peak_allocated)},
+              {"final_allocated_bytes", sum(model.devices, &DeviceSummary::final_allocated)},
+              {"peak_pinned_host_bytes", model.peak_pinned_host},
+              {"events", model.events},
+              {"events_overwritten", model.events_overwritten},
+              {"failed_allocations", model.failed_allocations},
+              {"allocator_reports_blocks", model.reports_blocks},
+              {"devices", std::move(devices)}}},
+            {"diagnosis",
+             {{"kind", diagnosis_kind_name(report.diagnosis.kind)}, {"text", report.diagnosis.text}}},
+            {"leaks", std::move(leaks)},
+            {"failures", std::move(failures)},
+            {"timeline", std::move(timeline)},
+            {"markers", std::move(markers)},
+            {"warnings", model.warnings}};
+}
+
+} // namespace
+
+json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+    json processes = json::array();
+    for (ProcessReport& report : reports)
+        processes.push_back(process_json(report, options));
+    return {{"schema", "gpuleak-report/1"}, {"processes", std::move(processes)}};
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,238 @@
+#include "render_text.h"
+
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+constexpr size_t kWrapColumn = 100;
+
+class Style {
+  public:
+    explicit Style(bool color) : color_(color) {}
+    [[nodiscard]] std::string bold(const std::string& text) const { return wrap("1", text); }
+    [[nodiscard]] std::string dim(const std::string& text) const { return wrap("2", text); }
+    [[nodiscard]] std::string verdict(DiagnosisKind kind, const std::string& text) const {
+        switch (kind) {
+        case DiagnosisKind::Leak:
+            return wrap("1;31", text);
+        case DiagnosisKind::Stable:
+            return wrap("1;32", text);
+        default:
+            return wrap("1;33", text);
+        }
+    }
+
+  private:
+    [[nodiscard]] std::string wrap(const char* code, const std::string& text) const {
+        return color_ ? fmt::format("\033[{}m{}\033[0m", code, text) : text;
+    }
+    bool color_;
+};
+
+std::string wrapped(const std::string& text, const std::string& indent) {
+    std::string out;
+    std::string line = indent;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find(' ', start);
+        if (end == std::string::npos)
+            end = text.size();
+        const std::string word = text.substr(start, end - start);
+        if (line.size() > indent.size() && line.size() + 1 + word.size() > kWrapColumn) {
+            out += line + "\n";
+            line = indent;
+        }
+        if (line.size() > indent.size())
+            line += " ";
+        line += word;
+        start = end + 1;
+    }
+    return out + line + "\n";
+}
+
+std::string bytes(uint64_t value) {
+    return human_bytes(static_cast<double>(value));
+}
+
+std::string ended(const ProcessModel& model) {
+    const double seconds = static_cast<double>(model.duration_ns) / 1e9;
+    const ProcessEnd& end = model.header.end;
+    switch (end.state) {
+    case format::EndState::Exited:
+        return fmt::format("exited with status {} after {:.1f} s", end.exit_code, seconds);
+    case format::EndState::Signaled: {
+        const char* name = sigabbrev_np(end.signal);
+        return fmt::format("killed by signal {} (SIG{}) after {:.1f} s", end.signal,
+                           name != nullptr ? name : "?", seconds);
+    }
+    case format::EndState::Running:
+        break;
+    }
+    return fmt::format(
+        "killed: no exit record (SIGKILL, e.g. by the OOM killer, or still running) after {:.1f} s", seconds);
+}
+
+std::string command(const ProcessModel& model) {
+    std::string text;
+    for (const std::string& argument : model.header.command_line)
+        text += (text.empty() ? "" : " ") + argument;
+    return text.empty() ? "?" : text;
+}
+
+std::string frame_line(const ReportFrame& frame) {
+    if (frame.function.empty() && frame.file.empty())
+        return fmt::format("{}+{:#x}", frame.module, frame.module_offset);
+    std::string where = frame.file.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
+                                           : fmt::format("{}:{}", frame.file, frame.line);
+    return fmt::format("{:<28} {}{}", frame.function.empty() ? "?" : frame.function, where,
+                       frame.inlined ? "  (inlined)" : "");
+}
+
+void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
+                   const Style& style) {
+    const auto& frames = stacks.frames(stack_id);
+    if (frames.empty()) {
+        out += style.dim("        (no stack)") + "\n";
+        return;
+    }
+    for (size_t i = 0; i < frames.size() && i < options.stack_depth; ++i)
+        out += "        " + frame_line(frames[i]) + "\n";
+    if (frames.size() > options.stack_depth)
+        out +=
+            style.dim(fmt::format("        ... {} more frames", frames.size() - options.stack_depth)) + "\n";
+}
+
+std::string when_made(const ProcessModel& model, const LeakSite& site) {
+    auto marker = [&](int index) {
+        return index < 0 ? std::string("the start") : model.markers[index].label;
+    };
+    if (site.count == 1) {
+        std::string during =
+            site.marker_range ? fmt::format(" (during {})", marker(site.marker_range->first)) : "";
+        return fmt::format("made at {:.2f} s{}", site.first_ns / 1e9, during);
+    }
+    std::string during =
+        site.marker_range
+            ? fmt::format("made during {} to {}", marker(site.marker_range->first),
+                          marker(site.marker_range->second))
+            : fmt::format("made between {:.2f} s and {:.2f} s", site.first_ns / 1e9, site.last_ns / 1e9);
+    if (!site.growing)
+        return during + ", early, then kept";
+    std::string rate = site.marker_range && site.bytes_per_marker_interval > 0
+                           ? fmt::format("{} per marker interval",
+                                         bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
+                           : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
+    return during + ", still alive: growing " + rate;
+}
+
+void append_process(std::string& out, ProcessReport& report, const ReportOptions& options,
+                    const Style& style) {
+    const ProcessModel& model = report.model;
+    out += style.bold(fmt::format("process {} (parent {}): {}", model.header.pid, model.header.ppid,
+                                  command(model))) +
+           "\n";
+    out +=
+        fmt::format("  trace      {}{}\n", model.path,
+                    model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
+    out += fmt::format("  ended      {}\n", ended(model));
+    for (const DeviceSummary& device : model.devices)
+        out +=
+            fmt::format("  device {}   reserved peak {}, final {}; allocated peak {}, final {}{}\n",
+                        device.device, bytes(device.peak_reserved), bytes(device.final_reserved),
+                        bytes(device.peak_allocated), bytes(device.final_allocated),
+                        model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)");
+    if (model.peak_pinned_host > 0)
+        out += fmt::format("  pinned     peak {}, final {}\n", bytes(model.peak_pinned_host),
+                           bytes(model.final_pinned_host));
+    if (model.first_rss && model.last_rss)
+        out += fmt::format("  host RSS   {} at the start, {} at the end, peak {}\n", bytes(*model.first_rss),
+                           bytes(*model.last_rss), bytes(model.peak_rss.value_or(0)));
+    out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n\n",
+                       model.events, model.events_overwritten, model.failed_allocations);
+
+    out += style.bold("Diagnosis: ") +
+           style.verdict(report.diagnosis.kind, diagnosis_kind_name(report.diagnosis.kind)) + "\n";
+    out += wrapped(report.diagnosis.text, "  ") + "\n";
+
+    size_t shown = 0;
+    for (const LeakSite& site : model.leak_sites) {
+        if (shown >= options.top || site.bytes < options.min_bytes)
+            break;
+        if (shown == 0)
+            out += style.bold("Live at the end, by call stack (largest first):") + "\n";
+        ++shown;
+        out += fmt::format("  #{} {} in {} {} allocation{}, {}\n", shown, bytes(site.bytes), site.count,
+                           format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(model, site));
+        append_frames(out, *report.stacks, site.stack_id, options, style);
+    }
+    if (shown == 0)
+        out += "Nothing was live at the end.\n";
+    out += "\n";
+
+    for (size_t i = 0; i < model.failures.size() && i < options.top; ++i) {
+        const FailureSummary& failure = model.failures[i];
+        if (i == 0)
+            out += style.bold("Failed allocations (out of memory sites):") + "\n";
+        std::string then = failure.reserved_then ? fmt::format("; {} reserved on the device then",
+                                                               bytes(*failure.reserved_then))
+                                                 : "; what was live then is older than the event ring";
+        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, error {}{}\n", i + 1,
+                           bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
+                           failure.time_ns / 1e9, failure.error, then);
+        append_frames(out, *report.stacks, failure.stack_id, options, style);
+        for (const LiveSiteAt& site : failure.top_sites_then) {
+            out +=
+                fmt::format("      held then: {} in {} allocation{} from {}\n", bytes(site.bytes), site.count,
+                            site.count == 1 ? "" : "s", report.stacks->describe(site.stack_id));
+        }
+    }
+    for (const std::string& warning : model.warnings)
+        out += style.dim("  warning: " + warning) + "\n";
+    out += "\n";
+}
+
+void append_process_table(std::string& out, std::vector<ProcessReport>& reports, const Style& style) {
+    out += style.bold(fmt::format("{} processes:", reports.size())) + "\n";
+    out += fmt::format("  {:>8} {:>8}  {:<14} {:>12} {:>12}  {:<18} {}\n", "pid", "parent", "ended",
+                       "peak reserved", "final alloc.", "diagnosis", "command");
+    for (ProcessReport& report : reports) {
+        const ProcessModel& model = report.model;
+        uint64_t peak = 0;
+        uint64_t final_allocated = 0;
+        for (const DeviceSummary& device : model.devices) {
+            peak += device.peak_reserved;
+            final_allocated += device.final_allocated;
+        }
+        const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
+                          : model.header.end.state == format::EndState::Signaled ? "signal"
+                                                                                 : "killed";
+        std::string end = model.header.end.state == format::EndState::Exited
+                              ? fmt::format("{} {}", how, model.header.end.exit_code)
+                          : model.header.end.state == format::EndState::Signaled
+                              ? fmt::format("{} {}", how, model.header.end.signal)
+                              : std::string(how);
+        out += fmt::format("  {:>8} {:>8}  {:<14} {:>12} {:>12}  {:<18} {}\n", model.header.pid,
+                           model.header.ppid, end, bytes(peak), bytes(final_allocated),
+                           diagnosis_kind_name(report.diagnosis.kind), command(model));
+    }
+    out += "\n";
+}
+
+} // namespace
+
+std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+    const Style style(options.color);
+    std::string out;
+    if (reports.size() > 1)
+        append_process_table(out, reports, style);
+    for (ProcessReport& report : reports)
+        append_process(out, report, options, style);
+    return out;
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,69 @@
+// gpuleak-report: what holds the GPU memory of a traced run, since when, and which line put it there.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+#include "render_json.h"
+#include "render_text.h"
+#include "report_builder.h"
+#include "trace_error.h"
+#include "trace_set.h"
+
+namespace {
+
+constexpr int kBadInput = 2;
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace gpuleak::analyzer;
+    CLI::App app{"gpuleak-report: explains the GPU memory of a traced run: leaks, cache growth, OOM sites"};
+    std::vector<std::string> inputs;
+    std::string output_format = "text";
+    std::string output_path;
+    ReportOptions options;
+    bool no_color = false;
+    app.add_option("traces", inputs,
+                   "trace files, or directories of trace files (children are found beside "
+                   "their parent's trace)")
+        ->required();
+    app.add_option("--format", output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+    app.add_option("-o,--output", output_path, "write the report to this file instead of stdout");
+    app.add_option("--top", options.top, "leak origins and failures listed per process")
+        ->check(CLI::Range(1, 100000));
+    app.add_option("--min-bytes", options.min_bytes, "leave out leak origins smaller than this");
+    app.add_option("--stack-depth", options.stack_depth, "frames shown per stack")
+        ->check(CLI::Range(1, 1024));
+    app.add_flag("--no-color", no_color, "no colour, even on a terminal");
+    CLI11_PARSE(app, argc, argv);
+
+    options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
+    std::vector<ProcessReport> reports;
+    try {
+        reports = build_reports(collect_traces(inputs));
+    } catch (const TraceError& error) {
+        std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
+        return kBadInput;
+    }
+    // The text report lists warnings with each process; JSON keeps them in the data, so say them here too.
+    if (output_format == "json") {
+        for (const ProcessReport& report : reports)
+            for (const std::string& warning : report.model.warnings)
+                std::fprintf(stderr, "gpuleak-report: %s: warning: %s\n", report.model.path.c_str(),
+                             warning.c_str());
+    }
+
+    const std::string text = output_format == "json" ? render_json(reports, options).dump(2) + "\n"
+                                                     : render_text(reports, options);
+    if (output_path.empty()) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return 0;
+    }
+    std::ofstream file(output_path, std::ios::binary | std::ios::trunc);
+    if (!(file << text)) {
+        std::fprintf(stderr, "gpuleak-report: %s: cannot write the report\n", output_path.c_str());
+        return kBadInput;
+    }
+    return 0;
+}

@@ -1,0 +1,61 @@
+// Turns the return addresses of a trace's native stacks into functions (demangled), files and lines,
+// inlined calls included, from the module map the trace recorded, after the process is gone.
+//
+// Every address in a gpuleak stack is a return address: it points after a call, possibly at the next
+// line or past the end of the function, so the instruction before it (address - 1) is looked up. The
+// recorder never stores the interrupted program counter, so no frame is exempt.
+//
+// A module is opened when an address first falls in it (see DebugModule for which file is used), and
+// each address is resolved once: stacks of a trace share most of their frames. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "address_index.h"
+#include "source_frame.h"
+#include "trace_reader.h"
+
+namespace gpuleak::analyzer {
+
+class DebugModule;
+
+class Symbolizer {
+  public:
+    // `debuginfo_path`: where separate debug info is looked for, in elfutils' syntax (see
+    // dwfl_standard_find_debuginfo in elfutils/libdwfl.h); its absolute directories are searched by
+    // build id (".build-id/xx/yyyy.debug"). Empty means elfutils' default, ":.debug:/usr/lib/debug".
+    explicit Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path = {});
+    ~Symbolizer();
+    Symbolizer(const Symbolizer&) = delete;
+    Symbolizer& operator=(const Symbolizer&) = delete;
+
+    // The frames for one return address, innermost (most deeply inlined) first; at least one. An
+    // address outside every module, or in a module that cannot be used or has no symbol there, gives
+    // one frame with symbolized == false (show it as module+0xoffset). The reference stays valid for
+    // the Symbolizer's lifetime.
+    const std::vector<SourceFrame>& symbolize(uint64_t return_address);
+
+    // One line per module whose frames stay unsymbolized because its file is missing, rebuilt or not
+    // an ELF file. Modules are opened as addresses reach them, so this grows with symbolize().
+    [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+
+  private:
+    struct Slot {
+        Module module;
+        std::unique_ptr<DebugModule> debug; // null until an address falls in the module
+    };
+
+    DebugModule& debug_module(Slot& slot);
+
+    std::string debuginfo_path_;
+    std::vector<Slot> slots_;
+    AddressIndex<size_t> index_; // address range -> slot
+    std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_;
+    std::vector<std::string> warnings_;
+};
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,107 @@
+#include "trace_set.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gpuleak/trace_format.h"
+#include "trace_error.h"
+
+namespace gpuleak::analyzer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Identity {
+    std::string path;
+    int32_t pid = 0;
+    int32_t ppid = 0;
+    uint64_t start_realtime_ns = 0;
+    std::string parent_trace;
+};
+
+// Only the header: finding children must not decode every trace in a directory.
+bool read_identity(const fs::path& path, Identity& identity) {
+    std::ifstream file(path, std::ios::binary);
+    format::FileHeader header{};
+    if (!file.read(reinterpret_cast<char*>(&header), sizeof header))
+        return false;
+    if (std::memcmp(header.magic, format::kMagic, sizeof header.magic) != 0 ||
+        header.format_version != format::kFormatVersion)
+        return false;
+    identity.path = fs::absolute(path).lexically_normal().string();
+    identity.pid = header.pid;
+    identity.ppid = header.ppid;
+    identity.start_realtime_ns = header.start_realtime_ns;
+    header.parent_trace[sizeof header.parent_trace - 1] = '\0';
+    identity.parent_trace = header.parent_trace;
+    return true;
+}
+
+std::vector<Identity> traces_in(const fs::path& directory) {
+    std::vector<Identity> found;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(directory, error)) {
+        Identity identity;
+        if (entry.is_regular_file(error) && read_identity(entry.path(), identity))
+            found.push_back(identity);
+    }
+    std::sort(found.begin(), found.end(),
+              [](const Identity& a, const Identity& b) { return a.start_realtime_ns < b.start_realtime_ns; });
+    return found;
+}
+
+bool is_child(const Identity& child, const Identity& parent) {
+    if (!child.parent_trace.empty())
+        return child.parent_trace == parent.path;
+    return child.ppid == parent.pid && child.start_realtime_ns >= parent.start_realtime_ns;
+}
+
+} // namespace
+
+std::vector<std::string> collect_traces(const std::vector<std::string>& arguments) {
+    std::vector<std::string> result;
+    std::set<std::string> seen;
+    auto add = [&](const std::string& path) {
+        if (seen.insert(path).second)
+            result.push_back(path);
+    };
+    for (const std::string& argument : arguments) {
+        std::error_code error;
+        const fs::file_status status = fs::status(argument, error);
+        if (error || !fs::exists(status))
+            throw TraceError(argument, "no such file or directory");
+        if (fs::is_directory(status)) {
+            std::vector<Identity> traces = traces_in(argument);
+            if (traces.empty())
+                throw TraceError(argument, "directory holds no gpuleak trace");
+            for (const Identity& trace : traces)
+                add(trace.path);
+            continue;
+        }
+        // A file that is not a trace still goes on: the reader says precisely what is wrong with it.
+        Identity named;
+        if (!read_identity(argument, named)) {
+            add(argument);
+            continue;
+        }
+        add(named.path);
+        // Children (and theirs): the traces beside it that name it, or its pid, as their parent.
+        std::vector<Identity> siblings = traces_in(fs::absolute(argument).parent_path());
+        std::vector<Identity> parents{named};
+        for (size_t i = 0; i < parents.size(); ++i) {
+            for (const Identity& candidate : siblings) {
+                if (seen.count(candidate.path) == 0 && is_child(candidate, parents[i])) {
+                    add(candidate.path);
+                    parents.push_back(candidate);
+                }
+            }
+        }
+    }
+    return result;
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,171 @@
+// gpuleak-report on scenario programs with known answers: the diagnosis, the bytes, and the function
+// and file:line of the call that put the memory there.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "traced_run.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// The line of a scenario's source that carries `tag` in a comment: where the report must point.
+uint32_t line_of(const std::string& source, const std::string& tag) {
+    std::ifstream file(std::string(GPULEAK_PROGRAMS_SOURCE_DIR) + "/" + source);
+    std::string line;
+    for (uint32_t number = 1; std::getline(file, line); ++number)
+        if (line.find("// " + tag) != std::string::npos)
+            return number;
+    FAIL("no line tagged '" << tag << "' in " << source);
+    return 0;
+}
+
+json report_json(const TempDir& dir, const std::vector<std::string>& traces) {
+    std::vector<std::string> arguments{"--format", "json"};
+    arguments.insert(arguments.end(), traces.begin(), traces.end());
+    RunOptions options;
+    options.preload = false;
+    TracedRun report = run_traced(dir, GPULEAK_REPORT, arguments, options);
+    INFO(report.err);
+    REQUIRE(report.exited_with(0));
+    return json::parse(report.out);
+}
+
+// Whether `frames` holds a frame of `function` at `source`:`line` (inlined frames count).
+bool names_site(const json& frames, const std::string& function, const std::string& source, uint32_t line) {
+    for (const json& frame : frames) {
+        const std::string file = frame["file"];
+        if (frame["function"].get<std::string>().find(function) != std::string::npos &&
+            file.size() >= source.size() &&
+            file.compare(file.size() - source.size(), source.size(), source) == 0 && frame["line"] == line)
+            return true;
+    }
+    return false;
+}
+
+json only_process(const json& report) {
+    REQUIRE(report["schema"] == "gpuleak-report/1");
+    REQUIRE(report["processes"].size() == 1);
+    return report["processes"][0];
+}
+
+} // namespace
+
+TEST_CASE("a per-iteration leak is diagnosed as a leak at the line that keeps the memory") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_leak"), {"20"});
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["diagnosis"]["kind"] == "leak");
+    CHECK(process["ended"]["how"] == "exit");
+    CHECK(process["simulated"] == true);
+    CHECK(process["summary"]["final_allocated_bytes"] == 52 * kMiB); // weights + 20 x 1 MiB
+    CHECK(process["summary"]["peak_reserved_bytes"] == 59 * kMiB);   // + 19 kept + one 8 MiB step in flight
+
+    const json& leaks = process["leaks"];
+    REQUIRE(leaks.size() >= 2);
+    // The weights are the largest, but made once: not growing. The history is the leak.
+    CHECK(leaks[0]["bytes"] == 32 * kMiB);
+    CHECK(leaks[0]["growing"] == false);
+    CHECK(names_site(leaks[0]["frames"], "main", "scenario_leak.cpp",
+                     line_of("scenario_leak.cpp", "weights site")));
+    CHECK(leaks[1]["bytes"] == 20 * kMiB);
+    CHECK(leaks[1]["count"] == 20);
+    CHECK(leaks[1]["growing"] == true);
+    CHECK(leaks[1]["first_marker"] == "iteration 0");
+    CHECK(leaks[1]["last_marker"] == "iteration 19");
+    CHECK(names_site(leaks[1]["frames"], "keep_history", "scenario_leak.cpp",
+                     line_of("scenario_leak.cpp", "leak site")));
+    CHECK(process["diagnosis"]["text"].get<std::string>().find("keep_history") != std::string::npos);
+}
+
+TEST_CASE("a stable run is not called a leak") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_stable"), {"20"});
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["diagnosis"]["kind"] == "stable");
+    CHECK(process["summary"]["final_reserved_bytes"] == 0);
+    CHECK(process["summary"]["peak_reserved_bytes"] == 48 * kMiB);
+    CHECK(process["leaks"].empty());
+}
+
+TEST_CASE("a caching allocator whose reserved grows while allocated stays flat is cache growth") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_cache_growth"), {"20"});
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["diagnosis"]["kind"] == "cache_growth");
+    const json& summary = process["summary"];
+    CHECK(summary["allocator_reports_blocks"] == true);
+    CHECK(summary["final_reserved_bytes"] == 270 * kMiB); // segments of 4..23 MiB
+    CHECK(summary["final_allocated_bytes"] == 1 * kMiB);
+    CHECK(summary["peak_allocated_bytes"] == 23 * kMiB);
+    CHECK(process["diagnosis"]["text"].get<std::string>().find("expandable_segments") != std::string::npos);
+}
+
+TEST_CASE("an out-of-memory failure is shown with its size and line and what was held then") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"GPULEAK_SIM_CAPACITY=64MiB"};
+    TracedRun run = run_traced(dir, program_path("scenario_oom"), {}, options);
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    REQUIRE(process["failures"].size() == 1);
+    const json& failure = process["failures"][0];
+    CHECK(failure["bytes"] == 16 * kMiB);
+    CHECK(failure["error"] == 2);
+    CHECK(failure["reserved_bytes_then"] == 64 * kMiB);
+    CHECK(names_site(failure["frames"], "grab", "scenario_oom.cpp", line_of("scenario_oom.cpp", "oom site")));
+    REQUIRE(!failure["top_sites_then"].empty());
+    CHECK(failure["top_sites_then"][0]["bytes"] == 64 * kMiB);
+    CHECK(process["summary"]["failed_allocations"] == 1);
+    CHECK(process["diagnosis"]["text"].get<std::string>().find("failed") != std::string::npos);
+}
+
+TEST_CASE("a process killed with SIGKILL is reported as killed with its leak") {
+    TempDir dir;
+    RunOptions options;
+    options.kill_after = std::chrono::milliseconds(400);
+    TracedRun run = run_traced(dir, program_path("scenario_killed"), {}, options);
+    REQUIRE(run.killed_by(SIGKILL));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["ended"]["how"] == "killed");
+    CHECK(process["diagnosis"]["kind"] == "leak");
+    REQUIRE(!process["leaks"].empty());
+    const json& leak = process["leaks"][0];
+    CHECK(leak["count"].get<uint64_t>() >= 5);
+    CHECK(leak["bytes"] == leak["count"].get<uint64_t>() * 3 * kMiB);
+    CHECK(names_site(leak["frames"], "hold_buffer", "scenario_killed.cpp",
+                     line_of("scenario_killed.cpp", "killed leak site")));
+}
+
+TEST_CASE("a forked worker that leaks is found from its parent's trace and diagnosed apart") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_worker_leak"), {});
+    REQUIRE(run.exited_with(0));
+    REQUIRE(run.traces().size() == 2);
+    // Named alone, the parent's trace brings its child's along.
+    std::string parent_trace;
+    for (const std::string& trace : run.traces()) {
+        json single = report_json(dir, {trace});
+        if (single["processes"].size() == 2)
+            parent_trace = trace;
+    }
+    REQUIRE(!parent_trace.empty());
+    json report = report_json(dir, {parent_trace});
+    const json& parent = report["processes"][0];
+    const json& worker = report["processes"][1];
+    CHECK(worker["ppid"] == parent["pid"]);
+    CHECK(parent["diagnosis"]["kind"] == "stable");
+    CHECK(worker["diagnosis"]["kind"] == "leak");
+    CHECK(worker["summary"]["final_allocated_bytes"] == 20 * kMiB);
+    REQUIRE(!worker["leaks"].empty());
+    CHECK(names_site(worker["leaks"][0]["frames"], "worker_keeps_batch", "scenario_worker_leak.cpp",
+                     line_of("scenario_worker_leak.cpp", "worker leak site")));
+}

@@ -1,0 +1,303 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <link.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "symbolizer.h"
+#include "symbolizer_fixture.h"
+#include "temp_dir.h"
+
+using Catch::Matchers::EndsWith;
+using gpuleak::analyzer::Module;
+using gpuleak::analyzer::SourceFrame;
+using gpuleak::analyzer::Symbolizer;
+
+namespace {
+
+// The build id from an object's PT_NOTE segments in memory, as the recorder reads it.
+std::vector<uint8_t> build_id_of(const dl_phdr_info* info) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_NOTE)
+            continue;
+        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
+        const uint8_t* end = cursor + header.p_memsz;
+        while (cursor + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
+            const uint8_t* name = cursor + sizeof(ElfW(Nhdr));
+            const uint8_t* desc = name + ((note->n_namesz + 3) & ~3u);
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+                return {desc, desc + note->n_descsz};
+            cursor = desc + ((note->n_descsz + 3) & ~3u);
+        }
+    }
+    return {};
+}
+
+// The module map of this process, made the way the recorder makes it.
+std::vector<Module> loaded_modules() {
+    std::vector<Module> modules;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+            Module module;
+            module.load_address = info->dlpi_addr;
+            module.low = UINT64_MAX;
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr)& header = info->dlpi_phdr[i];
+                if (header.p_type != PT_LOAD)
+                    continue;
+                module.low = std::min<uint64_t>(module.low, info->dlpi_addr + header.p_vaddr);
+                module.high =
+                    std::max<uint64_t>(module.high, info->dlpi_addr + header.p_vaddr + header.p_memsz);
+            }
+            module.path = info->dlpi_name != nullptr && info->dlpi_name[0] != '\0'
+                              ? std::string(info->dlpi_name)
+                              : std::filesystem::read_symlink("/proc/self/exe").string();
+            module.build_id = build_id_of(info);
+            static_cast<std::vector<Module>*>(data)->push_back(module);
+            return 0;
+        },
+        &modules);
+    return modules;
+}
+
+Module& module_containing(std::vector<Module>& modules, uint64_t address) {
+    for (Module& module : modules) {
+        if (module.low <= address && address < module.high)
+            return module;
+    }
+    FAIL("no module contains " << address);
+    return modules.front();
+}
+
+// The fixture library, loaded once for all tests and never unloaded.
+void* fixture() {
+    static void* handle = [] {
+        // A debuginfod server would be asked about every file without local debug info: not in tests.
+        unsetenv("DEBUGINFOD_URLS");
+        return dlopen(GPULEAK_SYMBOLIZER_FIXTURE, RTLD_NOW | RTLD_LOCAL);
+    }();
+    REQUIRE(handle != nullptr);
+    return handle;
+}
+
+FixtureSite call_fixture(const char* entry_point, int seed = 1) {
+    auto* entry = reinterpret_cast<FixtureEntry>(dlsym(fixture(), entry_point));
+    REQUIRE(entry != nullptr);
+    return entry(seed);
+}
+
+Module& fixture_module(std::vector<Module>& modules) {
+    Module& module = module_containing(modules, call_fixture(kFixturePlain).return_address);
+    REQUIRE(module.path == GPULEAK_SYMBOLIZER_FIXTURE);
+    REQUIRE(module.load_address != 0);
+    REQUIRE_FALSE(module.build_id.empty());
+    return module;
+}
+
+// Puts the fixture's separate debug file where a debuginfo path of `root` finds it by build id.
+void install_debug_file(const std::string& root, const Module& fixture_module) {
+    const std::vector<uint8_t>& id = fixture_module.build_id;
+    std::string rest;
+    for (size_t i = 1; i < id.size(); ++i)
+        rest += fmt::format("{:02x}", id[i]);
+    const std::string directory = fmt::format("{}/.build-id/{:02x}", root, id[0]);
+    std::filesystem::create_directories(directory);
+    std::filesystem::copy_file(GPULEAK_SYMBOLIZER_FIXTURE_DEBUG, directory + "/" + rest + ".debug");
+}
+
+void require_unsymbolized(const std::vector<SourceFrame>& frames, const std::string& module,
+                          uint64_t offset) {
+    REQUIRE(frames.size() == 1);
+    CHECK_FALSE(frames[0].symbolized);
+    CHECK(frames[0].function.empty());
+    CHECK(frames[0].file.empty());
+    CHECK(frames[0].line == 0);
+    CHECK(frames[0].module == module);
+    CHECK(frames[0].module_offset == offset);
+}
+
+} // namespace
+
+TEST_CASE("a call in a namespaced C++ function is symbolized to its demangled name file and line") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    const Module& module = fixture_module(modules);
+    Symbolizer symbolizer(modules);
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].symbolized);
+    CHECK(frames[0].function == "fixture::Widget::make(int)");
+    CHECK_THAT(frames[0].file, EndsWith("/symbolizer_fixture.cpp"));
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+    CHECK_FALSE(frames[0].inlined);
+    CHECK_FALSE(frames[0].stale);
+    CHECK(frames[0].module == module.path);
+    CHECK(frames[0].module_offset == site.return_address - module.load_address);
+    CHECK(symbolizer.warnings().empty());
+    // Stacks share frames: the second time the same answer comes from the cache.
+    CHECK(&symbolizer.symbolize(site.return_address) == &frames);
+}
+
+TEST_CASE("a call in a C function is symbolized to its name file and line") {
+    const FixtureSite site = call_fixture(kFixturePlain);
+    Symbolizer symbolizer(loaded_modules());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function == "fixture_plain");
+    CHECK_THAT(frames[0].file, EndsWith("/symbolizer_fixture.cpp"));
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+}
+
+TEST_CASE("a call in an inlined function gives the inlined callee and then its caller") {
+    const FixtureSite site = call_fixture(kFixtureInlined);
+    Symbolizer symbolizer(loaded_modules());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].function == "fixture::inlined_leaf(int)");
+    CHECK(frames[0].inlined);
+    CHECK_THAT(frames[0].file, EndsWith("/symbolizer_fixture.cpp"));
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+    CHECK(frames[1].function == "fixture::with_inlined_call(int)");
+    CHECK_FALSE(frames[1].inlined);
+    CHECK_THAT(frames[1].file, EndsWith("/symbolizer_fixture.cpp"));
+    CHECK(frames[1].line == static_cast<uint32_t>(site.caller_line));
+    CHECK(frames[0].module_offset == frames[1].module_offset);
+}
+
+TEST_CASE("a call in the main program is symbolized to its file and line") {
+    auto* return_address_of = reinterpret_cast<FixtureReturnAddress>(dlsym(fixture(), kFixtureReturnAddress));
+    REQUIRE(return_address_of != nullptr);
+    const int line = __LINE__ + 1;
+    const uintptr_t return_address = return_address_of(7);
+    Symbolizer symbolizer(loaded_modules());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(return_address);
+    REQUIRE_FALSE(frames.empty());
+    CHECK(frames.back().symbolized);
+    CHECK_THAT(frames.front().file, EndsWith("/test_symbolizer.cpp"));
+    CHECK(frames.front().line == static_cast<uint32_t>(line));
+    CHECK(frames.back().module == std::filesystem::read_symlink("/proc/self/exe").string());
+}
+
+TEST_CASE("a module whose file has another build id is left unsymbolized and marked stale") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.build_id[0] ^= 0xff;
+    TempDir no_debug_files;
+    Symbolizer symbolizer(modules, no_debug_files.path());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    require_unsymbolized(frames, module.path, site.return_address - module.load_address);
+    CHECK(frames[0].stale);
+    REQUIRE(symbolizer.warnings().size() == 1);
+    CHECK_THAT(symbolizer.warnings()[0], Catch::Matchers::Contains("build id differs"));
+}
+
+TEST_CASE("an address outside every module is left unsymbolized") {
+    Symbolizer symbolizer(loaded_modules());
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(0x10);
+    require_unsymbolized(frames, "", 0x10);
+    CHECK_FALSE(frames[0].stale);
+}
+
+TEST_CASE("a module path that does not exist is left unsymbolized") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.path = "/nonexistent/libgone.so";
+    TempDir no_debug_files;
+    Symbolizer symbolizer(modules, no_debug_files.path());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    require_unsymbolized(frames, "/nonexistent/libgone.so", site.return_address - module.load_address);
+    CHECK_FALSE(frames[0].stale);
+    REQUIRE(symbolizer.warnings().size() == 1);
+    CHECK_THAT(symbolizer.warnings()[0], Catch::Matchers::StartsWith("/nonexistent/libgone.so: "));
+}
+
+TEST_CASE("modules that are not ELF files or not files at all are left unsymbolized") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    TempDir dir;
+    const std::string garbage = dir.path() + "/libgarbage.so";
+    std::ofstream(garbage) << "not an ELF file\n";
+    // Opening a FIFO for reading waits for a writer, unless the symbolizer takes care not to.
+    const std::string fifo = dir.path() + "/libfifo.so";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.build_id.clear();
+    const uint64_t offset = site.return_address - module.load_address;
+
+    for (const std::string& path :
+         {garbage, fifo, dir.path(), std::string("/dev/zero"), std::string("linux-vdso.so.1")}) {
+        module.path = path;
+        Symbolizer symbolizer(modules, dir.path());
+        require_unsymbolized(symbolizer.symbolize(site.return_address), path, offset);
+        CHECK(symbolizer.warnings().size() == 1);
+    }
+}
+
+TEST_CASE("a stripped library is symbolized from the separate debug file found by its build id") {
+    const FixtureSite site = call_fixture(kFixtureInlined);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.path = GPULEAK_SYMBOLIZER_FIXTURE_STRIPPED;
+    TempDir debug_root;
+    install_debug_file(debug_root.path(), module);
+    Symbolizer symbolizer(modules, debug_root.path());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].function == "fixture::inlined_leaf(int)");
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+    CHECK(frames[1].function == "fixture::with_inlined_call(int)");
+    CHECK(frames[1].line == static_cast<uint32_t>(site.caller_line));
+    CHECK(frames[1].module == GPULEAK_SYMBOLIZER_FIXTURE_STRIPPED);
+}
+
+TEST_CASE("a stripped library without debug info is named from its dynamic symbols") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.path = GPULEAK_SYMBOLIZER_FIXTURE_STRIPPED;
+    TempDir no_debug_files;
+    Symbolizer symbolizer(modules, no_debug_files.path());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].symbolized);
+    CHECK(frames[0].function == "fixture::Widget::make(int)");
+    CHECK(frames[0].file.empty());
+    CHECK(frames[0].line == 0);
+}
+
+TEST_CASE("a library that is gone is symbolized from a debug file with its build id") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    Module& module = fixture_module(modules);
+    module.path = "/nonexistent/libgone.so";
+    TempDir debug_root;
+    install_debug_file(debug_root.path(), module);
+    Symbolizer symbolizer(modules, debug_root.path());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function == "fixture::Widget::make(int)");
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+    CHECK(frames[0].module == "/nonexistent/libgone.so");
+    CHECK(symbolizer.warnings().empty());
+}
