@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The demo: sets up, builds, runs a small "training loop" that leaks one buffer per epoch under
-# gpuleak on the simulated CUDA device, and shows what the trace holds: the live allocations at the
-# end, each with the call stack that made it.
+# gpuleak on the simulated CUDA device, and shows gpuleak-report's post-mortem of its trace.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -12,6 +11,5 @@ echo "== running the demo training loop under gpuleak (simulated CUDA device, no
 GPULEAK_OUTPUT="$out/demo.%p.trace" LD_PRELOAD="$root/build/interpose/libgpuleak.so" \
     "$root/build/tests/programs/demo_training" 10
 trace=$(ls "$out"/demo.*.trace)
-echo "== what the trace $trace holds" >&2
-# Everything but the event list: header, accounting, modules, stacks and the live allocations.
-"$root/build/tests/tools/gpuleak-dump" "$trace" | sed '/^events:/,$d'
+echo "== gpuleak-report $trace" >&2
+"$root/build/analyzer/gpuleak-report" "$trace"
