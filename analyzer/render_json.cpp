@@ -16,6 +16,8 @@ json ended_json(const ProcessEnd& end) {
         return {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}};
     case format::EndState::Signaled:
         return {{"how", "signal"}, {"code", nullptr}, {"signal", end.signal}};
+    case format::EndState::Exec:
+        return {{"how", "exec"}, {"code", nullptr}, {"signal", nullptr}};
     case format::EndState::Running:
         break;
     }

@@ -70,6 +70,9 @@ std::string ended(const ProcessModel& model) {
         return fmt::format("killed by signal {} (SIG{}) after {:.1f} s", end.signal,
                            name != nullptr ? name : "?", seconds);
     }
+    case format::EndState::Exec:
+        return fmt::format(
+            "replaced its image with exec after {:.1f} s (the new image has a trace of its own)", seconds);
     case format::EndState::Running:
         break;
     }
@@ -210,6 +213,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         }
         const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
                           : model.header.end.state == format::EndState::Signaled ? "signal"
+                          : model.header.end.state == format::EndState::Exec     ? "exec"
                                                                                  : "killed";
         std::string end = model.header.end.state == format::EndState::Exited
                               ? fmt::format("{} {}", how, model.header.end.exit_code)

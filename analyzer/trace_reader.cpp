@@ -208,7 +208,8 @@ class TraceReader::Decoder {
             return;
         }
         const auto state = static_cast<format::EndState>(raw_.end_state);
-        if (state != format::EndState::Exited && state != format::EndState::Signaled) {
+        if (state != format::EndState::Exited && state != format::EndState::Signaled &&
+            state != format::EndState::Exec) {
             warn(fmt::format("end record has unknown state {}; read as running", raw_.end_state));
             return;
         }

@@ -1,5 +1,9 @@
 // Exported hooks that follow the process rather than CUDA: fork and _Fork (the parent's trace lists its
-// children) and _exit/_Exit (which skip exit handlers, yet the exit status belongs in the trace).
+// children), _exit/_Exit (which skip exit handlers, yet the exit status belongs in the trace) and the
+// exec family (the image ends there: without a record the trace would read as killed).
+#include <alloca.h>
+#include <cerrno>
+#include <cstdarg>
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -38,7 +42,47 @@ pid_t fork_through(const char* name, ForkFunction& next, bool runs_atfork_handle
     return child;
 }
 
+using ExecveFunction = int (*)(const char*, char* const[], char* const[]);
+using ExecvFunction = int (*)(const char*, char* const[]);
+using FexecveFunction = int (*)(int, char* const[], char* const[]);
+
+// Marks the trace as ended by exec, runs the exec, and withdraws the mark when the exec returns: it
+// failed and the image goes on.
+template <typename Function, typename... Arguments>
+int exec_through(const char* name, Function& next, Arguments... arguments) {
+    if (next == nullptr)
+        next = next_definition<Function>(name);
+    if (next == nullptr) {
+        errno = ENOSYS;
+        return -1;
+    }
+    gpuleak::record_exec();
+    int result = next(arguments...);
+    gpuleak::record_exec_failed();
+    return result;
+}
+
 } // namespace
+
+// The execl family takes its arguments as a list ending in NULL; they are gathered on the stack (the
+// caller may be a vfork child, where the heap is not ours to use) into the argv of its execv twin.
+#define GPULEAK_GATHER_ARGUMENTS(first, arguments, after_null)                                               \
+    va_list count_list;                                                                                      \
+    va_start(count_list, first);                                                                             \
+    size_t count = 1;                                                                                        \
+    while (va_arg(count_list, char*) != nullptr)                                                             \
+        ++count;                                                                                             \
+    va_end(count_list);                                                                                      \
+    auto** arguments = static_cast<char**>(alloca((count + 1) * sizeof(char*)));                             \
+    va_list list;                                                                                            \
+    va_start(list, first);                                                                                   \
+    arguments[0] = const_cast<char*>(first);                                                                 \
+    for (size_t i = 1; i < count; ++i)                                                                       \
+        arguments[i] = va_arg(list, char*);                                                                  \
+    static_cast<void>(va_arg(list, char*));                                                                  \
+    arguments[count] = nullptr;                                                                              \
+    after_null;                                                                                              \
+    va_end(list)
 
 extern "C" {
 
@@ -59,6 +103,47 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
     end_process("_Exit", status);
+}
+
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+    static ExecveFunction next = nullptr;
+    return exec_through("execve", next, path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+    static ExecvFunction next = nullptr;
+    return exec_through("execv", next, path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+    static ExecvFunction next = nullptr;
+    return exec_through("execvp", next, file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
+    static ExecveFunction next = nullptr;
+    return exec_through("execvpe", next, file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
+    static FexecveFunction next = nullptr;
+    return exec_through("fexecve", next, fd, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+    GPULEAK_GATHER_ARGUMENTS(arg, arguments, (void)0);
+    return execv(path, arguments);
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
+    GPULEAK_GATHER_ARGUMENTS(arg, arguments, (void)0);
+    return execvp(file, arguments);
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
+    char* const* environment = nullptr;
+    GPULEAK_GATHER_ARGUMENTS(arg, arguments, environment = va_arg(list, char* const*));
+    return execve(path, arguments, environment);
 }
 
 } // extern "C"

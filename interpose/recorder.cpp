@@ -224,6 +224,12 @@ class ErrnoGuard {
     int saved_;
 };
 
+// False in a vfork child: it shares its parent's memory, trace mapping included, until it execs or
+// exits, and neither is the parent's end.
+bool owns_trace() {
+    return g_state.load(std::memory_order_acquire) == State::Active && g_writer.header()->pid == getpid();
+}
+
 } // namespace
 
 HookScope::HookScope() noexcept : outermost_(t_hook_depth++ == 0) {}
@@ -386,10 +392,24 @@ void record_fork(int child_pid) {
 
 void record_process_exit(int status) {
     ErrnoGuard errno_guard;
-    if (g_state.load(std::memory_order_acquire) != State::Active)
+    if (!owns_trace())
         return;
     g_sampler.sample_now();
     g_writer.write_end(format::EndState::Exited, status);
+}
+
+void record_exec() {
+    ErrnoGuard errno_guard;
+    if (!owns_trace())
+        return;
+    g_sampler.sample_now();
+    g_writer.write_end(format::EndState::Exec, 0);
+}
+
+void record_exec_failed() {
+    ErrnoGuard errno_guard;
+    if (owns_trace())
+        g_writer.clear_end();
 }
 
 int16_t live_device_of(format::KeySpace space, uint64_t address) {

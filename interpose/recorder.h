@@ -67,6 +67,11 @@ void start_over_after_fork();
 // The process is ending through exit(), _exit() or _Exit() with `status`.
 void record_process_exit(int status);
 
+// The process is about to replace its image (exec); when the exec fails, record_exec_failed takes
+// that back.
+void record_exec();
+void record_exec_failed();
+
 // The device a live object was charged to, kUnknownDevice when it is not live.
 int16_t live_device_of(KeySpace space, uint64_t address);
 

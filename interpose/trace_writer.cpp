@@ -302,6 +302,11 @@ uint32_t TraceWriter::add_string(const char* text, size_t length) {
     return id;
 }
 
+void TraceWriter::clear_end() {
+    if (header_ != nullptr)
+        __atomic_store_n(&header_->end_commit, 0, __ATOMIC_RELEASE);
+}
+
 void TraceWriter::write_end(format::EndState state, int code_or_signal) {
     if (header_ == nullptr)
         return;

@@ -68,6 +68,8 @@ class TraceWriter {
 
     // Records how the process ended. Async-signal-safe.
     void write_end(format::EndState state, int code_or_signal);
+    // Withdraws the end record: an exec that failed leaves the process running.
+    void clear_end();
 
   private:
     uint8_t* reserve(Stream stream, uint32_t bytes);

@@ -74,9 +74,10 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
 };
 
 GPULEAK_FORMAT_ENUM(EndState, uint32_t){
-    Running = 0, // no end record: the process is alive, or was killed (SIGKILL, OOM killer)
-    Exited = 1,  // exit_code is valid
-    Signaled = 2 // end_signal is valid: a fatal signal was caught and re-raised
+    Running = 0,  // no end record: the process is alive, or was killed (SIGKILL, OOM killer)
+    Exited = 1,   // exit_code is valid
+    Signaled = 2, // end_signal is valid: a fatal signal was caught and re-raised
+    Exec = 3      // the process replaced its image (exec); the new image, same pid, has a trace of its own
 };
 
 GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){

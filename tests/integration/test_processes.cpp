@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <set>
 #include <sys/wait.h>
 
@@ -177,10 +178,42 @@ TEST_CASE("a process that execs itself gets a second trace under a suffixed name
     check_trace_matches(first, pid, before_exec.begin()->second, 0);
     check_trace_matches(second, pid, after_exec.begin()->second, 0);
     CHECK(command_line_has(first, "reexec"));
+    CHECK(first.header().end.state == EndState::Exec);
     CHECK(command_line_has(second, "leaf"));
     CHECK(second.header().ppid == first.header().ppid);
     CHECK(second.header().end.state == EndState::Exited);
     CHECK(second.header().end.exit_code == 0);
+}
+
+TEST_CASE("an exec that fails leaves the process recording and ends it as it really ends") {
+    TempDir dir;
+    const std::string log = dir.path() + "/program.log";
+    const TracedRun run = run_traced(dir, program_path("exec_child"), {log, "failexec"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    const LogLine failed = find_line(read_log(log), "failed");
+    REQUIRE(failed.size() == 2);
+    CHECK(std::stoi(failed[1]) == ENOENT); // errno passes through the hook
+    REQUIRE(run.traces().size() == 1);
+    const TraceReader trace = TraceReader::open(run.traces()[0]);
+    CHECK(trace.header().end.state == EndState::Exited);
+    CHECK(trace.header().end.exit_code == 0);
+}
+
+TEST_CASE("a vfork child that execs does not end its parent's trace") {
+    TempDir dir;
+    const std::string log = dir.path() + "/program.log";
+    const TracedRun run = run_traced(dir, program_path("exec_child"), {log, "vfork"});
+    INFO(run.err);
+    REQUIRE(run.killed_by(SIGKILL));
+    const LogLine vforked = find_line(read_log(log), "vforked");
+    REQUIRE(vforked.size() == 2);
+    const int status = std::stoi(vforked[1]);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    REQUIRE(run.traces().size() == 1);
+    const TraceReader trace = TraceReader::open(run.traces()[0]);
+    CHECK(trace.header().end.state == EndState::Running);
 }
 
 TEST_CASE("an allocation in a library constructor before main is recorded") {

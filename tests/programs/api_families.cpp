@@ -88,11 +88,12 @@ unsigned long long as_u64(unsigned long long value) {
     return value;
 }
 
-// The flags that ask a lookup for the row's own stream variant. The _ptsz lookups' default already
-// means the per-thread variants, so there the legacy ones must be asked for. The driver's flags have
-// the runtime's values.
+// One set of flags serves the driver's lookups and the runtime's.
 static_assert(cudaEnableLegacyStream == CU_GET_PROC_ADDRESS_LEGACY_STREAM &&
               cudaEnablePerThreadDefaultStream == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+
+// The flags that ask a lookup for the row's own stream variant. The _ptsz lookups' default already
+// means the per-thread variants, so there the legacy ones must be asked for.
 unsigned long long lookup_flags(StreamMode streams, bool per_thread_lookup) {
     switch (streams) {
     case StreamMode::PER_THREAD_STREAM:
@@ -107,7 +108,7 @@ unsigned long long lookup_flags(StreamMode streams, bool per_thread_lookup) {
 
 class Families {
   public:
-    Families(Path path, std::string_view path_name, AllocationLog& log)
+    Families(Path path, std::string_view path_name, const AllocationLog& log)
         : path_(path), path_name_(path_name), log_(log) {}
 
     int run() {
@@ -340,7 +341,7 @@ class Families {
 
     Path path_;
     std::string_view path_name_;
-    AllocationLog& log_;
+    const AllocationLog& log_;
     CUstream stream_ = nullptr;
     cudaMemPool_t runtime_pool_ = nullptr;
     CUmemoryPool driver_pool_ = nullptr;
@@ -356,7 +357,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: api_families <log> <path>\n");
         return 2;
     }
-    AllocationLog log(argv[1]);
+    const AllocationLog log(argv[1]);
     const std::string_view wanted = argv[2];
     for (const auto& [name, path] : kPaths)
         if (name == wanted)

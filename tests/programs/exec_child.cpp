@@ -4,6 +4,12 @@
 //                                  wait for it and log "child <pid> <child pid> <wait status>"
 //        exec_child <log> reexec   allocate, then exec "exec_child <log>.leaf leaf" in the same process
 //        exec_child <log> leaf     allocate two objects, free one, log "leaf <pid> <ppid>", return 0
+//        exec_child <log> failexec allocate, exec a program that does not exist, log "failed <errno>",
+//                                  return 0
+//        exec_child <log> vfork    allocate, vfork a child that execs /bin/true (or calls _exit(127) if it
+//                                  cannot), log "vforked <wait status>", then die of SIGKILL
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string>
 #include <sys/wait.h>
@@ -24,7 +30,7 @@ namespace {
 
 int main(int argc, char** argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: exec_child <log> spawn|reexec|leaf\n");
+        std::fprintf(stderr, "usage: exec_child <log> spawn|reexec|leaf|failexec|vfork\n");
         return 2;
     }
     const std::string mode = argv[2];
@@ -39,6 +45,27 @@ int main(int argc, char** argv) {
     if (mode == "reexec") {
         log.allocate(200);
         exec_leaf(argv[0], std::string(argv[1]) + ".leaf");
+    }
+    if (mode == "failexec") {
+        log.allocate(400);
+        char* arguments[] = {const_cast<char*>("missing"), nullptr};
+        ::execv("/nonexistent/gpuleak-test-program", arguments);
+        log.line("failed %d", errno);
+        return 0;
+    }
+    if (mode == "vfork") {
+        log.allocate(500);
+        pid_t child = ::vfork();
+        if (child == 0) {
+            char* arguments[] = {const_cast<char*>("true"), nullptr};
+            ::execv("/bin/true", arguments);
+            ::_exit(127);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        log.line("vforked %d", status);
+        // Killed, the parent leaves no end record of its own: whatever its trace says came from the child.
+        ::raise(SIGKILL);
     }
     if (mode != "spawn")
         AllocationLog::fail("unknown mode");

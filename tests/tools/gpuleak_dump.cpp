@@ -32,6 +32,8 @@ std::string end_description(const ProcessEnd& end) {
         return fmt::format("exited with status {}", end.exit_code);
     case format::EndState::Signaled:
         return fmt::format("killed by signal {}", end.signal);
+    case format::EndState::Exec:
+        return "replaced its image (exec)";
     case format::EndState::Running:
         break;
     }
@@ -44,6 +46,8 @@ const char* end_state_name(format::EndState state) {
         return "exited";
     case format::EndState::Signaled:
         return "signaled";
+    case format::EndState::Exec:
+        return "exec";
     case format::EndState::Running:
         break;
     }
