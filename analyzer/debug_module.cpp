@@ -18,8 +18,6 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-using FunctionEntry = AddressIndex<Dwarf_Die>::Entry;
-
 // elfutils' own default (libdwfl's DEFAULT_DEBUGINFO_PATH), needed here to search it by build id too.
 constexpr const char* kDefaultDebuginfoPath = ":.debug:/usr/lib/debug";
 
@@ -83,25 +81,6 @@ std::string demangle(const char* name) {
     return status == 0 && demangled != nullptr ? std::string(demangled.get()) : std::string(name);
 }
 
-// The name of a function or of an inlined instance (whose attributes live in its abstract origin).
-// The linkage name carries the namespaces, classes and parameters that DW_AT_name lacks.
-std::string function_name(Dwarf_Die* scope) {
-    Dwarf_Attribute attribute;
-    for (unsigned int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
-        if (const char* linkage = dwarf_formstring(dwarf_attr_integrate(scope, name, &attribute)))
-            return demangle(linkage);
-    }
-    const char* name = dwarf_formstring(dwarf_attr_integrate(scope, DW_AT_name, &attribute));
-    return name != nullptr ? name : "";
-}
-
-std::string symbol_name(Dwfl_Module* module, uint64_t address) {
-    GElf_Off offset = 0;
-    GElf_Sym symbol;
-    const char* name = dwfl_module_addrinfo(module, address, &offset, &symbol, nullptr, nullptr, nullptr);
-    return name != nullptr ? demangle(name) : "";
-}
-
 // The file and line in the caller that `inlined` was called from.
 void call_site(Dwarf_Die* inlined, SourceFrame& caller) {
     Dwarf_Attribute attribute;
@@ -118,24 +97,6 @@ void call_site(Dwarf_Die* inlined, SourceFrame& caller) {
         if (const char* name = dwarf_filesrc(files, file, nullptr, nullptr))
             caller.file = name;
     }
-}
-
-// Every function with code below `parent`: at the top of the unit, in namespaces and classes, and
-// nested in other functions (local classes, lambdas).
-void collect_functions(Dwarf_Die* parent, std::vector<FunctionEntry>& functions) {
-    Dwarf_Die child;
-    if (dwarf_child(parent, &child) != 0)
-        return;
-    do {
-        if (dwarf_tag(&child) == DW_TAG_subprogram) {
-            Dwarf_Addr base = 0;
-            Dwarf_Addr low = 0;
-            Dwarf_Addr high = 0;
-            for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;)
-                functions.push_back({low, high, child});
-        }
-        collect_functions(&child, functions);
-    } while (dwarf_siblingof(&child, &child) == 0);
 }
 
 } // namespace
@@ -219,7 +180,7 @@ std::vector<SourceFrame> DebugModule::frames_at(uint64_t address) {
     Dwarf_Addr bias = 0;
     Dwarf_Die* unit = dwfl_module_addrdie(module_, address, &bias);
     std::vector<Dwarf_Die> scopes =
-        unit != nullptr ? scopes_at(unit, address - bias) : std::vector<Dwarf_Die>();
+        unit != nullptr ? scopes_of(unit).at(address - bias) : std::vector<Dwarf_Die>();
     std::vector<SourceFrame> frames(std::max<size_t>(scopes.size(), 1));
     for (size_t i = 0; i < scopes.size(); ++i) {
         frames[i].function = function_name(&scopes[i]);
@@ -229,7 +190,7 @@ std::vector<SourceFrame> DebugModule::frames_at(uint64_t address) {
     }
     // The symbol table names code without debug info, and functions whose DWARF leaves out the name.
     if (frames.back().function.empty())
-        frames.back().function = symbol_name(module_, address);
+        frames.back().function = symbol_name(address);
     // The line table describes the innermost frame; each outer one is where its callee was inlined.
     if (Dwfl_Line* line = dwfl_module_getsrc(module_, address)) {
         int number = 0;
@@ -243,40 +204,39 @@ std::vector<SourceFrame> DebugModule::frames_at(uint64_t address) {
     return frames;
 }
 
-std::vector<Dwarf_Die> DebugModule::scopes_at(Dwarf_Die* unit, Dwarf_Addr pc) {
-    const Dwarf_Die* function = functions_of(unit).find(pc);
-    if (function == nullptr)
-        return {};
-    std::vector<Dwarf_Die> scopes{*function};
-    // Inlined instances nest in one another, possibly inside lexical blocks: go down through whichever
-    // child covers pc until none does.
-    Dwarf_Die parent = *function;
-    Dwarf_Die child;
-    bool more = dwarf_child(&parent, &child) == 0;
-    while (more) {
-        const int tag = dwarf_tag(&child);
-        if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
-            dwarf_haspc(&child, pc) == 1) {
-            if (tag == DW_TAG_inlined_subroutine)
-                scopes.push_back(child);
-            parent = child;
-            more = dwarf_child(&parent, &child) == 0;
-        } else {
-            more = dwarf_siblingof(&child, &child) == 0;
-        }
-    }
-    std::reverse(scopes.begin(), scopes.end());
-    return scopes;
+const UnitScopes& DebugModule::scopes_of(Dwarf_Die* unit) {
+    auto found = units_.find(dwarf_dieoffset(unit));
+    if (found == units_.end())
+        found = units_.emplace(dwarf_dieoffset(unit), UnitScopes(unit)).first;
+    return found->second;
 }
 
-const AddressIndex<Dwarf_Die>& DebugModule::functions_of(Dwarf_Die* unit) {
-    auto [slot, added] = functions_.try_emplace(dwarf_dieoffset(unit));
+// The linkage name carries the namespaces, classes and parameters that DW_AT_name lacks; an inlined
+// instance has its names in its abstract origin, which dwarf_attr_integrate follows.
+const std::string& DebugModule::function_name(Dwarf_Die* scope) {
+    auto [name, added] = names_.try_emplace(scope->addr);
     if (added) {
-        std::vector<FunctionEntry> functions;
-        collect_functions(unit, functions);
-        slot->second = AddressIndex<Dwarf_Die>(std::move(functions));
+        Dwarf_Attribute attribute;
+        const char* linkage = dwarf_formstring(dwarf_attr_integrate(scope, DW_AT_linkage_name, &attribute));
+        if (linkage == nullptr)
+            linkage = dwarf_formstring(dwarf_attr_integrate(scope, DW_AT_MIPS_linkage_name, &attribute));
+        const char* plain = dwarf_formstring(dwarf_attr_integrate(scope, DW_AT_name, &attribute));
+        name->second = linkage != nullptr ? demangle(linkage) : plain != nullptr ? plain : "";
     }
-    return slot->second;
+    return name->second;
+}
+
+const std::string& DebugModule::symbol_name(uint64_t address) {
+    if (symbols_ == nullptr)
+        symbols_ = std::make_unique<SymbolTable>(module_);
+    static const std::string kNone;
+    const char* symbol = symbols_->at(address);
+    if (symbol == nullptr)
+        return kNone;
+    auto [name, added] = names_.try_emplace(symbol);
+    if (added)
+        name->second = demangle(symbol);
+    return name->second;
 }
 
 } // namespace gpuleak::analyzer

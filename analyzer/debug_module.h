@@ -10,15 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <elfutils/libdwfl.h>
 
-#include "address_index.h"
 #include "source_frame.h"
+#include "symbol_table.h"
 #include "trace_reader.h"
+#include "unit_scopes.h"
 
 namespace gpuleak::analyzer {
 
@@ -49,9 +51,10 @@ class DebugModule {
     // Reports `file` to a fresh libdwfl session, as module_; on failure says why in open_error_.
     bool open(const std::string& file, uint64_t load_address);
     void close();
-    // The DIEs of the inlined instances that contain `pc` (a file address) and last their function.
-    std::vector<Dwarf_Die> scopes_at(Dwarf_Die* unit, Dwarf_Addr pc);
-    const AddressIndex<Dwarf_Die>& functions_of(Dwarf_Die* unit);
+    const UnitScopes& scopes_of(Dwarf_Die* unit);
+    // Demangled once per function: every address in it needs the name again.
+    const std::string& function_name(Dwarf_Die* scope);
+    const std::string& symbol_name(uint64_t address);
 
     std::string debuginfo_path_;
     char* debuginfo_path_pointer_ = nullptr; // what callbacks_ points to: libdwfl wants a char**
@@ -61,9 +64,10 @@ class DebugModule {
     State state_ = State::Unavailable;
     std::string problem_;
     std::string open_error_;
-    // Per compilation unit (by DIE offset), the address ranges of its functions: found once, so that
-    // each address costs a search and a walk down one function instead of a walk of the whole unit.
-    std::unordered_map<Dwarf_Off, AddressIndex<Dwarf_Die>> functions_;
+    // Built when first needed, from DWARF and ELF data that stay mapped while dwfl_ is open.
+    std::unordered_map<Dwarf_Off, UnitScopes> units_; // by the unit's DIE offset
+    std::unique_ptr<SymbolTable> symbols_;
+    std::unordered_map<const void*, std::string> names_; // by the DIE's or the symbol name's address
 };
 
 } // namespace gpuleak::analyzer

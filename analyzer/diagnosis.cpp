@@ -17,6 +17,8 @@ constexpr double kMinLeakBytes = 1 * kMiB;
 constexpr double kMinLeakShare = 0.05; // of the allocated memory at the end
 constexpr double kMinCacheGap = 8 * kMiB;
 constexpr double kMinCacheShare = 0.25; // of the reserved memory at the end
+constexpr double kMinOutsideBytes = 256 * kMiB;
+constexpr double kMinOutsideShare = 0.25; // of the most in use per the driver
 constexpr double kMinRssGrowth = 256 * kMiB;
 constexpr double kMinRssGrowthShare = 0.5; // of the first sample
 
@@ -40,13 +42,17 @@ std::string failure_sentence(const ProcessModel& model) {
     const FailureSummary& largest =
         *std::max_element(model.failures.begin(), model.failures.end(),
                           [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    std::string free_then =
+        largest.free_bytes
+            ? fmt::format(" with {} free", human_bytes(static_cast<double>(*largest.free_bytes)))
+            : std::string();
     std::string held = largest.reserved_then
                            ? fmt::format(" while {} was reserved there",
                                          human_bytes(static_cast<double>(*largest.reserved_then)))
                            : std::string();
-    return fmt::format(" {} allocation{} failed (out of memory); the largest asked for {} on device {}{}.",
+    return fmt::format(" {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}.",
                        model.failures.size(), model.failures.size() == 1 ? "" : "s",
-                       human_bytes(static_cast<double>(largest.bytes)), largest.device, held);
+                       human_bytes(static_cast<double>(largest.bytes)), largest.device, free_then, held);
 }
 
 } // namespace
@@ -123,6 +129,27 @@ Diagnosis diagnose(const ProcessModel& model,
                         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation.{}",
                         human_bytes(peak_allocated), human_bytes(final_allocated),
                         human_bytes(final_reserved), human_bytes(gap), failures)};
+    }
+
+    for (const DeviceSummary& device : model.devices) {
+        if (!device.peak_used_by_driver || *device.peak_used_by_driver <= device.peak_reserved)
+            continue;
+        const double used = static_cast<double>(*device.peak_used_by_driver);
+        const double outside = used - static_cast<double>(device.peak_reserved);
+        if (outside >= kMinOutsideBytes && outside >= kMinOutsideShare * used) {
+            return {
+                DiagnosisKind::OutsideAllocators,
+                fmt::format("The driver reports up to {} of device {} in use, but this process obtained "
+                            "at most {} through the allocation calls gpuleak sees: {} is held outside the "
+                            "allocators. That is CUDA contexts (each takes hundreds of MiB), libraries that "
+                            "allocate by other means (cuBLAS and cuDNN workspaces, NCCL buffers), or other "
+                            "processes on the same GPU, such as DataLoader workers that initialised CUDA. "
+                            "Look for other processes in nvidia-smi and keep CUDA out of worker "
+                            "processes.{}",
+                            human_bytes(used), device.device,
+                            human_bytes(static_cast<double>(device.peak_reserved)), human_bytes(outside),
+                            failures)};
+        }
     }
 
     if (model.first_rss && model.last_rss && *model.last_rss > *model.first_rss) {

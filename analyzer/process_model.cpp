@@ -287,14 +287,16 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     for (const Event& event : trace.notable_events().events) {
         if (event.type != EventType::AllocFailed)
             continue;
-        model.failures.push_back({event.size,
-                                  event.result,
-                                  event.device,
-                                  event.kind,
-                                  since_start(event.time_ns, model.header),
-                                  event.stack_id,
-                                  std::nullopt,
-                                  {}});
+        FailureSummary failure;
+        failure.bytes = event.size;
+        failure.error = event.result;
+        if (event.address != UINT64_MAX)
+            failure.free_bytes = event.address;
+        failure.device = event.device;
+        failure.kind = event.kind;
+        failure.time_ns = since_start(event.time_ns, model.header);
+        failure.stack_id = event.stack_id;
+        model.failures.push_back(failure);
     }
     model.failed_allocations = model.failures.size();
     std::map<std::pair<uint64_t, uint64_t>, FailureSummary*> failures_by_time_size;
@@ -327,7 +329,8 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
 
     // Devices: every ordinal that ever held reserved or allocated memory.
     for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {
-        DeviceSummary device{static_cast<int>(slot), 0, 0, 0, 0};
+        DeviceSummary device;
+        device.device = static_cast<int>(slot);
         uint64_t any = 0;
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             const auto memory_kind = static_cast<MemoryKind>(kind);
@@ -337,7 +340,13 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
             }
             any |= accounting.peak_bytes[slot][kind];
         }
-        if (any == 0)
+        const format::DeviceMemoryView& view = model.header.device_memory[slot];
+        if (view.total_bytes != 0) {
+            device.capacity = view.total_bytes;
+            device.lowest_free = view.lowest_free_bytes;
+            device.peak_used_by_driver = view.total_bytes - view.lowest_free_bytes;
+        }
+        if (any == 0 && view.total_bytes == 0)
             continue;
         device.peak_reserved = std::max(device.peak_reserved, totals.peak_reserved(device.device));
         for (const TimelineSample& sample : trace.timeline())

@@ -21,6 +21,11 @@ struct DeviceSummary {
     uint64_t final_reserved = 0;
     uint64_t peak_allocated = 0;
     uint64_t final_allocated = 0;
+    // The driver's view, when it was asked: total memory, the lowest free seen, and so the most in use
+    // per the driver (contexts, other libraries and other processes included).
+    std::optional<uint64_t> capacity;
+    std::optional<uint64_t> lowest_free;
+    std::optional<uint64_t> peak_used_by_driver;
 };
 
 struct Marker {
@@ -54,6 +59,7 @@ struct LiveSiteAt {
 struct FailureSummary {
     uint64_t bytes = 0; // requested
     int32_t error = 0;
+    std::optional<uint64_t> free_bytes; // the device's free memory per the driver then
     int device = 0;
     format::MemoryKind kind = format::MemoryKind::None;
     uint64_t time_ns = 0;

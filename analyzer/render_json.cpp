@@ -10,6 +10,10 @@ double seconds(uint64_t ns) {
     return static_cast<double>(ns) / 1e9;
 }
 
+json optional_json(const std::optional<uint64_t>& value) {
+    return value ? json(*value) : json();
+}
+
 json ended_json(const ProcessEnd& end) {
     switch (end.state) {
     case format::EndState::Exited:
@@ -55,7 +59,10 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                            {"peak_reserved_bytes", device.peak_reserved},
                            {"final_reserved_bytes", device.final_reserved},
                            {"peak_allocated_bytes", device.peak_allocated},
-                           {"final_allocated_bytes", device.final_allocated}});
+                           {"final_allocated_bytes", device.final_allocated},
+                           {"capacity_bytes", optional_json(device.capacity)},
+                           {"lowest_free_bytes", optional_json(device.lowest_free)},
+                           {"peak_driver_used_bytes", optional_json(device.peak_used_by_driver)}});
     json leaks = json::array();
     for (const LeakSite& site : model.leak_sites) {
         if (leaks.size() >= options.top || site.bytes < options.min_bytes)
@@ -87,17 +94,15 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                 {{"bytes", site.bytes},
                  {"count", site.count},
                  {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}});
-        failures.push_back(
-            {{"bytes", failure.bytes},
-             {"error", failure.error},
-             {"device", failure.device},
-             {"kind", format::kind_name(failure.kind)},
-             // The driver's free memory is not sampled yet: null, not a guess.
-             {"free_bytes", nullptr},
-             {"reserved_bytes_then", failure.reserved_then ? json(*failure.reserved_then) : json()},
-             {"t_s", seconds(failure.time_ns)},
-             {"frames", frames_json(*report.stacks, failure.stack_id, options.stack_depth)},
-             {"top_sites_then", std::move(top_sites)}});
+        failures.push_back({{"bytes", failure.bytes},
+                            {"error", failure.error},
+                            {"device", failure.device},
+                            {"kind", format::kind_name(failure.kind)},
+                            {"free_bytes", optional_json(failure.free_bytes)},
+                            {"reserved_bytes_then", optional_json(failure.reserved_then)},
+                            {"t_s", seconds(failure.time_ns)},
+                            {"frames", frames_json(*report.stacks, failure.stack_id, options.stack_depth)},
+                            {"top_sites_then", std::move(top_sites)}});
     }
     json timeline = json::array();
     for (const TimelinePoint& point : model.timeline)
@@ -105,7 +110,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"reserved_bytes", point.reserved},
                             {"allocated_bytes", point.allocated},
                             {"device_used_bytes", nullptr},
-                            {"rss_bytes", point.rss ? json(*point.rss) : json()}});
+                            {"rss_bytes", optional_json(point.rss)}});
     json markers = json::array();
     for (const Marker& marker : model.markers)
         markers.push_back({{"t_s", seconds(marker.time_ns)}, {"label", marker.label}});

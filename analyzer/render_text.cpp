@@ -143,12 +143,17 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         fmt::format("  trace      {}{}\n", model.path,
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
     out += fmt::format("  ended      {}\n", ended(model));
-    for (const DeviceSummary& device : model.devices)
+    for (const DeviceSummary& device : model.devices) {
         out +=
             fmt::format("  device {}   reserved peak {}, final {}; allocated peak {}, final {}{}\n",
                         device.device, bytes(device.peak_reserved), bytes(device.final_reserved),
                         bytes(device.peak_allocated), bytes(device.final_allocated),
                         model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)");
+        if (device.capacity)
+            out += fmt::format("             capacity {}, lowest free {}: at most {} in use per the driver\n",
+                               bytes(*device.capacity), bytes(*device.lowest_free),
+                               bytes(*device.peak_used_by_driver));
+    }
     if (model.peak_pinned_host > 0)
         out += fmt::format("  pinned     peak {}, final {}\n", bytes(model.peak_pinned_host),
                            bytes(model.final_pinned_host));
@@ -184,9 +189,11 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         std::string then = failure.reserved_then ? fmt::format("; {} reserved on the device then",
                                                                bytes(*failure.reserved_then))
                                                  : "; what was live then is older than the event ring";
-        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, error {}{}\n", i + 1,
+        std::string free_then =
+            failure.free_bytes ? fmt::format(", {} free", bytes(*failure.free_bytes)) : "";
+        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, error {}{}{}\n", i + 1,
                            bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
-                           failure.time_ns / 1e9, failure.error, then);
+                           failure.time_ns / 1e9, failure.error, free_then, then);
         append_frames(out, *report.stacks, failure.stack_id, options, style);
         for (const LiveSiteAt& site : failure.top_sites_then) {
             out +=

@@ -196,6 +196,13 @@ class TraceReader::Decoder {
             .free_unknown = raw_.free_unknown,
         };
         header.accounting = raw_.accounting;
+        for (uint32_t device = 0; device < format::kMaxDevices; ++device) {
+            const format::DeviceMemoryView& view = raw_.device_memory[device];
+            // A view that contradicts itself (free above total) is corruption: left out, not trusted.
+            if (view.total_bytes != 0 && view.lowest_free_bytes <= view.total_bytes &&
+                view.last_free_bytes <= view.total_bytes)
+                header.device_memory[device] = view;
+        }
         decode_end();
     }
 

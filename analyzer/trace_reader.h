@@ -62,6 +62,7 @@ struct TraceHeader {
     uint64_t timeline_capacity = 0;
     TraceCounters counters;
     format::Accounting accounting{};
+    std::array<format::DeviceMemoryView, format::kMaxDevices> device_memory{}; // valid where total_bytes != 0
     ProcessEnd end;
 
     [[nodiscard]] bool has_flag(format::HeaderFlag flag) const {

@@ -11,11 +11,14 @@ namespace {
 
 using CudaGetDevice = cudaError_t (*)(int*);
 using CuCtxGetDevice = CUresult (*)(CUdevice*);
+using CuMemGetInfo = CUresult (*)(size_t*, size_t*);
 
 constinit std::atomic<void*> real_cuda_get_device{nullptr};
 constinit std::atomic<void*> real_cu_ctx_get_device{nullptr};
+constinit std::atomic<void*> real_cu_mem_get_info{nullptr};
 
-// The first CUDA versions of the two cuGetProcAddress forms; cuCtxGetDevice is older than both.
+// The first CUDA versions of the two cuGetProcAddress forms; cuCtxGetDevice and cuMemGetInfo_v2 are
+// older than both.
 constexpr int kProcAddressVersion = 11030;
 constexpr int kProcAddressV2Version = 12000;
 
@@ -40,24 +43,32 @@ void* find_cuda_get_device() {
     return resolve_real_symbol(Library::RUNTIME, "cudaGetDevice");
 }
 
-// The driver's own cuGetProcAddress knows its functions even where they are not exported the usual way.
-void* find_cu_ctx_get_device() {
+// The driver's own cuGetProcAddress knows its functions even where they are not exported the usual way;
+// `symbol` is the exported name of the same function, the fallback.
+void* find_driver_function(const char* base, const char* symbol) {
     void* found = nullptr;
     if (const auto v2 = reinterpret_cast<decltype(&gpuleak_hook_cuGetProcAddress_v2)>(
             known_real_function(EntryPoint::cuGetProcAddress_v2))) {
         CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        if (v2("cuCtxGetDevice", &found, kProcAddressV2Version, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
-                CUDA_SUCCESS ||
+        if (v2(base, &found, kProcAddressV2Version, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
             status != CU_GET_PROC_ADDRESS_SUCCESS) {
             found = nullptr;
         }
     } else if (const auto v1 = reinterpret_cast<decltype(&gpuleak_hook_cuGetProcAddress)>(
                    known_real_function(EntryPoint::cuGetProcAddress))) {
-        if (v1("cuCtxGetDevice", &found, kProcAddressVersion, CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS) {
+        if (v1(base, &found, kProcAddressVersion, CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS) {
             found = nullptr;
         }
     }
-    return found != nullptr ? found : resolve_real_symbol(Library::DRIVER, "cuCtxGetDevice");
+    return found != nullptr ? found : resolve_real_symbol(Library::DRIVER, symbol);
+}
+
+void* find_cu_ctx_get_device() {
+    return find_driver_function("cuCtxGetDevice", "cuCtxGetDevice");
+}
+
+void* find_cu_mem_get_info() {
+    return find_driver_function("cuMemGetInfo", "cuMemGetInfo_v2");
 }
 
 } // namespace
@@ -82,6 +93,18 @@ int16_t driver_device() {
         return kUnknownDevice;
     }
     return checked_device(device);
+}
+
+bool driver_memory_info(uint64_t& free_bytes, uint64_t& total_bytes) {
+    const auto get_info = reinterpret_cast<CuMemGetInfo>(cached<find_cu_mem_get_info>(real_cu_mem_get_info));
+    size_t free_now = 0;
+    size_t total = 0;
+    if (get_info == nullptr || get_info(&free_now, &total) != CUDA_SUCCESS || total == 0) {
+        return false;
+    }
+    free_bytes = free_now;
+    total_bytes = total;
+    return true;
 }
 
 int16_t vmm_prop_device(const CUmemAllocationProp* prop) {

@@ -274,7 +274,7 @@ void record_alloc(const Allocation& allocation) {
     g_writer.append_event(event);
 }
 
-void record_alloc_failure(const Allocation& attempt, int32_t error) {
+void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
     ErrnoGuard errno_guard;
     if (!ensure_active())
         return;
@@ -285,6 +285,7 @@ void record_alloc_failure(const Allocation& attempt, int32_t error) {
     event.stack_id = capture_stack();
     event.thread_id = current_thread_id();
     event.type = static_cast<uint16_t>(EventType::AllocFailed);
+    event.address = free_bytes;
     event.kind = static_cast<uint8_t>(attempt.kind);
     event.api = attempt.api;
     event.device = attempt.device;
@@ -325,6 +326,23 @@ void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8
 
 void record_free(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
     end_free(begin_free(space, address), true, stream, api);
+}
+
+void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes) {
+    ErrnoGuard errno_guard;
+    if (device < 0 || device >= static_cast<int16_t>(format::kMaxDevices) || !ensure_active())
+        return;
+    format::DeviceMemoryView& view = g_writer.header()->device_memory[device];
+    __atomic_store_n(&view.last_free_bytes, free_bytes, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&view.total_bytes, __ATOMIC_ACQUIRE) == 0) {
+        __atomic_store_n(&view.lowest_free_bytes, free_bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&view.total_bytes, total_bytes, __ATOMIC_RELEASE);
+        return;
+    }
+    uint64_t lowest = __atomic_load_n(&view.lowest_free_bytes, __ATOMIC_RELAXED);
+    while (free_bytes < lowest && !__atomic_compare_exchange_n(&view.lowest_free_bytes, &lowest, free_bytes,
+                                                               true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 
 void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, uint8_t api) {

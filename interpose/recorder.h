@@ -28,8 +28,13 @@ struct Allocation {
 // A successful allocation: captures the caller's stack and adds the object to the live set.
 void record_alloc(const Allocation& allocation);
 
-// A failed allocation attempt (size = requested bytes): captures the stack; an OOM site.
-void record_alloc_failure(const Allocation& attempt, int32_t error);
+// A failed allocation attempt (size = requested bytes): captures the stack; an OOM site. `free_bytes`
+// is the device's free memory per the driver then, kUnknownFreeBytes when it could not be asked.
+inline constexpr uint64_t kUnknownFreeBytes = UINT64_MAX;
+void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes);
+
+// The driver's view of a device's memory, asked by the hooks now and then.
+void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes);
 
 // A free in two steps around the real call. begin_free takes the object at `address` in `space` out of
 // the live set before the memory goes back to CUDA (so no other thread can be handed the address and

@@ -67,7 +67,8 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     Alloc = 1,
     Free = 2,        // address, size, kind, device and stack_id are those of the allocation freed
     FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an overflowed entry)
-    AllocFailed = 4, // size = requested bytes, result = the error code returned to the program
+    AllocFailed = 4, // size = requested bytes, result = the error code returned to the program,
+                     // address = the device's free bytes per the driver then (UINT64_MAX: unknown)
     PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
     Marker = 6,      // address = string id of the label
     Fork = 7,        // address = pid of the child
@@ -97,6 +98,14 @@ struct Region {
 struct Accounting {
     uint64_t live_bytes[18][10];
     uint64_t peak_bytes[18][10];
+};
+
+// The driver's view of one device's memory (cuMemGetInfo), asked now and then by the hooks. Valid when
+// total_bytes is not 0.
+struct DeviceMemoryView {
+    uint64_t total_bytes;
+    uint64_t lowest_free_bytes;
+    uint64_t last_free_bytes;
 };
 
 struct FileHeader {
@@ -146,6 +155,7 @@ struct FileHeader {
     uint64_t free_unknown;         // frees of addresses not in the live table
 
     Accounting accounting;
+    struct DeviceMemoryView device_memory[16];
 
     // How the process ended. end_commit is written last: only when it equals kEndCommit are the
     // other end fields valid.

@@ -95,6 +95,21 @@ TEST_CASE("a stable run is not called a leak") {
     CHECK(process["leaks"].empty());
 }
 
+TEST_CASE("memory the driver counts but no allocation call made is held outside the allocators") {
+    TempDir dir;
+    RunOptions options;
+    // A context that takes 1 GiB for itself, as real ones take hundreds of MiB.
+    options.environment = {"GPULEAK_SIM_CONTEXT_BYTES=1GiB"};
+    TracedRun run = run_traced(dir, program_path("scenario_stable"), {"20"}, options);
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["diagnosis"]["kind"] == "outside_allocators");
+    const json& device = process["summary"]["devices"][0];
+    CHECK(device["capacity_bytes"] == 16 * 1024 * kMiB);
+    CHECK(device["peak_driver_used_bytes"].get<uint64_t>() >= 1024 * kMiB + 32 * kMiB);
+    CHECK(device["peak_reserved_bytes"] == 48 * kMiB);
+}
+
 TEST_CASE("a caching allocator whose reserved grows while allocated stays flat is cache growth") {
     TempDir dir;
     TracedRun run = run_traced(dir, program_path("scenario_cache_growth"), {"20"});
@@ -121,6 +136,10 @@ TEST_CASE("an out-of-memory failure is shown with its size and line and what was
     CHECK(failure["bytes"] == 16 * kMiB);
     CHECK(failure["error"] == 2);
     CHECK(failure["reserved_bytes_then"] == 64 * kMiB);
+    CHECK(failure["free_bytes"] == 0); // per the driver, at that moment
+    const json& device = process["summary"]["devices"][0];
+    CHECK(device["capacity_bytes"] == 64 * kMiB);
+    CHECK(device["lowest_free_bytes"] == 0);
     CHECK(names_site(failure["frames"], "grab", "scenario_oom.cpp", line_of("scenario_oom.cpp", "oom site")));
     REQUIRE(!failure["top_sites_then"].empty());
     CHECK(failure["top_sites_then"][0]["bytes"] == 64 * kMiB);

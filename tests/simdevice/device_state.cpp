@@ -2,6 +2,7 @@
 
 #include "sim_config.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -30,6 +31,8 @@ constexpr std::uintptr_t kLastSpecialStream = 2;
 struct Device {
     std::size_t capacity = 0;
     std::size_t charged = 0;
+    std::size_t context_bytes = 0;   // wanted while the primary context is retained
+    std::size_t context_charged = 0; // what it got
     int primary_retains = 0;
     CUctx_st context{};
     CUmemPoolHandle_st pool{};
@@ -51,6 +54,7 @@ void initialize_devices() {
         g_device_count = config.devices;
         for (int device = 0; device < kMaxDevices; ++device) {
             g_devices[device].capacity = config.capacity;
+            g_devices[device].context_bytes = std::min(config.context_bytes, config.capacity);
             g_devices[device].context.device = device;
             g_devices[device].pool.device = device;
         }
@@ -104,15 +108,24 @@ CUcontext primary_context(int device) {
 
 void retain_primary_context(int device) {
     const std::lock_guard lock(g_mutex);
-    ++g_devices[device].primary_retains;
+    Device& d = g_devices[device];
+    // Like a real context, it takes its memory when it comes to life, whatever is free.
+    if (d.primary_retains++ == 0) {
+        d.context_charged = std::min(d.context_bytes, d.capacity - d.charged);
+        d.charged += d.context_charged;
+    }
 }
 
 bool release_primary_context(int device) {
     const std::lock_guard lock(g_mutex);
-    if (g_devices[device].primary_retains == 0) {
+    Device& d = g_devices[device];
+    if (d.primary_retains == 0) {
         return false;
     }
-    --g_devices[device].primary_retains;
+    if (--d.primary_retains == 0) {
+        d.charged -= d.context_charged;
+        d.context_charged = 0;
+    }
     return true;
 }
 

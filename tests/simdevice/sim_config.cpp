@@ -96,6 +96,18 @@ SimConfig read_config_from_environment() {
                          capacity, describe_bytes(kDefaultCapacity).c_str());
         }
     }
+    if (const char* context = std::getenv("GPULEAK_SIM_CONTEXT_BYTES")) {
+        if (const auto bytes =
+                std::string_view(context) == "0" ? std::optional<std::size_t>(0) : parse_capacity(context)) {
+            config.context_bytes = *bytes;
+        } else {
+            std::fprintf(
+                stderr,
+                "gpuleak-sim: ignoring GPULEAK_SIM_CONTEXT_BYTES='%s' (expected bytes, optionally with "
+                "K/M/G/KiB/MiB/GiB); using 0\n",
+                context);
+        }
+    }
     const char* quiet = std::getenv("GPULEAK_SIM_QUIET");
     config.quiet = quiet != nullptr && std::string_view(quiet) == "1";
     return config;

@@ -15,6 +15,9 @@ inline constexpr std::size_t kDefaultCapacity = std::size_t{16} << 30;
 struct SimConfig {
     int devices = kDefaultDevices;
     std::size_t capacity = kDefaultCapacity;
+    // Device memory a context takes for itself (real ones take hundreds of MiB): used per the driver
+    // but obtained by no allocation call.
+    std::size_t context_bytes = 0;
     bool quiet = false;
 };
 
@@ -23,7 +26,8 @@ std::optional<int> parse_device_count(std::string_view text);
 // GPULEAK_SIM_CAPACITY: a positive byte count, optionally with K, M, G, KiB, MiB or GiB (all powers of 1024).
 std::optional<std::size_t> parse_capacity(std::string_view text);
 
-// Reads GPULEAK_SIM_DEVICES, GPULEAK_SIM_CAPACITY and GPULEAK_SIM_QUIET; a malformed value gets a one-line
+// Reads GPULEAK_SIM_DEVICES, GPULEAK_SIM_CAPACITY, GPULEAK_SIM_CONTEXT_BYTES (same syntax as the capacity,
+// 0 allowed) and GPULEAK_SIM_QUIET; a malformed value gets a one-line
 // warning on stderr and the default.
 SimConfig read_config_from_environment();
 

@@ -2,13 +2,13 @@
 
 extern "C" {
 
-// noipa: a real call that is never inlined, cloned or turned into a jump, so its return address lies
-// in its caller, right after the call.
-[[gnu::noipa]] uintptr_t fixture_return_address(int) {
+// A real call, never inlined; its callers use the result, so it is no tail call (a jump) either: the
+// return address lies in the caller, right after the call.
+[[gnu::noinline]] uintptr_t fixture_return_address(int) {
     return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
 }
 
-[[gnu::noipa]] FixtureSite fixture_plain(int seed) {
+[[gnu::noinline]] FixtureSite fixture_plain(int seed) {
     return {fixture_return_address(seed), __LINE__, 0};
 }
 

@@ -7,10 +7,11 @@
 
 #include <cstdint>
 
+// Plain data: entry points with C linkage return it.
 struct FixtureSite {
-    uintptr_t return_address = 0;
-    int line = 0;        // of the call that return_address returns from
-    int caller_line = 0; // when that call is in an inlined function: the line its caller calls it on
+    uintptr_t return_address;
+    int line;        // of the call that return_address returns from
+    int caller_line; // when that call is in an inlined function: the line its caller calls it on
 };
 
 // The entry points, looked up with dlsym by these names.

@@ -88,7 +88,7 @@ TEST_CASE("failures and markers are kept as notable events") {
     TempDir dir;
     const std::string path = start_recording_into(dir);
     gpuleak::record_marker("epoch 1");
-    gpuleak::record_alloc_failure(device_allocation(0, 1ull << 40), 2);
+    gpuleak::record_alloc_failure(device_allocation(0, 1ull << 40), 2, 12345);
     gpuleak::record_free(KeySpace::Pointer, 0xdead000, 0, 0);
     TraceReader reader = TraceReader::open(path);
     const auto& notable = reader.notable_events().events;
@@ -98,8 +98,24 @@ TEST_CASE("failures and markers are kept as notable events") {
     CHECK(notable[1].type == EventType::AllocFailed);
     CHECK(notable[1].size == 1ull << 40);
     CHECK(notable[1].result == 2);
+    CHECK(notable[1].address == 12345); // the driver's free memory then
     CHECK(notable[1].stack_id != 0);
     CHECK(reader.header().counters.free_unknown == 1);
+}
+
+TEST_CASE("the driver's view of device memory keeps its lowest free and its latest") {
+    TempDir dir;
+    const std::string path = start_recording_into(dir);
+    gpuleak::record_device_memory(1, 700, 1000);
+    gpuleak::record_device_memory(1, 300, 1000);
+    gpuleak::record_device_memory(1, 500, 1000);
+    gpuleak::record_device_memory(-1, 1, 2); // the host has no such view
+    TraceReader reader = TraceReader::open(path);
+    const auto& view = reader.header().device_memory[1];
+    CHECK(view.total_bytes == 1000);
+    CHECK(view.lowest_free_bytes == 300);
+    CHECK(view.last_free_bytes == 500);
+    CHECK(reader.header().device_memory[0].total_bytes == 0);
 }
 
 TEST_CASE("a VMM range release frees every mapping inside it") {

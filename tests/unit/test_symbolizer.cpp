@@ -29,6 +29,8 @@ std::vector<uint8_t> build_id_of(const dl_phdr_info* info) {
         const ElfW(Phdr)& header = info->dlpi_phdr[i];
         if (header.p_type != PT_NOTE)
             continue;
+        // The loader reports segments as load address plus offset: an integer by nature.
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
         auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
         const uint8_t* end = cursor + header.p_memsz;
         while (cursor + sizeof(ElfW(Nhdr)) <= end) {
