@@ -19,13 +19,14 @@ std::string StackFrames::describe(uint32_t stack_id) {
                        : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);
 }
 
-std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths) {
+std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
+                                         const std::string& debuginfo_path) {
     std::vector<ProcessReport> reports;
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
         ProcessReport report;
         report.model = build_model(path, trace);
-        report.stacks = std::make_unique<SymbolizedStacks>(trace);
+        report.stacks = std::make_unique<SymbolizedStacks>(trace, debuginfo_path);
         StackFrames& stacks = *report.stacks;
         report.diagnosis =
             diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });

@@ -1,6 +1,7 @@
 // gpuleak-report: what holds the GPU memory of a traced run, since when, and which line put it there.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
     std::string output_path;
     ReportOptions options;
     bool no_color = false;
+    bool use_debuginfod = false;
+    std::string debuginfo_path;
     app.add_option("traces", inputs,
                    "trace files, or directories of trace files (children are found beside "
                    "their parent's trace)")
@@ -36,12 +39,20 @@ int main(int argc, char** argv) {
     app.add_option("--stack-depth", options.stack_depth, "frames shown per stack")
         ->check(CLI::Range(1, 1024));
     app.add_flag("--no-color", no_color, "no colour, even on a terminal");
+    app.add_option(
+        "--debug-dir", debuginfo_path,
+        "where separate debug info is looked for, elfutils' syntax (default :.debug:/usr/lib/debug)");
+    app.add_flag("--debuginfod", use_debuginfod,
+                 "let elfutils fetch missing debug info from the servers in DEBUGINFOD_URLS");
     CLI11_PARSE(app, argc, argv);
 
+    // Debian sets DEBUGINFOD_URLS in login shells: without this a report would quietly go to the network.
+    if (!use_debuginfod)
+        unsetenv("DEBUGINFOD_URLS");
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
     std::vector<ProcessReport> reports;
     try {
-        reports = build_reports(collect_traces(inputs));
+        reports = build_reports(collect_traces(inputs), debuginfo_path);
     } catch (const TraceError& error) {
         std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
         return kBadInput;

@@ -12,8 +12,8 @@ bool is_gpuleak_module(const std::string& path) {
 
 } // namespace
 
-SymbolizedStacks::SymbolizedStacks(const TraceReader& trace)
-    : addresses_(trace.stacks()), symbolizer_(trace.modules()) {}
+SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path)
+    : addresses_(trace.stacks()), symbolizer_(trace.modules(), debuginfo_path) {}
 
 const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
     auto cached = cache_.find(stack_id);

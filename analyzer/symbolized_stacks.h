@@ -12,7 +12,7 @@ namespace gpuleak::analyzer {
 
 class SymbolizedStacks : public StackFrames {
   public:
-    explicit SymbolizedStacks(const TraceReader& trace);
+    SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path);
     const std::vector<ReportFrame>& frames(uint32_t stack_id) override;
 
   private:

@@ -95,9 +95,18 @@ void check_trace(const TraceReader& trace) {
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind)
             sink += header.accounting.live_bytes[slot][kind] + header.accounting.peak_bytes[slot][kind];
+    for (const format::DeviceMemoryView& view : header.device_memory) {
+        if (view.total_bytes == 0)
+            require(view.lowest_free_bytes == 0 && view.last_free_bytes == 0,
+                    "an unknown device view is empty");
+        else
+            require(view.lowest_free_bytes <= view.total_bytes && view.last_free_bytes <= view.total_bytes,
+                    "a device never has more free memory than in all");
+        sink += view.total_bytes + view.lowest_free_bytes + view.last_free_bytes;
+    }
     const auto& end = header.end;
     require(end.state == format::EndState::Running || end.state == format::EndState::Exited ||
-                end.state == format::EndState::Signaled,
+                end.state == format::EndState::Signaled || end.state == format::EndState::Exec,
             "end states are known");
     if (end.state == format::EndState::Running)
         require(end.exit_code == 0 && end.signal == 0 && end.monotonic_ns == 0,
