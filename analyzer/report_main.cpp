@@ -65,8 +65,12 @@ int main(int argc, char** argv) {
                              warning.c_str());
     }
 
-    const std::string text = output_format == "json" ? render_json(reports, options).dump(2) + "\n"
-                                                     : render_text(reports, options);
+    // Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be,
+    // and the strict default would throw (an abort) instead of writing U+FFFD for those bytes.
+    constexpr auto kReplaceInvalid = nlohmann::json::error_handler_t::replace;
+    const std::string text = output_format == "json"
+                                 ? render_json(reports, options).dump(2, ' ', false, kReplaceInvalid) + "\n"
+                                 : render_text(reports, options);
     if (output_path.empty()) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         return 0;

@@ -1,15 +1,17 @@
 // The overhead benchmark's program: descends to a fixed stack depth, then times N allocation/free
 // pairs (or N stack captures) made from that depth, and prints the cost per pair as one line:
 //
-//   bench_alloc_pairs mode=cuda depth=20 frames=20 size=256 pairs=2000000 warmup=300000 ns_per_pair=123.45
+//   bench_alloc_pairs mode=cuda depth=20 frames=20 size=256 pairs=2000000 warmup=300000
+//   ns_per_pair=97.20 cpu_ns_per_pair=96.50                               (one line, wrapped here)
 //
 // Modes: `cuda` (cudaMalloc/cudaFree, linked against the CUDA runtime; the simulated one here),
 // `malloc` (malloc/free of the same size), `unwind` (libunwind's unw_backtrace of the whole stack, the
 // floor of native stack capture). `depth` is the number of frames on the stack at the call site, the
-// timing function's own frame and those of main and the C library's start-up code included; `frames`
-// is what unw_backtrace actually found there. The warm-up pairs run from the same call site before
-// the clock starts, so one-time costs (a recorder's trace file, the first capture of the stack) are
-// not in the figure.
+// calling function's own frame and those of main and the C library's start-up code included; `frames`
+// is what unw_backtrace actually found there. `ns_per_pair` is wall-clock (CLOCK_MONOTONIC) time,
+// `cpu_ns_per_pair` the thread's CPU time. The warm-up pairs run from the same call site before the
+// clock starts, so one-time costs (a recorder's trace file, the first capture of the stack) are not in
+// the figure. A benchmark: see bench/README.md.
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>

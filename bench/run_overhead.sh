@@ -111,6 +111,10 @@ for config in "${configs[@]}"; do
     echo "$config $(stat_of "$tmp/$config") $(stat_of "$tmp/$config.cpu")" >>"$table"
 done
 frames=$(sed -n 's/.* frames=\([0-9]*\) .*/\1/p' "$tmp/cuda_gpuleak.line")
+if [[ $frames != "$depth" ]]; then
+    echo "run_overhead: the program had $frames frames on its stack, not $depth" >&2
+    exit 1
+fi
 
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 echo "machine: $(nproc) cores, ${model:-unknown CPU}, Linux $(uname -r), $(ldd --version | head -1)"
@@ -119,7 +123,7 @@ echo "heaptrack: $(heaptrack --version 2>&1 | head -1)"
 echo "run: $reps repetitions of each configuration, interleaved; $pairs timed pairs after $warmup warm-up pairs;" \
     "allocation size $size bytes; $frames frames on the stack at each allocation"
 echo
-awk '
+awk -v frames="$frames" '
     { median[$1] = $2; low[$1] = $3; high[$1] = $4; cpu[$1] = $5 }
     function row(label, config, base,   over, cpu_over) {
         over = base == "" ? "" : sprintf("%.1f", median[config] - median[base])
@@ -132,7 +136,7 @@ awk '
             "overhead", "CPU ns", "CPU over"
         printf "| %-46s | %8s | %13s | %8s | %8s | %8s |\n", "---", "---:", "---:", "---:", "---:", "---:"
         row("(a) cudaMalloc/cudaFree, simulated device", "cuda", "")
-        row("(b) (a) under gpuleak, 20-frame stacks", "cuda_gpuleak", "cuda")
+        row("(b) (a) under gpuleak, " frames "-frame stacks", "cuda_gpuleak", "cuda")
         row("(b0) (a) under gpuleak, GPULEAK_STACK_DEPTH=0", "cuda_gpuleak_nostack", "cuda")
         row("(c) malloc/free", "malloc", "")
         row("(d) (c) under heaptrack", "malloc_heaptrack", "malloc")

@@ -78,6 +78,8 @@ TraceBuilder complete() {
     header.timeline_interval_ns = 100'000'000;
     header.accounting.live_bytes[0][1] = 4096;
     header.accounting.peak_bytes[0][1] = 8192;
+    header.device_memory[0] = {
+        .total_bytes = 1 << 30, .lowest_free_bytes = 1 << 20, .last_free_bytes = 1 << 29};
     std::strcpy(header.hostname, "node7");
     std::strcpy(header.parent_trace, "/tmp/gpuleak.41.trace");
     builder.set_command_line({"python", "train.py"});
@@ -147,9 +149,13 @@ TraceBuilder duplicate_ids() {
     return builder;
 }
 
-// Live slots in every state: live, free, in flight (no state word yet), and live ones of each key space.
+// Live slots in every state: live, free, in flight (no state word yet), and live ones of each key space,
+// left by an image that exec replaced.
 TraceBuilder live_slots() {
     TraceBuilder builder(small_layout());
+    builder.header().end_state = static_cast<uint32_t>(format::EndState::Exec);
+    builder.header().end_monotonic_ns = 50;
+    builder.header().end_commit = format::kEndCommit;
     builder.header().flags = static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow);
     builder.header().live_overflow = 2;
     builder.set_live(0, live_slot(0x1000, format::MemoryKind::Managed, 1));

@@ -210,7 +210,8 @@ void check_trace_matches_log(const TraceReader& trace, const std::vector<LoggedC
         if (event.type == EventType::AllocFailed) {
             // Device memory that did not fit comes with the driver's free memory then; host memory not.
             INFO(describe(event));
-            const bool device_memory = gpuleak::format::occupies_device_memory(event.kind) && event.device >= 0;
+            const bool device_memory =
+                gpuleak::format::occupies_device_memory(event.kind) && event.device >= 0;
             CHECK((event.address != UINT64_MAX) == device_memory);
         }
     }

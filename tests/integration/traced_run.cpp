@@ -14,9 +14,13 @@
 
 extern char** environ;
 
-bool TracedRun::exited_with(int code) const { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == code; }
+bool TracedRun::exited_with(int code) const {
+    return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == code;
+}
 
-bool TracedRun::killed_by(int signal) const { return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == signal; }
+bool TracedRun::killed_by(int signal) const {
+    return WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == signal;
+}
 
 std::vector<std::string> TracedRun::traces() const {
     std::vector<std::string> found;
@@ -27,9 +31,15 @@ std::vector<std::string> TracedRun::traces() const {
     return found;
 }
 
-std::string program_path(const std::string& name) { return std::string(GPULEAK_PROGRAMS_DIR) + "/" + name; }
-std::string library_path() { return GPULEAK_LIBRARY; }
-std::string simdevice_directory() { return GPULEAK_SIMDEVICE_DIR; }
+std::string program_path(const std::string& name) {
+    return std::string(GPULEAK_PROGRAMS_DIR) + "/" + name;
+}
+std::string library_path() {
+    return GPULEAK_LIBRARY;
+}
+std::string simdevice_directory() {
+    return GPULEAK_SIMDEVICE_DIR;
+}
 
 namespace {
 
@@ -75,8 +85,8 @@ void drain(int fd, std::string& into, bool& open) {
 
 } // namespace
 
-TracedRun run_traced(const TempDir& directory, const std::string& program, const std::vector<std::string>& arguments,
-                     const RunOptions& options) {
+TracedRun run_traced(const TempDir& directory, const std::string& program,
+                     const std::vector<std::string>& arguments, const RunOptions& options) {
     TracedRun run;
     run.directory = directory.path();
     std::vector<std::string> environment = environment_for(directory, options);

@@ -10,11 +10,11 @@
 #include "../unit/temp_dir.h"
 
 struct RunOptions {
-    bool preload = true;                    // false: the same program without gpuleak
-    std::vector<std::string> environment;   // extra KEY=VALUE entries (override the defaults below)
-    std::vector<std::string> unset;         // variables removed afterwards (an empty value is not unset)
+    bool preload = true;                  // false: the same program without gpuleak
+    std::vector<std::string> environment; // extra KEY=VALUE entries (override the defaults below)
+    std::vector<std::string> unset;       // variables removed afterwards (an empty value is not unset)
     std::optional<std::chrono::milliseconds> kill_after; // then SIGKILL the program
-    std::string working_directory;          // default: the run's trace directory
+    std::string working_directory;                       // default: the run's trace directory
 };
 
 struct TracedRun {
@@ -38,5 +38,5 @@ std::string simdevice_directory();
 // LD_LIBRARY_PATH=<simdevice>, GPULEAK_OUTPUT=<dir>/trace.%p, GPULEAK_SIM_QUIET=1, then `options`
 // (`environment` entries, then `unset`).
 // The run's directory lives as long as `directory` does.
-TracedRun run_traced(const TempDir& directory, const std::string& program, const std::vector<std::string>& arguments,
-                     const RunOptions& options = {});
+TracedRun run_traced(const TempDir& directory, const std::string& program,
+                     const std::vector<std::string>& arguments, const RunOptions& options = {});

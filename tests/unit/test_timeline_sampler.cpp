@@ -21,7 +21,8 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
 
     const uint64_t capacity = writer.header()->timeline_capacity;
     const uint64_t taken = capacity * 3 + 10; // two thinnings
-    auto& live = writer.header()->accounting.live_bytes[0][static_cast<int>(gpuleak::format::MemoryKind::Device)];
+    auto& live =
+        writer.header()->accounting.live_bytes[0][static_cast<int>(gpuleak::format::MemoryKind::Device)];
     for (uint64_t i = 1; i < taken; ++i) {
         live = i;
         sampler.sample_now();

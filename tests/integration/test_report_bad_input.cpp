@@ -1,0 +1,322 @@
+// gpuleak-report on input it cannot trust: a real trace cut short or with single bytes overwritten,
+// random bytes, an empty file, a directory without traces, a missing file, and its own usage errors.
+// Whatever the input, the report must not crash. It either refuses the input (exit status 2, nothing on
+// stdout, exactly one line on stderr that names the file) or reports on it (exit status 0; the JSON
+// parses). Text and JSON must make the same decision.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sys/wait.h>
+
+#include "gpuleak/trace_format.h"
+#include "traced_run.h"
+
+using nlohmann::json;
+
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+using gpuleak::format::FileHeader;
+
+Bytes read_bytes(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const Bytes& bytes, size_t count) {
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(count));
+    REQUIRE(file.good());
+}
+
+void write_bytes(const std::string& path, const Bytes& bytes) {
+    write_bytes(path, bytes, bytes.size());
+}
+
+// A complete trace of scenario_leak in the smallest file the recorder makes. One frame per stack: the
+// reader's checks are the same at any depth, but symbolizing the C library's frames (compressed debug
+// info) costs tens of milliseconds per report, and these tests run hundreds of reports.
+Bytes make_trace(const TempDir& dir) {
+    RunOptions options;
+    options.environment = {"GPULEAK_MAX_MB=4", "GPULEAK_STACK_DEPTH=1", "GPULEAK_QUIET=1"};
+    TracedRun run = run_traced(dir, program_path("scenario_leak"), {"20"}, options);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    REQUIRE(run.traces().size() == 1);
+    Bytes trace = read_bytes(run.traces()[0]);
+    REQUIRE(trace.size() >= gpuleak::format::kHeaderBytes);
+    return trace;
+}
+
+enum class Outcome { Refused, Reported };
+
+struct Verdict {
+    Outcome outcome = Outcome::Refused;
+    bool warned = false;        // both formats showed a warning
+    bool warned_truncated = false; // and it said the file was truncated
+};
+
+TracedRun run_report(const TempDir& dir, const std::vector<std::string>& arguments) {
+    RunOptions options;
+    options.preload = false;
+    return run_traced(dir, GPULEAK_REPORT, arguments, options);
+}
+
+// The exit status, after checking that the report ended by itself with one of the two it may use.
+int status_of(const TracedRun& run) {
+    INFO("stderr: " << run.err);
+    REQUIRE_FALSE(WIFSIGNALED(run.wait_status));
+    REQUIRE(WIFEXITED(run.wait_status));
+    const int status = WEXITSTATUS(run.wait_status);
+    REQUIRE((status == 0 || status == 2));
+    return status;
+}
+
+// Refused input: no report, and one line `gpuleak-report: <path>: <problem>`.
+void check_refusal(const TracedRun& run, const std::string& path) {
+    INFO("stderr: " << run.err);
+    CHECK(run.out.empty());
+    const std::string prefix = "gpuleak-report: " + path + ": ";
+    REQUIRE(run.err.size() > prefix.size() + 1); // a problem is named
+    CHECK(run.err.compare(0, prefix.size(), prefix) == 0);
+    CHECK(run.err.back() == '\n');
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
+// Runs the report on `path` in both formats and checks the contract above.
+Verdict check_report(const TempDir& dir, const std::string& path) {
+    const TracedRun text = run_report(dir, {"--no-color", path});
+    const TracedRun as_json = run_report(dir, {"--format", "json", path});
+    const int text_status = status_of(text);
+    const int json_status = status_of(as_json);
+    INFO("text stderr: " << text.err << "json stderr: " << as_json.err);
+    REQUIRE(text_status == json_status);
+    Verdict verdict;
+    if (text_status == 2) {
+        check_refusal(text, path);
+        check_refusal(as_json, path);
+        return verdict;
+    }
+    verdict.outcome = Outcome::Reported;
+    REQUIRE(!text.out.empty());
+    json report;
+    REQUIRE_NOTHROW(report = json::parse(as_json.out));
+    REQUIRE(report["schema"] == "gpuleak-report/1");
+    REQUIRE(report["processes"].size() == 1);
+    const json& warnings = report["processes"][0]["warnings"];
+    const bool json_warned = !warnings.empty() && as_json.err.find(": warning: ") != std::string::npos;
+    const bool text_warned = text.out.find("warning: ") != std::string::npos;
+    verdict.warned = json_warned && text_warned;
+    verdict.warned_truncated = verdict.warned && text.out.find("warning: truncated") != std::string::npos &&
+                               as_json.err.find(": warning: truncated") != std::string::npos;
+    return verdict;
+}
+
+// Offsets in the header worth overwriting: every byte of the identity (magic, version, byte order,
+// header size, flags, file size); the lowest and highest byte of every region, capacity and counter,
+// since one makes a small change and the other a huge one; the strings, the end record and the
+// accounting.
+std::vector<size_t> header_offsets() {
+    std::vector<size_t> offsets;
+    for (size_t offset = 0; offset < offsetof(FileHeader, pid); ++offset)
+        offsets.push_back(offset);
+    for (size_t word = offsetof(FileHeader, modules); word < offsetof(FileHeader, accounting); word += 8) {
+        offsets.push_back(word);
+        offsets.push_back(word + 7);
+    }
+    offsets.insert(offsets.end(), {
+                                      offsetof(FileHeader, pid),
+                                      offsetof(FileHeader, start_monotonic_ns) + 7,
+                                      offsetof(FileHeader, hostname),
+                                      offsetof(FileHeader, parent_trace),
+                                      offsetof(FileHeader, command_line_bytes),
+                                      offsetof(FileHeader, command_line_bytes) + 3,
+                                      offsetof(FileHeader, command_line),
+                                      offsetof(FileHeader, command_line) + 12,
+                                      offsetof(FileHeader, accounting),
+                                      offsetof(FileHeader, accounting) + sizeof(FileHeader::accounting) - 1,
+                                      offsetof(FileHeader, end_state),
+                                      offsetof(FileHeader, end_commit),
+                                      offsetof(FileHeader, end_monotonic_ns) + 7,
+                                  });
+    return offsets;
+}
+
+// 100 offsets in the regions: 70 spread over the bytes that hold something (records, slots, samples),
+// 30 spread over all of them, mostly unused slots where 0xFF makes garbage the writer never wrote.
+std::vector<size_t> region_offsets(const Bytes& trace) {
+    std::vector<size_t> used;
+    for (size_t offset = gpuleak::format::kHeaderBytes; offset < trace.size(); ++offset)
+        if (trace[offset] != 0)
+            used.push_back(offset);
+    REQUIRE(used.size() >= 70);
+    std::vector<size_t> offsets;
+    for (size_t i = 0; i < 70; ++i)
+        offsets.push_back(used[i * used.size() / 70]);
+    const size_t body = trace.size() - gpuleak::format::kHeaderBytes;
+    // `+ i % 8`: not always the same byte of a record.
+    for (size_t i = 0; i < 30; ++i)
+        offsets.push_back(std::min(trace.size() - 1, gpuleak::format::kHeaderBytes + i * body / 30 + i % 8));
+    return offsets;
+}
+
+// Each offset set to 0xFF, then to 0x00, one copy at a time.
+void check_corruptions(const Bytes& trace, const std::vector<size_t>& offsets) {
+    TempDir cases;
+    const std::string path = cases.path() + "/corrupt.trace";
+    size_t refused = 0;
+    size_t reported = 0;
+    for (size_t offset : offsets) {
+        for (unsigned char value : {0xFF, 0x00}) {
+            if (trace[offset] == value)
+                continue;
+            Bytes copy = trace;
+            copy[offset] = value;
+            write_bytes(path, copy);
+            INFO("byte " << offset << " set to " << static_cast<int>(value));
+            const Verdict verdict = check_report(cases, path);
+            // Nothing can pass for a trace with a damaged magic, version, byte order or header size.
+            if (offset < offsetof(FileHeader, flags))
+                CHECK(verdict.outcome == Outcome::Refused);
+            ++(verdict.outcome == Outcome::Refused ? refused : reported);
+        }
+    }
+    // Both paths were exercised: some damage is fatal, most is not.
+    CHECK(refused > 0);
+    CHECK(reported > 0);
+}
+
+} // namespace
+
+TEST_CASE("a trace cut short anywhere is refused or reported with a warning") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    TempDir cases;
+    const std::string path = cases.path() + "/truncated.trace";
+    const size_t header = gpuleak::format::kHeaderBytes;
+    std::vector<size_t> lengths;
+    for (size_t k = 0; k < 16; ++k)
+        lengths.push_back(trace.size() * k / 16);
+    // Inside the magic, right after it, one byte short of the header, the header alone.
+    lengths.insert(lengths.end(), {5, sizeof(gpuleak::format::kMagic), header - 1, header});
+    for (size_t length : lengths) {
+        write_bytes(path, trace, length);
+        INFO("cut at " << length << " of " << trace.size() << " bytes");
+        const Verdict verdict = check_report(cases, path);
+        if (length < header) {
+            CHECK(verdict.outcome == Outcome::Refused);
+        } else {
+            CHECK(verdict.outcome == Outcome::Reported);
+            CHECK(verdict.warned_truncated);
+        }
+    }
+}
+
+TEST_CASE("a trace with bytes after its end is reported") {
+    TempDir dir;
+    Bytes trace = make_trace(dir);
+    trace.resize(trace.size() + 4096, 0xAB);
+    TempDir cases;
+    const std::string path = cases.path() + "/long.trace";
+    write_bytes(path, trace);
+    CHECK(check_report(cases, path).outcome == Outcome::Reported);
+}
+
+TEST_CASE("single corrupt bytes in the header never crash the report") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    check_corruptions(trace, header_offsets());
+}
+
+TEST_CASE("single corrupt bytes in the regions never crash the report") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    check_corruptions(trace, region_offsets(trace));
+}
+
+TEST_CASE("random bytes are refused and a random body after a valid header does not crash") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    TempDir cases;
+    const std::string path = cases.path() + "/random.trace";
+    std::mt19937_64 random(20240611); // fixed: a failure must reproduce
+    auto random_bytes = [&](size_t count) {
+        Bytes bytes(count);
+        for (unsigned char& byte : bytes)
+            byte = static_cast<unsigned char>(random());
+        return bytes;
+    };
+
+    write_bytes(path, random_bytes(64 << 10));
+    CHECK(check_report(cases, path).outcome == Outcome::Refused);
+
+    // A random body behind the real header, and the magic alone followed by random bytes.
+    Bytes body = random_bytes(trace.size());
+    std::copy_n(trace.begin(), gpuleak::format::kHeaderBytes, body.begin());
+    write_bytes(path, body);
+    check_report(cases, path);
+    Bytes magic_only = random_bytes(trace.size());
+    std::copy_n(trace.begin(), sizeof(gpuleak::format::kMagic), magic_only.begin());
+    write_bytes(path, magic_only);
+    CHECK(check_report(cases, path).outcome == Outcome::Refused);
+}
+
+TEST_CASE("an empty file a directory without traces and a missing file are refused") {
+    TempDir cases;
+    const std::string empty = cases.path() + "/empty.trace";
+    write_bytes(empty, {});
+    CHECK(check_report(cases, empty).outcome == Outcome::Refused);
+
+    const std::string directory = cases.path() + "/no-traces";
+    std::filesystem::create_directory(directory);
+    CHECK(check_report(cases, directory).outcome == Outcome::Refused);
+    write_bytes(directory + "/notes.txt", Bytes{'h', 'i', '\n'});
+    CHECK(check_report(cases, directory).outcome == Outcome::Refused);
+
+    CHECK(check_report(cases, cases.path() + "/missing.trace").outcome == Outcome::Refused);
+}
+
+TEST_CASE("a command line that is not UTF-8 is reported in valid JSON") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"GPULEAK_QUIET=1"};
+    TracedRun run = run_traced(dir, program_path("scenario_leak"), {"3", "caf\xe9"}, options); // Latin-1
+    REQUIRE(run.exited_with(0));
+    REQUIRE(run.traces().size() == 1);
+    TempDir out;
+    const TracedRun report = run_report(out, {"--format", "json", run.traces()[0]});
+    INFO(report.err);
+    REQUIRE(report.exited_with(0));
+    const json parsed = json::parse(report.out);
+    CHECK(parsed["processes"][0]["command"][2] == "caf\xef\xbf\xbd"); // U+FFFD for the byte that is not UTF-8
+}
+
+TEST_CASE("usage errors exit non-zero with a message and no report") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    const std::string path = dir.path() + "/valid.trace";
+    write_bytes(path, trace);
+    const std::vector<std::vector<std::string>> usages = {
+        {"--no-such-flag", path},
+        {"--format", "bad", path},
+        {"--top", "0", path},
+        {}, // no trace named
+    };
+    for (const std::vector<std::string>& arguments : usages) {
+        const TracedRun run = run_report(dir, arguments);
+        INFO("arguments: " << arguments.size() << (arguments.empty() ? "" : " first " + arguments[0]));
+        INFO("stderr: " << run.err);
+        REQUIRE(WIFEXITED(run.wait_status));
+        CHECK(WEXITSTATUS(run.wait_status) != 0);
+        // Not 2: that status means a trace could not be read.
+        CHECK(WEXITSTATUS(run.wait_status) != 2);
+        CHECK(run.out.empty());
+        CHECK(!run.err.empty());
+    }
+}
