@@ -58,7 +58,7 @@ enum class Outcome { Refused, Reported };
 
 struct Verdict {
     Outcome outcome = Outcome::Refused;
-    bool warned = false;        // both formats showed a warning
+    bool warned = false;           // both formats showed a warning
     bool warned_truncated = false; // and it said the file was truncated
 };
 
@@ -184,7 +184,10 @@ void check_corruptions(const Bytes& trace, const std::vector<size_t>& offsets) {
             // Nothing can pass for a trace with a damaged magic, version, byte order or header size.
             if (offset < offsetof(FileHeader, flags))
                 CHECK(verdict.outcome == Outcome::Refused);
-            ++(verdict.outcome == Outcome::Refused ? refused : reported);
+            if (verdict.outcome == Outcome::Refused)
+                ++refused;
+            else
+                ++reported;
         }
     }
     // Both paths were exercised: some damage is fatal, most is not.
@@ -303,10 +306,7 @@ TEST_CASE("usage errors exit non-zero with a message and no report") {
     const std::string path = dir.path() + "/valid.trace";
     write_bytes(path, trace);
     const std::vector<std::vector<std::string>> usages = {
-        {"--no-such-flag", path},
-        {"--format", "bad", path},
-        {"--top", "0", path},
-        {}, // no trace named
+        {"--no-such-flag", path}, {"--format", "bad", path}, {"--top", "0", path}, {}, // no trace named
     };
     for (const std::vector<std::string>& arguments : usages) {
         const TracedRun run = run_report(dir, arguments);
