@@ -41,6 +41,16 @@ constinit bool g_process_hooks_installed = false;
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
 
+// The stack this thread recorded last and its id: a loop allocating from one place unwinds to the same
+// frames again and again, and comparing them costs less than hashing and probing the stack index.
+constexpr uint32_t kRememberedFrames = 64;
+struct LastStack {
+    uint32_t id;
+    uint32_t count;
+    uint64_t frames[kRememberedFrames];
+};
+__attribute__((tls_model("initial-exec"))) constinit thread_local LastStack t_last_stack{};
+
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,  SIGILL, SIGTERM, SIGINT,
                                  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
 
@@ -60,6 +70,7 @@ void on_process_exit(int status, void*) {
 
 void start_over_after_fork() {
     forget_thread_id_after_fork();
+    t_last_stack.count = 0; // its id names a stack of the parent's trace
     if (g_state.load(std::memory_order_relaxed) == State::Active)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
@@ -165,10 +176,18 @@ uint32_t capture_stack() {
     uint32_t count = capture_native_stack(frames, g_config.stack_depth);
     if (count == 0)
         return 0;
+    LastStack& last = t_last_stack;
+    if (count == last.count && std::memcmp(frames, last.frames, count * sizeof(uint64_t)) == 0)
+        return last.id;
     bool added = false;
     uint32_t id = g_stacks.intern(frames, count, added);
     if (added)
         g_modules.cover(frames, count);
+    if (id != 0 && count <= kRememberedFrames) {
+        last.id = id;
+        last.count = count;
+        std::memcpy(last.frames, frames, count * sizeof(uint64_t));
+    }
     return id;
 }
 
