@@ -18,14 +18,34 @@ using gpuleak::format::EventType;
 
 using namespace recorder_test;
 
+namespace {
+
+// One call site for parent and child: the child's stack must still be one of its own trace's stacks.
+__attribute__((noinline)) void allocate_at_one_place(uint64_t address, uint64_t size) {
+    gpuleak::record_alloc(device_allocation(address, size));
+    asm volatile("" ::: "memory"); // not a tail call: this frame stays on the stack
+}
+
+} // namespace
+
 TEST_CASE("a forked child writes its own trace and never its parent's") {
     TempDir dir;
     const std::string parent_path = start_recording_into(dir);
-    gpuleak::record_alloc(device_allocation(0x1000, 10));
-    pid_t child = fork();
-    REQUIRE(child >= 0);
+    // One loop, not unrolled (its bound is volatile): both allocations come from one call instruction.
+    const uint64_t addresses[] = {0x1000, 0x2000};
+    const uint64_t sizes[] = {10, 20};
+    pid_t child = -1;
+    volatile int rounds = 2;
+    for (int round = 0; round < rounds; ++round) {
+        if (round == 1) {
+            child = fork();
+            REQUIRE(child >= 0);
+            if (child > 0)
+                break;
+        }
+        allocate_at_one_place(addresses[round], sizes[round]);
+    }
     if (child == 0) {
-        gpuleak::record_alloc(device_allocation(0x2000, 20));
         gpuleak::record_alloc(device_allocation(0x3000, 30));
         gpuleak::record_free(KeySpace::Pointer, 0x1000, 0, 0); // the parent's: not the child's to free
         std::exit(gpuleak::trace_path() != parent_path ? 3 : 4);
@@ -39,6 +59,17 @@ TEST_CASE("a forked child writes its own trace and never its parent's") {
     CHECK(live_of(parent) == std::map<uint64_t, uint64_t>{{0x1000, 10}});
     TraceReader child_trace = TraceReader::open(dir.path() + "/trace." + std::to_string(child));
     CHECK(live_of(child_trace) == std::map<uint64_t, uint64_t>{{0x2000, 20}, {0x3000, 30}});
+    // Made at the same place as the parent's object (fork keeps the addresses): the same frames, found
+    // under the child's own stack id.
+    auto stack_of = [](const TraceReader& trace, uint64_t address) {
+        for (const auto& allocation : trace.live_allocations().allocations)
+            if (allocation.address == address && trace.stacks().count(allocation.stack_id) == 1)
+                return trace.stacks().at(allocation.stack_id);
+        return std::vector<uint64_t>{};
+    };
+    const std::vector<uint64_t> parent_frames = stack_of(parent, 0x1000);
+    CHECK(!parent_frames.empty());
+    CHECK(stack_of(child_trace, 0x2000) == parent_frames);
     CHECK(child_trace.header().ppid == getpid());
     CHECK(child_trace.header().parent_trace == parent_path);
     CHECK(child_trace.header().counters.free_unknown == 1);
