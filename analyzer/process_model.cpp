@@ -363,6 +363,17 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     }
 
     find_leak_sites(trace, model);
+    for (size_t i = 0; i < model.leak_sites.size(); ++i)
+        if (model.leak_sites[i].growing)
+            model.growth_sites.push_back(i);
+    std::stable_sort(model.growth_sites.begin(), model.growth_sites.end(), [&](size_t a, size_t b) {
+        const LeakSite& first = model.leak_sites[a];
+        const LeakSite& second = model.leak_sites[b];
+        // Marker intervals are the program's own unit of progress: they rank first where there are any.
+        if (first.bytes_per_marker_interval != second.bytes_per_marker_interval)
+            return first.bytes_per_marker_interval > second.bytes_per_marker_interval;
+        return first.bytes_per_second > second.bytes_per_second;
+    });
     if (model.header.has_flag(format::HeaderFlag::LiveTableOverflow))
         model.warnings.push_back(
             fmt::format("the live-allocation table overflowed ({} allocations not tracked): "

@@ -94,6 +94,7 @@ struct ProcessModel {
     std::optional<uint64_t> last_rss;
     std::vector<Marker> markers;
     std::vector<LeakSite> leak_sites; // most bytes first
+    std::vector<size_t> growth_sites; // indices into leak_sites of the growing ones, fastest first
     std::vector<FailureSummary> failures;
     std::vector<TimelinePoint> timeline;
     std::vector<std::string> warnings; // the reader's, and the model's own

@@ -84,6 +84,17 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         }
         leaks.push_back(std::move(entry));
     }
+    json growth = json::array();
+    for (size_t index : model.growth_sites) {
+        if (growth.size() >= options.top)
+            break;
+        const LeakSite& site = model.leak_sites[index];
+        growth.push_back({{"bytes", site.bytes},
+                          {"count", site.count},
+                          {"bytes_per_second", site.bytes_per_second},
+                          {"bytes_per_marker_interval", site.bytes_per_marker_interval},
+                          {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}});
+    }
     json failures = json::array();
     for (const FailureSummary& failure : model.failures) {
         if (failures.size() >= options.top)
@@ -128,6 +139,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
               {"peak_allocated_bytes", sum(model.devices, &DeviceSummary::peak_allocated)},
               {"final_allocated_bytes", sum(model.devices, &DeviceSummary::final_allocated)},
               {"peak_pinned_host_bytes", model.peak_pinned_host},
+              {"peak_managed_bytes", model.peak_managed},
               {"events", model.events},
               {"events_overwritten", model.events_overwritten},
               {"failed_allocations", model.failed_allocations},
@@ -136,6 +148,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
             {"diagnosis",
              {{"kind", diagnosis_kind_name(report.diagnosis.kind)}, {"text", report.diagnosis.text}}},
             {"leaks", std::move(leaks)},
+            {"growth", std::move(growth)},
             {"failures", std::move(failures)},
             {"timeline", std::move(timeline)},
             {"markers", std::move(markers)},

@@ -155,8 +155,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                bytes(*device.peak_used_by_driver));
     }
     if (model.peak_pinned_host > 0)
-        out += fmt::format("  pinned     peak {}, final {}\n", bytes(model.peak_pinned_host),
+        out += fmt::format("  pinned     host memory peak {}, final {}\n", bytes(model.peak_pinned_host),
                            bytes(model.final_pinned_host));
+    if (model.peak_managed > 0)
+        out += fmt::format("  managed    peak {}\n", bytes(model.peak_managed));
     if (model.first_rss && model.last_rss)
         out += fmt::format("  host RSS   {} at the start, {} at the end, peak {}\n", bytes(*model.first_rss),
                            bytes(*model.last_rss), bytes(model.peak_rss.value_or(0)));
@@ -181,6 +183,20 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     if (shown == 0)
         out += "Nothing was live at the end.\n";
     out += "\n";
+
+    for (size_t i = 0; i < model.growth_sites.size() && i < options.top; ++i) {
+        const LeakSite& site = model.leak_sites[model.growth_sites[i]];
+        if (i == 0)
+            out += style.bold("Growing, fastest first:") + "\n";
+        std::string rate = site.bytes_per_marker_interval > 0
+                               ? fmt::format("{} per marker interval, ",
+                                             bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
+                               : std::string();
+        out += fmt::format("  {}{}/s  {}\n", rate, bytes(static_cast<uint64_t>(site.bytes_per_second)),
+                           report.stacks->describe(site.stack_id));
+    }
+    if (!model.growth_sites.empty())
+        out += "\n";
 
     for (size_t i = 0; i < model.failures.size() && i < options.top; ++i) {
         const FailureSummary& failure = model.failures[i];

@@ -82,6 +82,10 @@ TEST_CASE("a per-iteration leak is diagnosed as a leak at the line that keeps th
     CHECK(names_site(leaks[1]["frames"], "keep_history", "scenario_leak.cpp",
                      line_of("scenario_leak.cpp", "leak site")));
     CHECK(process["diagnosis"]["text"].get<std::string>().find("keep_history") != std::string::npos);
+    // Growth, ranked by rate: only the history grows.
+    REQUIRE(process["growth"].size() == 1);
+    CHECK(process["growth"][0]["bytes"] == 20 * kMiB);
+    CHECK(process["growth"][0]["bytes_per_marker_interval"].get<double>() == Approx(1.0 * kMiB));
 }
 
 TEST_CASE("a stable run is not called a leak") {
