@@ -150,9 +150,9 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                         bytes(device.peak_allocated), bytes(device.final_allocated),
                         model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)");
         if (device.capacity)
-            out += fmt::format("             capacity {}, lowest free {}: at most {} in use per the driver\n",
-                               bytes(*device.capacity), bytes(*device.lowest_free),
-                               bytes(*device.peak_used_by_driver));
+            out += fmt::format(
+                "             capacity {}, lowest free seen {} ({} in use per the driver then)\n",
+                bytes(*device.capacity), bytes(*device.lowest_free), bytes(*device.peak_used_by_driver));
     }
     if (model.peak_pinned_host > 0)
         out += fmt::format("  pinned     host memory peak {}, final {}\n", bytes(model.peak_pinned_host),
@@ -188,12 +188,12 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         const LeakSite& site = model.leak_sites[model.growth_sites[i]];
         if (i == 0)
             out += style.bold("Growing, fastest first:") + "\n";
+        // Per marker interval where the program marks its progress; per second otherwise.
         std::string rate = site.bytes_per_marker_interval > 0
-                               ? fmt::format("{} per marker interval, ",
+                               ? fmt::format("{} per marker interval",
                                              bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
-                               : std::string();
-        out += fmt::format("  {}{}/s  {}\n", rate, bytes(static_cast<uint64_t>(site.bytes_per_second)),
-                           report.stacks->describe(site.stack_id));
+                               : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
+        out += fmt::format("  {}  {}\n", rate, report.stacks->describe(site.stack_id));
     }
     if (!model.growth_sites.empty())
         out += "\n";
