@@ -31,10 +31,23 @@ struct LiveObject {
 struct ObjectKey {
     format::KeySpace space;
     uint64_t address;
-    bool operator<(const ObjectKey& other) const {
-        return space != other.space ? space < other.space : address < other.address;
+    bool operator==(const ObjectKey& other) const = default;
+};
+
+struct ObjectKeyHash {
+    // Addresses share their low bits (alignment) and high bits (one mapping): mix them all in.
+    size_t operator()(const ObjectKey& key) const {
+        uint64_t x = key.address ^ (uint64_t{static_cast<uint8_t>(key.space)} << 56);
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        return static_cast<size_t>(x);
     }
 };
+
+// The objects live at some moment of the replay; looked up at every event, never iterated in an order
+// that shows (top_sites orders what it finds).
+using LiveObjects = std::unordered_map<ObjectKey, LiveObject, ObjectKeyHash>;
 
 // Reserved and allocated bytes per device, as they change when objects come and go.
 class Totals {
@@ -47,18 +60,23 @@ class Totals {
         if (!reserved && !allocated)
             return;
         Cell& cell = devices_[object.device];
+        const Cell before = cell;
         const uint64_t delta = object.size;
         if (reserved)
             cell.reserved = add ? cell.reserved + delta : cell.reserved - std::min(cell.reserved, delta);
         if (allocated)
             cell.allocated = add ? cell.allocated + delta : cell.allocated - std::min(cell.allocated, delta);
+        // Modulo 2^64, like a sum over the cells: the totals stay exactly what summing them would give.
+        total_.reserved += cell.reserved - before.reserved;
+        total_.allocated += cell.allocated - before.allocated;
         Cell& peak = peaks_[object.device];
         peak.reserved = std::max(peak.reserved, cell.reserved);
         peak.allocated = std::max(peak.allocated, cell.allocated);
     }
 
-    [[nodiscard]] uint64_t reserved() const { return sum(&Cell::reserved); }
-    [[nodiscard]] uint64_t allocated() const { return sum(&Cell::allocated); }
+    // Over all devices. Kept up to date by change(): the replay asks after every event.
+    [[nodiscard]] uint64_t reserved() const { return total_.reserved; }
+    [[nodiscard]] uint64_t allocated() const { return total_.allocated; }
     [[nodiscard]] uint64_t reserved_on(int device) const {
         auto it = devices_.find(device);
         return it == devices_.end() ? 0 : it->second.reserved;
@@ -77,16 +95,11 @@ class Totals {
         uint64_t reserved = 0;
         uint64_t allocated = 0;
     };
-    [[nodiscard]] uint64_t sum(uint64_t Cell::*field) const {
-        uint64_t total = 0;
-        for (const auto& [device, cell] : devices_)
-            total += cell.*field;
-        return total;
-    }
 
     bool blocks_are_allocated_;
     std::map<int, Cell> devices_;
     std::map<int, Cell> peaks_;
+    Cell total_;
 };
 
 uint64_t since_start(uint64_t time_ns, const TraceHeader& header) {
@@ -115,7 +128,7 @@ uint64_t end_time(const TraceReader& trace) {
     return latest;
 }
 
-std::vector<LiveSiteAt> top_sites(const std::map<ObjectKey, LiveObject>& objects) {
+std::vector<LiveSiteAt> top_sites(const LiveObjects& objects) {
     std::unordered_map<uint32_t, LiveSiteAt> by_stack;
     for (const auto& [key, object] : objects) {
         if (!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block)
@@ -128,7 +141,10 @@ std::vector<LiveSiteAt> top_sites(const std::map<ObjectKey, LiveObject>& objects
     std::vector<LiveSiteAt> sites;
     for (const auto& [stack, site] : by_stack)
         sites.push_back(site);
-    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    // Equal bytes by stack id: the order must not depend on the order of the hash tables.
+    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
+    });
     if (sites.size() > kTopSitesAtFailure)
         sites.resize(kTopSitesAtFailure);
     return sites;
@@ -212,7 +228,8 @@ void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
 void replay_backwards(const TraceReader& trace, ProcessModel& model, std::vector<TimelinePoint>& points,
                       std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>& failures_by_time_size,
                       Totals& totals) {
-    std::map<ObjectKey, LiveObject> objects;
+    LiveObjects objects;
+    objects.reserve(trace.live_allocations().allocations.size());
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
         objects[{format::key_space_of(allocation.kind), allocation.address}] = object;
@@ -245,6 +262,30 @@ void replay_backwards(const TraceReader& trace, ProcessModel& model, std::vector
     }
     if (trace.events().dropped == 0)
         points.push_back({0, totals.reserved(), totals.allocated(), {}});
+}
+
+// Sorts `points` by time, equal times in their present order (what std::stable_sort does), when the
+// first `ring_points` are the replay's, newest first, and the rest the samples, oldest first. The replay's
+// are in falling time unless threads raced between taking the time and claiming a ring slot; then, and
+// only then, this falls back to std::stable_sort. Otherwise reversing them, restoring the order of equal
+// times, and merging (stable: the replay's go first among equal times) gives the same in linear time.
+void sort_by_time(std::vector<TimelinePoint>& points, size_t ring_points) {
+    const auto earlier = [](const TimelinePoint& a, const TimelinePoint& b) { return a.time_ns < b.time_ns; };
+    const auto ring_end = points.begin() + static_cast<ptrdiff_t>(ring_points);
+    if (!std::is_sorted(points.begin(), ring_end,
+                        [](const auto& a, const auto& b) { return a.time_ns > b.time_ns; }) ||
+        !std::is_sorted(ring_end, points.end(), earlier)) {
+        std::stable_sort(points.begin(), points.end(), earlier);
+        return;
+    }
+    std::reverse(points.begin(), ring_end);
+    for (auto run = points.begin(); run != ring_end;) {
+        const auto run_end = std::find_if(
+            run, ring_end, [&](const TimelinePoint& point) { return point.time_ns != run->time_ns; });
+        std::reverse(run, run_end);
+        run = run_end;
+    }
+    std::inplace_merge(points.begin(), ring_end, points.end(), earlier);
 }
 
 std::vector<TimelinePoint> thin(std::vector<TimelinePoint> points) {
@@ -305,7 +346,9 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
 
     Totals totals(model.reports_blocks);
     std::vector<TimelinePoint> points;
+    points.reserve(trace.events().events.size() + 1 + trace.timeline().size());
     replay_backwards(trace, model, points, failures_by_time_size, totals);
+    const size_t ring_points = points.size();
     // Samples cover the time before the ring's oldest event, and carry host RSS.
     for (const TimelineSample& sample : trace.timeline()) {
         TimelinePoint point{since_start(sample.time_ns, model.header), 0, 0, sample.rss_bytes};
@@ -323,8 +366,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
             model.last_rss = sample.rss_bytes;
         }
     }
-    std::stable_sort(points.begin(), points.end(),
-                     [](const TimelinePoint& a, const TimelinePoint& b) { return a.time_ns < b.time_ns; });
+    sort_by_time(points, ring_points);
     model.timeline = thin(std::move(points));
 
     // Devices: every ordinal that ever held reserved or allocated memory.

@@ -419,6 +419,9 @@ class TraceReader::Decoder {
             if (record.commit == sequence + 1 && valid_event(record))
                 log.events.push_back(decode_event(record, sequence));
         };
+        // At most this many are kept, whatever the counters say: growing by doubling instead would copy
+        // the events again and again and, at the last doubling, hold up to twice their memory.
+        log.events.reserve(std::min(window, present));
         // The window starts at slot first % capacity and, once the ring has wrapped, continues from slot 0.
         // The region may hold more slots than the capacity: those past it are not the ring's.
         const uint64_t start = capacity == 0 ? 0 : first % capacity;
