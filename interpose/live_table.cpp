@@ -180,7 +180,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     return result;
 }
 
-bool LiveTable::remove(KeySpace space, uint64_t address, LiveSlot* removed) {
+template <typename Action> bool LiveTable::with_entry(KeySpace space, uint64_t address, Action&& action) {
     if (slots_ == nullptr)
         return false;
     Stripe& stripe = stripe_for(space, address);
@@ -188,8 +188,13 @@ bool LiveTable::remove(KeySpace space, uint64_t address, LiveSlot* removed) {
     uint32_t* entry = probe(stripe, space, address);
     if (entry == nullptr || *entry == 0)
         return false;
-    take_out(stripe, entry, removed);
+    action(stripe, entry);
     return true;
+}
+
+bool LiveTable::remove(KeySpace space, uint64_t address, LiveSlot* removed) {
+    return with_entry(space, address,
+                      [&](Stripe& stripe, uint32_t* entry) { take_out(stripe, entry, removed); });
 }
 
 bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, LiveSlot* removed) {
@@ -216,15 +221,7 @@ bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, Liv
 }
 
 bool LiveTable::find(KeySpace space, uint64_t address, LiveSlot* found) {
-    if (slots_ == nullptr)
-        return false;
-    Stripe& stripe = stripe_for(space, address);
-    SpinGuard guard(stripe.lock);
-    uint32_t* entry = probe(stripe, space, address);
-    if (entry == nullptr || *entry == 0)
-        return false;
-    *found = slots_[*entry - 1];
-    return true;
+    return with_entry(space, address, [&](Stripe&, uint32_t* entry) { *found = slots_[*entry - 1]; });
 }
 
 uint64_t LiveTable::live_count() const {

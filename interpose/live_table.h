@@ -50,6 +50,8 @@ class LiveTable {
                     uint32_t** first_tombstone = nullptr);
     void rebuild_index(Stripe& stripe);
     void take_out(Stripe& stripe, uint32_t* index_entry, format::LiveSlot* removed);
+    // Runs action(stripe, index entry) under the stripe's lock when the key is live.
+    template <typename Action> bool with_entry(format::KeySpace space, uint64_t address, Action&& action);
 
     format::LiveSlot* slots_ = nullptr;
     Stripe stripes_[kStripes];

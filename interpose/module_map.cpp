@@ -57,17 +57,8 @@ bool is_cuda_library(const char* path) {
 int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
     auto* visit = static_cast<Visit*>(data);
     ModuleMap& map = *visit->map;
-    uint64_t low = UINT64_MAX;
-    uint64_t high = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& header = info->dlpi_phdr[i];
-        if (header.p_type != PT_LOAD)
-            continue;
-        uint64_t start = info->dlpi_addr + header.p_vaddr;
-        low = start < low ? start : low;
-        high = start + header.p_memsz > high ? start + header.p_memsz : high;
-    }
-    if (high == 0 || map.known(low) || map.range_count_ >= ModuleMap::kMaxModules)
+    const AddressRange range = loaded_range(*info);
+    if (range.high == 0 || map.known(range.low) || map.range_count_ >= ModuleMap::kMaxModules)
         return 0;
 
     // The main program has no name here: /proc/self/exe has it. A relative name (a relative LD_PRELOAD
@@ -91,22 +82,22 @@ int ModuleMap::visit(dl_phdr_info* info, size_t, void* data) {
     map.writer_->append_record(TraceWriter::Stream::Modules, bytes, [&](uint8_t* body) {
         auto* record = reinterpret_cast<format::ModuleRecord*>(body - sizeof(format::RecordPrefix));
         record->load_address = info->dlpi_addr;
-        record->low = low;
-        record->high = high;
+        record->low = range.low;
+        record->high = range.high;
         record->build_id_bytes = find_build_id(info, record->build_id, sizeof record->build_id);
         record->path_bytes = path_bytes;
         std::memcpy(record + 1, path, path_bytes + 1);
     });
-    map.ranges_[map.range_count_++] = {low, high};
+    map.ranges_[map.range_count_++] = range;
     return 0;
 }
 
 bool ModuleMap::attach(TraceWriter& writer) {
     writer_ = &writer;
     lock_.reset_after_fork();
-    void* memory = ::mmap(nullptr, kMaxModules * sizeof(Range), PROT_READ | PROT_WRITE,
+    void* memory = ::mmap(nullptr, kMaxModules * sizeof(AddressRange), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ranges_ = memory == MAP_FAILED ? nullptr : static_cast<Range*>(memory);
+    ranges_ = memory == MAP_FAILED ? nullptr : static_cast<AddressRange*>(memory);
     range_count_ = 0;
     if (ranges_ == nullptr)
         return false;
@@ -117,7 +108,7 @@ bool ModuleMap::attach(TraceWriter& writer) {
 
 void ModuleMap::detach() {
     if (ranges_ != nullptr)
-        ::munmap(ranges_, kMaxModules * sizeof(Range));
+        ::munmap(ranges_, kMaxModules * sizeof(AddressRange));
     ranges_ = nullptr;
     range_count_ = 0;
     writer_ = nullptr;
@@ -126,7 +117,7 @@ void ModuleMap::detach() {
 
 bool ModuleMap::known(uint64_t address) const {
     for (uint32_t i = 0; i < range_count_; ++i)
-        if (address >= ranges_[i].low && address < ranges_[i].high)
+        if (ranges_[i].contains(address))
             return true;
     return false;
 }

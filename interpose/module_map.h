@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <link.h>
 
+#include "loaded_object.h"
 #include "spin_lock.h"
 #include "trace_writer.h"
 
@@ -22,10 +23,6 @@ class ModuleMap {
     void cover(const uint64_t* frames, uint32_t count);
 
   private:
-    struct Range {
-        uint64_t low;
-        uint64_t high;
-    };
     static constexpr uint32_t kMaxModules = 8192;
 
     bool known(uint64_t address) const;
@@ -33,7 +30,7 @@ class ModuleMap {
     static int visit(dl_phdr_info* info, size_t size, void* data);
 
     TraceWriter* writer_ = nullptr;
-    Range* ranges_ = nullptr;
+    AddressRange* ranges_ = nullptr;
     uint32_t range_count_ = 0;
     SpinLock lock_;
 };

@@ -1,6 +1,7 @@
 #include "native_unwind.h"
 
 #include "config.h"
+#include "loaded_object.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -12,34 +13,21 @@ namespace gpuleak {
 
 namespace {
 
-uint64_t g_self_low = 0;
-uint64_t g_self_high = 0;
+// Empty (contains nothing) until init_native_unwind finds the recorder in a shared object.
+AddressRange g_self{};
 
 struct SelfSearch {
     uint64_t address;
-    uint64_t low;
-    uint64_t high;
+    AddressRange range;
     bool is_main_program;
 };
 
 int find_self(dl_phdr_info* info, size_t, void* data) {
     auto* search = static_cast<SelfSearch*>(data);
-    uint64_t low = UINT64_MAX;
-    uint64_t high = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& header = info->dlpi_phdr[i];
-        if (header.p_type != PT_LOAD)
-            continue;
-        uint64_t start = info->dlpi_addr + header.p_vaddr;
-        if (start < low)
-            low = start;
-        if (start + header.p_memsz > high)
-            high = start + header.p_memsz;
-    }
-    if (search->address < low || search->address >= high)
+    const AddressRange range = loaded_range(*info);
+    if (!range.contains(search->address))
         return 0;
-    search->low = low;
-    search->high = high;
+    search->range = range;
     search->is_main_program = info->dlpi_name == nullptr || info->dlpi_name[0] == '\0';
     return 1;
 }
@@ -72,11 +60,9 @@ int unwind_into(void** buffer, int wanted) {
 void init_native_unwind() {
     // Per-thread caches make repeated unwinds through the same code cheap and need no locks.
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    SelfSearch search{reinterpret_cast<uint64_t>(&capture_native_stack), 0, 0, false};
-    if (dl_iterate_phdr(find_self, &search) == 1 && !search.is_main_program) {
-        g_self_low = search.low;
-        g_self_high = search.high;
-    }
+    SelfSearch search{reinterpret_cast<uint64_t>(&capture_native_stack), {}, false};
+    if (dl_iterate_phdr(find_self, &search) == 1 && !search.is_main_program)
+        g_self = search.range;
 }
 
 uint32_t capture_native_stack(uint64_t* frames, uint32_t max_frames) {
@@ -87,8 +73,7 @@ uint32_t capture_native_stack(uint64_t* frames, uint32_t max_frames) {
         wanted = static_cast<int>(sizeof buffer / sizeof buffer[0]);
     int count = unwind_into(buffer, wanted);
     int first = 0;
-    while (first < count && reinterpret_cast<uint64_t>(buffer[first]) >= g_self_low &&
-           reinterpret_cast<uint64_t>(buffer[first]) < g_self_high)
+    while (first < count && g_self.contains(reinterpret_cast<uint64_t>(buffer[first])))
         ++first;
     uint32_t kept = 0;
     for (int i = first; i < count && kept < max_frames; ++i)
