@@ -1,13 +1,10 @@
 // Names and descriptions of the driver's error codes, for those the simulated driver can return.
 #include "driver_api.h"
+#include "error_text.h"
 
 namespace {
 
-struct ErrorText {
-    CUresult code;
-    const char* name;
-    const char* description;
-};
+using gpuleak::sim::ErrorText;
 
 constexpr ErrorText kErrors[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
@@ -25,15 +22,6 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
-const ErrorText* find_error(CUresult code) {
-    for (const ErrorText& error : kErrors) {
-        if (error.code == code) {
-            return &error;
-        }
-    }
-    return nullptr;
-}
-
 } // namespace
 
 extern "C" {
@@ -43,7 +31,7 @@ CUresult cuGetErrorString(CUresult error, const char** pStr) {
     if (pStr == nullptr) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    const ErrorText* text = find_error(error);
+    const ErrorText* text = gpuleak::sim::find_error(kErrors, error);
     *pStr = text != nullptr ? text->description : nullptr;
     return text != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -52,7 +40,7 @@ CUresult cuGetErrorName(CUresult error, const char** pStr) {
     if (pStr == nullptr) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    const ErrorText* text = find_error(error);
+    const ErrorText* text = gpuleak::sim::find_error(kErrors, error);
     *pStr = text != nullptr ? text->name : nullptr;
     return text != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

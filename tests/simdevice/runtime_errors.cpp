@@ -1,13 +1,10 @@
 // Names and descriptions of the runtime's error codes, for those the simulated runtime can return.
+#include "error_text.h"
 #include "runtime_api.h"
 
 namespace {
 
-struct ErrorText {
-    cudaError_t code;
-    const char* name;
-    const char* description;
-};
+using gpuleak::sim::ErrorText;
 
 constexpr ErrorText kErrors[] = {
     {cudaSuccess, "cudaSuccess", "no error"},
@@ -31,26 +28,17 @@ constexpr ErrorText kErrors[] = {
 // What the real runtime answers for a code it does not know.
 constexpr const char* kUnrecognized = "unrecognized error code";
 
-const ErrorText* find_error(cudaError_t code) {
-    for (const ErrorText& error : kErrors) {
-        if (error.code == code) {
-            return &error;
-        }
-    }
-    return nullptr;
-}
-
 } // namespace
 
 extern "C" {
 
 const char* cudaGetErrorString(cudaError_t error) {
-    const ErrorText* text = find_error(error);
+    const ErrorText* text = gpuleak::sim::find_error(kErrors, error);
     return text != nullptr ? text->description : kUnrecognized;
 }
 
 const char* cudaGetErrorName(cudaError_t error) {
-    const ErrorText* text = find_error(error);
+    const ErrorText* text = gpuleak::sim::find_error(kErrors, error);
     return text != nullptr ? text->name : kUnrecognized;
 }
 
