@@ -65,7 +65,10 @@ int exec_through(const char* name, Function& next, Arguments... arguments) {
 } // namespace
 
 // The execl family takes its arguments as a list ending in NULL; they are gathered on the stack (the
-// caller may be a vfork child, where the heap is not ours to use) into the argv of its execv twin.
+// caller may be a vfork child, where the heap is not ours to use) into the argv of its execv twin. A
+// macro, not a function: va_start and alloca must run in the variadic function's own frame.
+// `arguments` names the array it declares, so it cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GPULEAK_GATHER_ARGUMENTS(first, arguments, after_null)                                               \
     va_list count_list;                                                                                      \
     va_start(count_list, first);                                                                             \
@@ -83,6 +86,7 @@ int exec_through(const char* name, Function& next, Arguments... arguments) {
     arguments[count] = nullptr;                                                                              \
     after_null;                                                                                              \
     va_end(list)
+// NOLINTEND(bugprone-macro-parentheses)
 
 extern "C" {
 
