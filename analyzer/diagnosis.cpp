@@ -31,7 +31,8 @@ uint64_t sum_devices(const ProcessModel& model, uint64_t DeviceSummary::*field) 
 
 std::string marker_span(const ProcessModel& model, const LeakSite& site) {
     if (!site.marker_range || model.markers.empty())
-        return fmt::format("between {:.1f} s and {:.1f} s", site.first_ns / 1e9, site.last_ns / 1e9);
+        return fmt::format("between {:.1f} s and {:.1f} s", seconds_of(site.first_ns),
+                           seconds_of(site.last_ns));
     auto name = [&](int index) { return index < 0 ? std::string("the start") : model.markers[index].label; };
     return fmt::format("from {} to {}", name(site.marker_range->first), name(site.marker_range->second));
 }

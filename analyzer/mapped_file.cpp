@@ -1,6 +1,7 @@
 #include "mapped_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -50,6 +51,15 @@ MappedFile::MappedFile(const std::string& path) {
     if (mapping == MAP_FAILED)
         throw TraceError(path, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::byte*>(mapping);
+}
+
+void MappedFile::release(std::span<const std::byte> part) const {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(part.data()) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<uintptr_t>(part.data()) + part.size()) & ~(page - 1);
+    // Advice only: if it fails, the pages merely stay resident.
+    if (begin < end)
+        ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

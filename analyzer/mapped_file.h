@@ -18,6 +18,11 @@ class MappedFile {
 
     [[nodiscard]] std::span<const std::byte> bytes() const { return {data_, size_}; }
 
+    // Drops the pages wholly inside `part` (a piece of bytes()) from this process's resident set: a
+    // reader that streams through a trace larger than memory calls it on what it has read. The contents
+    // stay; touching them again reads them back from the file (or the page cache).
+    void release(std::span<const std::byte> part) const;
+
   private:
     const std::byte* data_ = nullptr;
     std::size_t size_ = 0;

@@ -1,10 +1,14 @@
 #include "process_model.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "live_objects.h"
+#include "timeline_thinning.h"
 
 namespace gpuleak::analyzer {
 
@@ -17,37 +21,8 @@ bool counts_as_reserved(MemoryKind kind) {
 
 namespace {
 
-constexpr size_t kMaxTimelinePoints = 2000;
 constexpr size_t kMaxFailureSnapshots = 64;
 constexpr size_t kTopSitesAtFailure = 5;
-
-struct LiveObject {
-    uint64_t size = 0;
-    MemoryKind kind = MemoryKind::None;
-    int device = 0;
-    uint32_t stack_id = 0;
-};
-
-struct ObjectKey {
-    format::KeySpace space;
-    uint64_t address;
-    bool operator==(const ObjectKey& other) const = default;
-};
-
-struct ObjectKeyHash {
-    // Addresses share their low bits (alignment) and high bits (one mapping): mix them all in.
-    size_t operator()(const ObjectKey& key) const {
-        uint64_t x = key.address ^ (uint64_t{static_cast<uint8_t>(key.space)} << 56);
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        return static_cast<size_t>(x);
-    }
-};
-
-// The objects live at some moment of the replay; looked up at every event, never iterated in an order
-// that shows (top_sites orders what it finds).
-using LiveObjects = std::unordered_map<ObjectKey, LiveObject, ObjectKeyHash>;
 
 // Reserved and allocated bytes per device, as they change when objects come and go.
 class Totals {
@@ -59,7 +34,8 @@ class Totals {
         const bool allocated = blocks_are_allocated_ ? object.kind == MemoryKind::Block : reserved;
         if (!reserved && !allocated)
             return;
-        Cell& cell = devices_[object.device];
+        Cells& cells = cells_of(object.device);
+        Cell& cell = cells.now;
         const Cell before = cell;
         const uint64_t delta = object.size;
         if (reserved)
@@ -69,36 +45,45 @@ class Totals {
         // Modulo 2^64, like a sum over the cells: the totals stay exactly what summing them would give.
         total_.reserved += cell.reserved - before.reserved;
         total_.allocated += cell.allocated - before.allocated;
-        Cell& peak = peaks_[object.device];
-        peak.reserved = std::max(peak.reserved, cell.reserved);
-        peak.allocated = std::max(peak.allocated, cell.allocated);
+        cells.peak.reserved = std::max(cells.peak.reserved, cell.reserved);
+        cells.peak.allocated = std::max(cells.peak.allocated, cell.allocated);
     }
 
     // Over all devices. Kept up to date by change(): the replay asks after every event.
     [[nodiscard]] uint64_t reserved() const { return total_.reserved; }
     [[nodiscard]] uint64_t allocated() const { return total_.allocated; }
-    [[nodiscard]] uint64_t reserved_on(int device) const {
-        auto it = devices_.find(device);
-        return it == devices_.end() ? 0 : it->second.reserved;
-    }
-    [[nodiscard]] uint64_t peak_reserved(int device) const {
-        auto it = peaks_.find(device);
-        return it == peaks_.end() ? 0 : it->second.reserved;
-    }
-    [[nodiscard]] uint64_t peak_allocated(int device) const {
-        auto it = peaks_.find(device);
-        return it == peaks_.end() ? 0 : it->second.allocated;
-    }
+    [[nodiscard]] uint64_t reserved_on(int device) const { return find(device).now.reserved; }
+    [[nodiscard]] uint64_t peak_reserved(int device) const { return find(device).peak.reserved; }
+    [[nodiscard]] uint64_t peak_allocated(int device) const { return find(device).peak.allocated; }
 
   private:
     struct Cell {
         uint64_t reserved = 0;
         uint64_t allocated = 0;
     };
+    struct Cells {
+        Cell now;
+        Cell peak;
+    };
+    // The ordinals the recorder accounts for, host and unknown: an array, as change() runs at every event.
+    static constexpr int kFirstFlat = -2;
+    static constexpr int kFlat = static_cast<int>(format::kMaxDevices) - kFirstFlat;
+
+    Cells& cells_of(int device) {
+        const int index = device - kFirstFlat;
+        return index >= 0 && index < kFlat ? flat_[static_cast<size_t>(index)] : others_[device];
+    }
+    [[nodiscard]] Cells find(int device) const {
+        const int index = device - kFirstFlat;
+        if (index >= 0 && index < kFlat)
+            return flat_[static_cast<size_t>(index)];
+        auto it = others_.find(device);
+        return it == others_.end() ? Cells{} : it->second;
+    }
 
     bool blocks_are_allocated_;
-    std::map<int, Cell> devices_;
-    std::map<int, Cell> peaks_;
+    std::array<Cells, kFlat> flat_{};
+    std::map<int, Cells> others_;
     Cell total_;
 };
 
@@ -119,8 +104,8 @@ uint64_t end_time(const TraceReader& trace) {
     if (header.end.state != format::EndState::Running && header.end.monotonic_ns != 0)
         return header.end.monotonic_ns;
     uint64_t latest = header.start_monotonic_ns;
-    if (!trace.events().events.empty())
-        latest = std::max(latest, trace.events().events.back().time_ns);
+    if (const std::optional<Event> newest = trace.newest_event())
+        latest = std::max(latest, newest->time_ns);
     if (!trace.timeline().empty())
         latest = std::max(latest, trace.timeline().back().time_ns);
     for (const Event& event : trace.notable_events().events)
@@ -130,15 +115,16 @@ uint64_t end_time(const TraceReader& trace) {
 
 std::vector<LiveSiteAt> top_sites(const LiveObjects& objects) {
     std::unordered_map<uint32_t, LiveSiteAt> by_stack;
-    for (const auto& [key, object] : objects) {
+    objects.for_each([&](const LiveObject& object) {
         if (!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block)
-            continue;
+            return;
         LiveSiteAt& site = by_stack[object.stack_id];
         site.stack_id = object.stack_id;
         site.bytes += object.size;
         ++site.count;
-    }
+    });
     std::vector<LiveSiteAt> sites;
+    sites.reserve(by_stack.size());
     for (const auto& [stack, site] : by_stack)
         sites.push_back(site);
     // Equal bytes by stack id: the order must not depend on the order of the hash tables.
@@ -188,7 +174,7 @@ void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
         entry.bytes_by_kind[allocation.kind] += allocation.size;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
     }
-    const double duration_s = static_cast<double>(model.duration_ns) / 1e9;
+    const double duration_s = seconds_of(model.duration_ns);
     for (auto& [stack, entry] : by_stack) {
         LeakSite& site = entry.site;
         site.kind =
@@ -198,7 +184,7 @@ void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;
-        const double span_s = static_cast<double>(site.last_ns - site.first_ns) / 1e9;
+        const double span_s = seconds_of(site.last_ns - site.first_ns);
         bool spread_in_time = site.count >= 3 && duration_s > 0 && span_s >= 0.25 * duration_s;
         bool spread_in_markers = false;
         if (!model.markers.empty()) {
@@ -223,33 +209,39 @@ void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
     });
 }
 
+using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>;
+
 // Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
-// totals after every event in the ring, the peaks, and what was live at each failure.
-void replay_backwards(const TraceReader& trace, ProcessModel& model, std::vector<TimelinePoint>& points,
-                      std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>& failures_by_time_size,
-                      Totals& totals) {
-    LiveObjects objects;
-    objects.reserve(trace.live_allocations().allocations.size());
+// totals after every event in the ring (passed to add_point, newest first, while it returns true), the
+// peaks, and what was live at each failure. Returns the points passed, or nothing when add_point
+// stopped the replay.
+template <class AddPoint>
+std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
+                                       FailuresByTimeSize& failures_by_time_size, Totals& totals,
+                                       AddPoint&& add_point) {
+    LiveObjects objects(trace.live_allocations().allocations.size());
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
-        objects[{format::key_space_of(allocation.kind), allocation.address}] = object;
+        objects.assign(format::key_space_of(allocation.kind), allocation.address, object);
         totals.change(object, true);
     }
     size_t snapshots = 0;
-    const auto& events = trace.events().events;
-    for (auto it = events.rbegin(); it != events.rend(); ++it) {
-        const Event& event = *it;
-        points.push_back(
-            {since_start(event.time_ns, model.header), totals.reserved(), totals.allocated(), {}});
+    size_t points = 0;
+    bool stopped = false;
+    trace.visit_events_newest_first([&](const Event& event) {
+        ++points;
+        if (!add_point(TimelinePoint{
+                since_start(event.time_ns, model.header), totals.reserved(), totals.allocated(), {}})) {
+            stopped = true;
+            return false;
+        }
         if (event.type == EventType::Alloc) {
-            auto found = objects.find({format::key_space_of(event.kind), event.address});
-            if (found != objects.end()) {
-                totals.change(found->second, false);
-                objects.erase(found);
-            }
+            LiveObject removed;
+            if (objects.take(format::key_space_of(event.kind), event.address, removed))
+                totals.change(removed, false);
         } else if (event.type == EventType::Free) {
             LiveObject object{event.size, event.kind, event.device, event.stack_id};
-            objects[{format::key_space_of(event.kind), event.address}] = object;
+            objects.assign(format::key_space_of(event.kind), event.address, object);
             totals.change(object, true);
         } else if (event.type == EventType::AllocFailed && snapshots < kMaxFailureSnapshots) {
             auto failure = failures_by_time_size.find({event.time_ns, event.size});
@@ -259,48 +251,49 @@ void replay_backwards(const TraceReader& trace, ProcessModel& model, std::vector
                 ++snapshots;
             }
         }
+        return true;
+    });
+    if (stopped)
+        return std::nullopt;
+    if (trace.events_dropped() == 0) {
+        ++points;
+        if (!add_point(TimelinePoint{0, totals.reserved(), totals.allocated(), {}}))
+            return std::nullopt;
     }
-    if (trace.events().dropped == 0)
-        points.push_back({0, totals.reserved(), totals.allocated(), {}});
+    return points;
 }
 
-// Sorts `points` by time, equal times in their present order (what std::stable_sort does), when the
-// first `ring_points` are the replay's, newest first, and the rest the samples, oldest first. The replay's
-// are in falling time unless threads raced between taking the time and claiming a ring slot; then, and
-// only then, this falls back to std::stable_sort. Otherwise reversing them, restoring the order of equal
-// times, and merging (stable: the replay's go first among equal times) gives the same in linear time.
-void sort_by_time(std::vector<TimelinePoint>& points, size_t ring_points) {
-    const auto earlier = [](const TimelinePoint& a, const TimelinePoint& b) { return a.time_ns < b.time_ns; };
-    const auto ring_end = points.begin() + static_cast<ptrdiff_t>(ring_points);
-    if (!std::is_sorted(points.begin(), ring_end,
-                        [](const auto& a, const auto& b) { return a.time_ns > b.time_ns; }) ||
-        !std::is_sorted(ring_end, points.end(), earlier)) {
-        std::stable_sort(points.begin(), points.end(), earlier);
-        return;
+// The timeline from the replay and the samples, and the totals the replay leaves, whose peaks count.
+// Thinned as the replay goes when it can be (see StreamingThinner): that needs the number of points up
+// front, which the ring's torn events make uncertain until it is replayed; the first replay assumes
+// none, and a second knows. Otherwise all the points are kept and then sorted and thinned.
+std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const ProcessModel& model,
+                                          const std::vector<TimelinePoint>& samples,
+                                          FailuresByTimeSize& failures_by_time_size, Totals& totals) {
+    const size_t zero_point = trace.events_dropped() == 0 ? 1 : 0;
+    size_t expected = trace.ring_slots_present() + zero_point + samples.size();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        StreamingThinner thinner(expected, samples);
+        totals = Totals(model.reports_blocks);
+        const std::optional<size_t> produced =
+            replay_backwards(trace, model, failures_by_time_size, totals,
+                             [&](const TimelinePoint& point) { return thinner.add(point); });
+        if (!produced)
+            break;
+        if (std::optional<std::vector<TimelinePoint>> timeline = thinner.finish())
+            return std::move(*timeline);
+        expected = *produced + samples.size();
     }
-    std::reverse(points.begin(), ring_end);
-    for (auto run = points.begin(); run != ring_end;) {
-        const auto run_end = std::find_if(
-            run, ring_end, [&](const TimelinePoint& point) { return point.time_ns != run->time_ns; });
-        std::reverse(run, run_end);
-        run = run_end;
-    }
-    std::inplace_merge(points.begin(), ring_end, points.end(), earlier);
-}
-
-std::vector<TimelinePoint> thin(std::vector<TimelinePoint> points) {
-    if (points.size() <= kMaxTimelinePoints)
-        return points;
-    // Keeps, from each run of consecutive points, the one with the most reserved: peaks survive.
-    const size_t per_bucket = (points.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints;
-    std::vector<TimelinePoint> kept;
-    for (size_t start = 0; start < points.size(); start += per_bucket) {
-        const size_t end = std::min(points.size(), start + per_bucket);
-        kept.push_back(*std::max_element(
-            points.begin() + static_cast<ptrdiff_t>(start), points.begin() + static_cast<ptrdiff_t>(end),
-            [](const auto& a, const auto& b) { return a.reserved < b.reserved; }));
-    }
-    return kept;
+    std::vector<TimelinePoint> points;
+    points.reserve(trace.ring_slots_present() + zero_point + samples.size());
+    totals = Totals(model.reports_blocks);
+    replay_backwards(trace, model, failures_by_time_size, totals, [&](const TimelinePoint& point) {
+        points.push_back(point);
+        return true;
+    });
+    const size_t ring_points = points.size();
+    points.insert(points.end(), samples.begin(), samples.end());
+    return sort_and_thin(std::move(points), ring_points);
 }
 
 } // namespace
@@ -309,11 +302,10 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     ProcessModel model;
     model.path = path;
     model.header = trace.header();
-    model.warnings = trace.warnings();
     model.duration_ns = since_start(end_time(trace), model.header);
     model.reports_blocks = process_reports_blocks(trace);
     model.events = model.header.counters.ring_head;
-    model.events_overwritten = trace.events().dropped;
+    model.events_overwritten = trace.events_dropped();
     model.markers = collect_markers(trace);
 
     const format::Accounting& accounting = model.header.accounting;
@@ -340,16 +332,13 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
         model.failures.push_back(failure);
     }
     model.failed_allocations = model.failures.size();
-    std::map<std::pair<uint64_t, uint64_t>, FailureSummary*> failures_by_time_size;
+    FailuresByTimeSize failures_by_time_size;
     for (FailureSummary& failure : model.failures)
         failures_by_time_size[{failure.time_ns + model.header.start_monotonic_ns, failure.bytes}] = &failure;
 
-    Totals totals(model.reports_blocks);
-    std::vector<TimelinePoint> points;
-    points.reserve(trace.events().events.size() + 1 + trace.timeline().size());
-    replay_backwards(trace, model, points, failures_by_time_size, totals);
-    const size_t ring_points = points.size();
     // Samples cover the time before the ring's oldest event, and carry host RSS.
+    std::vector<TimelinePoint> samples;
+    samples.reserve(trace.timeline().size());
     for (const TimelineSample& sample : trace.timeline()) {
         TimelinePoint point{since_start(sample.time_ns, model.header), 0, 0, sample.rss_bytes};
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
@@ -358,7 +347,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
         }
         point.allocated =
             model.reports_blocks ? sample.kind_bytes[static_cast<size_t>(MemoryKind::Block)] : point.reserved;
-        points.push_back(point);
+        samples.push_back(point);
         if (sample.rss_bytes != 0) {
             if (!model.first_rss)
                 model.first_rss = sample.rss_bytes;
@@ -366,8 +355,10 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
             model.last_rss = sample.rss_bytes;
         }
     }
-    sort_by_time(points, ring_points);
-    model.timeline = thin(std::move(points));
+    Totals totals(model.reports_blocks);
+    model.timeline = build_timeline(trace, model, samples, failures_by_time_size, totals);
+    // After the replay: the ring's torn count, among the reader's warnings, comes from it.
+    model.warnings = trace.warnings();
 
     // Devices: every ordinal that ever held reserved or allocated memory.
     for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {

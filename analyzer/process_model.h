@@ -12,6 +12,10 @@
 
 namespace gpuleak::analyzer {
 
+inline double seconds_of(uint64_t nanoseconds) {
+    return static_cast<double>(nanoseconds) / 1e9;
+}
+
 // Kinds whose bytes were obtained from CUDA as device memory: what "reserved" counts.
 bool counts_as_reserved(format::MemoryKind kind);
 

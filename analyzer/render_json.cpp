@@ -6,10 +6,6 @@ using nlohmann::json;
 
 namespace {
 
-double seconds(uint64_t ns) {
-    return static_cast<double>(ns) / 1e9;
-}
-
 json optional_json(const std::optional<uint64_t>& value) {
     return value ? json(*value) : json();
 }
@@ -70,8 +66,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         json entry = {{"bytes", site.bytes},
                       {"count", site.count},
                       {"kind", format::kind_name(site.kind)},
-                      {"first_s", seconds(site.first_ns)},
-                      {"last_s", seconds(site.last_ns)},
+                      {"first_s", seconds_of(site.first_ns)},
+                      {"last_s", seconds_of(site.last_ns)},
                       {"growing", site.growing},
                       {"bytes_per_second", site.bytes_per_second},
                       {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}};
@@ -111,20 +107,20 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"kind", format::kind_name(failure.kind)},
                             {"free_bytes", optional_json(failure.free_bytes)},
                             {"reserved_bytes_then", optional_json(failure.reserved_then)},
-                            {"t_s", seconds(failure.time_ns)},
+                            {"t_s", seconds_of(failure.time_ns)},
                             {"frames", frames_json(*report.stacks, failure.stack_id, options.stack_depth)},
                             {"top_sites_then", std::move(top_sites)}});
     }
     json timeline = json::array();
     for (const TimelinePoint& point : model.timeline)
-        timeline.push_back({{"t_s", seconds(point.time_ns)},
+        timeline.push_back({{"t_s", seconds_of(point.time_ns)},
                             {"reserved_bytes", point.reserved},
                             {"allocated_bytes", point.allocated},
                             {"device_used_bytes", nullptr},
                             {"rss_bytes", optional_json(point.rss)}});
     json markers = json::array();
     for (const Marker& marker : model.markers)
-        markers.push_back({{"t_s", seconds(marker.time_ns)}, {"label", marker.label}});
+        markers.push_back({{"t_s", seconds_of(marker.time_ns)}, {"label", marker.label}});
 
     return {{"trace", model.path},
             {"pid", model.header.pid},
@@ -132,7 +128,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
             {"command", model.header.command_line},
             {"ended", ended_json(model.header.end)},
             {"simulated", model.header.simulated_device()},
-            {"duration_s", seconds(model.duration_ns)},
+            {"duration_s", seconds_of(model.duration_ns)},
             {"summary",
              {{"peak_reserved_bytes", sum(model.devices, &DeviceSummary::peak_reserved)},
               {"final_reserved_bytes", sum(model.devices, &DeviceSummary::final_reserved)},

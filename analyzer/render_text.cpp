@@ -60,7 +60,7 @@ std::string bytes(uint64_t value) {
 }
 
 std::string ended(const ProcessModel& model) {
-    const double seconds = static_cast<double>(model.duration_ns) / 1e9;
+    const double seconds = seconds_of(model.duration_ns);
     const ProcessEnd& end = model.header.end;
     switch (end.state) {
     case format::EndState::Exited:
@@ -117,13 +117,13 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
     if (site.count == 1) {
         std::string during =
             site.marker_range ? fmt::format(" (during {})", marker(site.marker_range->first)) : "";
-        return fmt::format("made at {:.2f} s{}", site.first_ns / 1e9, during);
+        return fmt::format("made at {:.2f} s{}", seconds_of(site.first_ns), during);
     }
-    std::string during =
-        site.marker_range
-            ? fmt::format("made during {} to {}", marker(site.marker_range->first),
-                          marker(site.marker_range->second))
-            : fmt::format("made between {:.2f} s and {:.2f} s", site.first_ns / 1e9, site.last_ns / 1e9);
+    std::string during = site.marker_range
+                             ? fmt::format("made during {} to {}", marker(site.marker_range->first),
+                                           marker(site.marker_range->second))
+                             : fmt::format("made between {:.2f} s and {:.2f} s", seconds_of(site.first_ns),
+                                           seconds_of(site.last_ns));
     if (!site.growing)
         return during + ", early, then kept";
     std::string rate = site.marker_range && site.bytes_per_marker_interval > 0
@@ -209,7 +209,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
             failure.free_bytes ? fmt::format(", {} free", bytes(*failure.free_bytes)) : "";
         out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, error {}{}{}\n", i + 1,
                            bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
-                           failure.time_ns / 1e9, failure.error, free_then, then);
+                           seconds_of(failure.time_ns), failure.error, free_then, then);
         append_frames(out, *report.stacks, failure.stack_id, options, style);
         for (const LiveSiteAt& site : failure.top_sites_then) {
             out +=

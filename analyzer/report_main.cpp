@@ -15,9 +15,7 @@ namespace {
 
 constexpr int kBadInput = 2;
 
-} // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     using namespace gpuleak::analyzer;
     CLI::App app{"gpuleak-report: explains the GPU memory of a traced run: leaks, cache growth, OOM sites"};
     std::vector<std::string> inputs;
@@ -81,4 +79,16 @@ int main(int argc, char** argv) {
         return kBadInput;
     }
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    // Bad input is a TraceError, handled in run(); anything else is a bug or exhaustion, still one line.
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "gpuleak-report: internal error: %s\n", error.what());
+        return 3;
+    }
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
 
+#include "event_record.h"
 #include "mapped_file.h"
 
 namespace gpuleak::analyzer {
@@ -46,41 +48,6 @@ std::vector<std::string> split_command_line(const char* chars, std::size_t bytes
     return arguments;
 }
 
-bool valid_kind(uint8_t kind) {
-    return kind < format::kKindCount;
-}
-
-// Ordinals >= kMaxDevices are legal (accounted in the last slot); below -2 nothing is defined.
-bool valid_device(int16_t device) {
-    return device >= -2;
-}
-
-bool valid_event_type(uint16_t type) {
-    return type >= static_cast<uint16_t>(format::EventType::Alloc) &&
-           type <= static_cast<uint16_t>(format::EventType::Fork);
-}
-
-bool valid_event(const format::EventRecord& record) {
-    return valid_event_type(record.type) && valid_kind(record.kind) && valid_device(record.device);
-}
-
-Event decode_event(const format::EventRecord& record, uint64_t sequence) {
-    return Event{
-        .sequence = sequence,
-        .time_ns = record.time_ns,
-        .address = record.address,
-        .size = record.size,
-        .stream = record.stream,
-        .stack_id = record.stack_id,
-        .thread_id = record.thread_id,
-        .type = static_cast<format::EventType>(record.type),
-        .kind = static_cast<format::MemoryKind>(record.kind),
-        .api = record.api,
-        .device = record.device,
-        .result = record.result,
-    };
-}
-
 struct RegionSpec {
     const char* name;
     Region region;
@@ -92,8 +59,10 @@ struct RegionSpec {
 
 class TraceReader::Decoder {
   public:
-    Decoder(TraceReader& trace, std::span<const std::byte> bytes, const std::string& name)
-        : trace_(trace), bytes_(bytes), name_(name) {}
+    // `file`: where `bytes` are mapped from, or null for bytes that belong to the caller.
+    Decoder(TraceReader& trace, std::span<const std::byte> bytes, const std::string& name,
+            std::shared_ptr<const MappedFile> file)
+        : trace_(trace), bytes_(bytes), name_(name), file_(std::move(file)) {}
 
     void run() {
         check_identity();
@@ -110,7 +79,7 @@ class TraceReader::Decoder {
 
   private:
     [[noreturn]] void fail(const std::string& problem) const { throw TraceError(name_, problem); }
-    void warn(std::string line) { trace_.warnings_.push_back(std::move(line)); }
+    void warn(std::string line) { trace_.decoded_warnings_.push_back(std::move(line)); }
 
     [[noreturn]] void fail_truncated_header() const {
         uint64_t file_bytes = 0;
@@ -375,64 +344,67 @@ class TraceReader::Decoder {
     void decode_live() {
         const std::span<const std::byte> bytes = region_bytes("live", raw_.live);
         LiveSet& live = trace_.live_;
-        for (uint64_t slot = 0; slot < raw_.live_capacity; ++slot) {
-            format::LiveSlot record{};
-            if (!copy_out(bytes, slot * sizeof(record), record))
-                break;
-            if (record.state == format::kSlotFree)
-                continue;
-            if (record.state != format::kSlotLive || record.kind == 0 || !valid_kind(record.kind) ||
-                !valid_device(record.device)) {
-                ++live.invalid_slots;
-                continue;
+        // The table's size follows GPULEAK_MAX_MB, not the live set, so most of a large one is free slots
+        // that the state word alone rules out, and pages already scanned are released as the scan goes.
+        // Only the slots present in the file: a corrupt capacity must not make the scan spin.
+        const uint64_t slots =
+            std::min<uint64_t>(raw_.live_capacity, bytes.size() / sizeof(format::LiveSlot));
+        constexpr uint64_t kChunkSlots = 1 << 16;
+        for (uint64_t chunk = 0; chunk < slots; chunk += kChunkSlots) {
+            const uint64_t chunk_end = std::min(slots, chunk + kChunkSlots);
+            for (uint64_t slot = chunk; slot < chunk_end; ++slot) {
+                const uint64_t offset = slot * sizeof(format::LiveSlot);
+                uint32_t state = 0;
+                format::LiveSlot record{};
+                if (!copy_out(bytes, offset, state) || state == format::kSlotFree ||
+                    !copy_out(bytes, offset, record) || record.state == format::kSlotFree)
+                    continue;
+                if (record.state != format::kSlotLive || record.kind == 0 || !valid_kind(record.kind) ||
+                    !valid_device(record.device)) {
+                    ++live.invalid_slots;
+                    continue;
+                }
+                live.allocations.push_back(LiveAllocation{
+                    .address = record.address,
+                    .size = record.size,
+                    .time_ns = record.time_ns,
+                    .stream = record.stream,
+                    .stack_id = record.stack_id,
+                    .thread_id = record.thread_id,
+                    .device = record.device,
+                    .kind = static_cast<format::MemoryKind>(record.kind),
+                    .api = record.api,
+                });
             }
-            live.allocations.push_back(LiveAllocation{
-                .address = record.address,
-                .size = record.size,
-                .time_ns = record.time_ns,
-                .stream = record.stream,
-                .stack_id = record.stack_id,
-                .thread_id = record.thread_id,
-                .device = record.device,
-                .kind = static_cast<format::MemoryKind>(record.kind),
-                .api = record.api,
-            });
+            release(bytes, chunk * sizeof(format::LiveSlot), chunk_end * sizeof(format::LiveSlot));
         }
         if (live.invalid_slots != 0)
             warn(fmt::format("live table: {} slots in flight or malformed, ignored", live.invalid_slots));
     }
 
-    // Visits only the slots present in the file: the counters and capacities come from the header, and a
-    // corrupt one must not make the reader spin through slots a truncated file does not have.
+    // Releases the pages of bytes [from, to) of a mapped region, with the one they share with what
+    // precedes (64 KiB covers a page on every system Linux runs on).
+    void release(std::span<const std::byte> region, uint64_t from, uint64_t to) const {
+        constexpr uint64_t kLargestPage = 65536;
+        to = std::min<uint64_t>(to, region.size());
+        from = from > kLargestPage ? from - kLargestPage : 0;
+        if (file_ != nullptr && from < to)
+            file_->release(region.subspan(from, to - from));
+    }
+
+    // The ring is read in place, where the analysis visits it. Its torn count takes a pass over it, so
+    // its warning is added to the decoder's when that pass is made.
     void decode_ring() {
-        const std::span<const std::byte> bytes = region_bytes("ring", raw_.ring);
-        const uint64_t present = bytes.size() / sizeof(format::EventRecord);
-        EventLog& log = trace_.events_;
-        const uint64_t head = raw_.ring_head;
-        const uint64_t capacity = raw_.ring_capacity;
-        const uint64_t first = head > capacity ? head - capacity : 0;
-        const uint64_t window = head - first;
-        log.dropped = first;
-        const auto read_slot = [&](uint64_t slot, uint64_t sequence) {
-            format::EventRecord record{};
-            copy_out(bytes, slot * sizeof(record), record);
-            if (record.commit == sequence + 1 && valid_event(record))
-                log.events.push_back(decode_event(record, sequence));
-        };
-        // At most this many are kept, whatever the counters say: growing by doubling instead would copy
-        // the events again and again and, at the last doubling, hold up to twice their memory.
-        log.events.reserve(std::min(window, present));
-        // The window starts at slot first % capacity and, once the ring has wrapped, continues from slot 0.
-        // The region may hold more slots than the capacity: those past it are not the ring's.
-        const uint64_t start = capacity == 0 ? 0 : first % capacity;
-        for (uint64_t slot = start; slot < std::min({start + window, capacity, present}); ++slot)
-            read_slot(slot, first + (slot - start));
-        if (start != 0)
-            for (uint64_t slot = 0; slot < std::min(start, present); ++slot)
-                read_slot(slot, first + (capacity - start) + slot);
-        log.torn = window - log.events.size();
-        if (log.torn != 0)
-            warn(fmt::format("ring: {} of the last {} events torn or malformed, ignored", log.torn, window));
+        std::span<const std::byte> bytes = region_bytes("ring", raw_.ring);
+        std::shared_ptr<const void> owner = file_;
+        if (file_ == nullptr) {
+            // parse()'s bytes belong to the caller, who may free them once it returns: the ring gets a copy.
+            auto copy = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
+            bytes = *copy;
+            owner = std::move(copy);
+        }
+        trace_.ring_ = EventRing(bytes, raw_.ring_head, raw_.ring_capacity, std::move(owner), file_.get());
+        trace_.ring_warning_at_ = trace_.decoded_warnings_.size();
     }
 
     void decode_notable() {
@@ -484,18 +456,68 @@ class TraceReader::Decoder {
     TraceReader& trace_;
     std::span<const std::byte> bytes_;
     const std::string& name_;
+    std::shared_ptr<const MappedFile> file_;
     FileHeader raw_{};
 };
 
 TraceReader TraceReader::parse(std::span<const std::byte> bytes, const std::string& name) {
     TraceReader trace;
-    Decoder(trace, bytes, name).run();
+    Decoder(trace, bytes, name, nullptr).run();
     return trace;
 }
 
 TraceReader TraceReader::open(const std::string& path) {
-    const MappedFile file(path);
-    return parse(file.bytes(), path);
+    auto file = std::make_shared<const MappedFile>(path);
+    TraceReader trace;
+    Decoder(trace, file->bytes(), path, file).run();
+    return trace;
+}
+
+const EventLog& TraceReader::events() const {
+    if (!events_) {
+        EventLog log;
+        log.dropped = ring_.dropped();
+        // Reserved at what a visit can see, whatever the counters say: growing by doubling would copy
+        // the events again and again and, at the last doubling, hold up to twice their memory.
+        log.events.reserve(ring_.present());
+        visit_events_newest_first([&](const Event& event) {
+            log.events.push_back(event);
+            return true;
+        });
+        std::reverse(log.events.begin(), log.events.end());
+        log.torn = ring_.window() - log.events.size();
+        events_ = std::move(log);
+    }
+    return *events_;
+}
+
+std::optional<Event> TraceReader::newest_event() const {
+    std::optional<Event> newest;
+    ring_.visit_newest_first([&](const Event& event) {
+        newest = event;
+        return false;
+    });
+    return newest;
+}
+
+void TraceReader::note_ring_visited(uint64_t valid) const {
+    if (!ring_valid_)
+        ring_valid_ = valid;
+}
+
+const std::vector<std::string>& TraceReader::warnings() const {
+    if (!warnings_) {
+        if (!ring_valid_)
+            visit_events_newest_first([](const Event&) { return true; });
+        std::vector<std::string> warnings = decoded_warnings_;
+        const uint64_t torn = ring_.window() - *ring_valid_;
+        if (torn != 0)
+            warnings.insert(warnings.begin() + static_cast<std::ptrdiff_t>(ring_warning_at_),
+                            fmt::format("ring: {} of the last {} events torn or malformed, ignored", torn,
+                                        ring_.window()));
+        warnings_ = std::move(warnings);
+    }
+    return *warnings_;
 }
 
 } // namespace gpuleak::analyzer

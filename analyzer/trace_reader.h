@@ -6,17 +6,23 @@
 // is valid: records whose commit word does not match are skipped and counted, and each anomaly is
 // described by one line in warnings().
 //
-// The whole trace is decoded when it is opened; the accessors return the decoded values.
+// The trace is decoded when it is opened, except for the event ring, which may hold tens of millions of
+// events: it is read in place, where the analysis visits it (visit_events_newest_first), and decoded
+// into memory only for callers of events(). The reader keeps the file mapped for that. What depends on
+// a pass over the ring, events() and the ring's torn count in warnings(), is computed on the first call
+// that needs it, so a reader must not be shared between threads without a lock.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "event_ring.h"
 #include "gpuleak/trace_format.h"
 #include "trace_error.h"
 
@@ -96,21 +102,6 @@ struct LiveSet {
     uint64_t invalid_slots = 0;              // neither free nor a well-formed live allocation
 };
 
-struct Event {
-    uint64_t sequence = 0; // ring: the event's number; notable: its commit word minus one
-    uint64_t time_ns = 0;
-    uint64_t address = 0;
-    uint64_t size = 0;
-    uint64_t stream = 0;
-    uint32_t stack_id = 0;
-    uint32_t thread_id = 0;
-    format::EventType type = format::EventType::Alloc;
-    format::MemoryKind kind = format::MemoryKind::None;
-    uint8_t api = 0;
-    int16_t device = 0;
-    int32_t result = 0;
-};
-
 struct EventLog {
     std::vector<Event> events; // oldest first
     // Claimed but no longer in the file: the ring wrapped, or the notable array was full.
@@ -139,25 +130,51 @@ class TraceReader {
     [[nodiscard]] const std::map<uint32_t, std::string>& strings() const { return strings_; }
     [[nodiscard]] const std::map<uint32_t, std::vector<uint64_t>>& stacks() const { return stacks_; }
     [[nodiscard]] const LiveSet& live_allocations() const { return live_; }
-    [[nodiscard]] const EventLog& events() const { return events_; }
+    // The ring's events, decoded into memory on the first call (64 bytes each).
+    [[nodiscard]] const EventLog& events() const;
+    // The same events as events(), newest first, each passed to visit(const Event&) as it is read from
+    // the file, with nothing kept: what reading a ring of any size in bounded memory takes. The visit
+    // goes on while visit returns true.
+    template <class Visit> void visit_events_newest_first(Visit&& visit) const {
+        bool complete = true;
+        const uint64_t visited =
+            ring_.visit_newest_first([&](const Event& event) { return complete = visit(event); });
+        if (complete)
+            note_ring_visited(visited);
+    }
+    // The ring's newest valid event, if any, found without a pass over the ring.
+    [[nodiscard]] std::optional<Event> newest_event() const;
+    // The ring's slots in the file that the window covers: no visit sees more events than this.
+    [[nodiscard]] uint64_t ring_slots_present() const { return ring_.present(); }
+    // Ring events claimed but overwritten: events().dropped, known without a pass over the ring.
+    [[nodiscard]] uint64_t events_dropped() const { return ring_.dropped(); }
     [[nodiscard]] const EventLog& notable_events() const { return notable_; }
     // Committed samples in time order.
     [[nodiscard]] const std::vector<TimelineSample>& timeline() const { return timeline_; }
-    [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+    // Counts the ring's torn events with a pass over the ring unless a visit has done so.
+    [[nodiscard]] const std::vector<std::string>& warnings() const;
 
   private:
     class Decoder;
     TraceReader() = default;
+
+    // The first complete visit fixes the ring's valid events, and so its torn count, for warnings():
+    // a file still being written could give later visits other counts.
+    void note_ring_visited(uint64_t valid) const;
 
     TraceHeader header_;
     std::vector<Module> modules_;
     std::map<uint32_t, std::string> strings_;
     std::map<uint32_t, std::vector<uint64_t>> stacks_;
     LiveSet live_;
-    EventLog events_;
+    EventRing ring_;
+    mutable std::optional<uint64_t> ring_valid_;
+    mutable std::optional<EventLog> events_;
     EventLog notable_;
     std::vector<TimelineSample> timeline_;
-    std::vector<std::string> warnings_;
+    std::vector<std::string> decoded_warnings_; // all but the ring's torn count
+    std::size_t ring_warning_at_ = 0;           // where that one goes among them
+    mutable std::optional<std::vector<std::string>> warnings_;
 };
 
 } // namespace gpuleak::analyzer

@@ -1,0 +1,48 @@
+// The report's timeline: the model's points in time order, thinned to a bounded number. From each run
+// of per_bucket consecutive points (per_bucket = ceil(points / kMaxTimelinePoints)) it keeps the first
+// with the most reserved, so that peaks survive.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "process_model.h"
+
+namespace gpuleak::analyzer {
+
+inline constexpr size_t kMaxTimelinePoints = 2000;
+
+// Thins while the replay produces its points, newest first, merging in the samples: memory follows the
+// points kept, not the events. It keeps exactly what sort_and_thin keeps for the same points, when the
+// replay's come in falling time (threads that raced between taking the time and claiming a ring slot
+// can break that; add() then says so, and the caller falls back to sort_and_thin).
+class StreamingThinner {
+  public:
+    // `total`: how many points there will be, the replay's and the samples, as the runs count from the
+    // oldest. `samples`: oldest first.
+    StreamingThinner(size_t total, std::vector<TimelinePoint> samples);
+
+    // The replay's next point. False when it breaks the promises above: then finish() has no result.
+    bool add(const TimelinePoint& point);
+    // The points kept, oldest first, or nothing when the points did not come as promised.
+    std::optional<std::vector<TimelinePoint>> finish();
+
+  private:
+    void flush_run();
+    void emit(const TimelinePoint& point);
+
+    std::vector<TimelinePoint> samples_; // those not yet emitted
+    size_t per_bucket_ = 1;
+    size_t remaining_;                // points not yet emitted; the next one emitted has this index - 1
+    std::vector<TimelinePoint> kept_; // per bucket
+    size_t unfilled_;                 // buckets from this one up have a point
+    std::vector<TimelinePoint> run_;  // replay points of one time, in the replay's order
+    bool broken_ = false;
+};
+
+// The same for points all in memory: the first `ring_points` are the replay's, newest first, the rest
+// the samples, oldest first.
+std::vector<TimelinePoint> sort_and_thin(std::vector<TimelinePoint> points, size_t ring_points);
+
+} // namespace gpuleak::analyzer
