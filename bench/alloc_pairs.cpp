@@ -22,6 +22,8 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "command_line.h"
+
 extern "C" {
 int cudaMalloc(void** pointer, size_t size);
 int cudaFree(void* pointer);
@@ -137,16 +139,6 @@ __attribute__((noinline)) int descend(const Options& options, int levels) {
     int status = levels > 0 ? descend(options, levels - 1) : measure(options);
     asm volatile("" : : : "memory");
     return status;
-}
-
-bool parse_count(const char* text, uint64_t minimum, uint64_t& out) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long value = std::strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || value < minimum)
-        return false;
-    out = value;
-    return true;
 }
 
 int usage() {

@@ -26,6 +26,8 @@
 
 #include "gpuleak/gpuleak.h"
 
+#include "command_line.h"
+
 extern "C" {
 int cudaMalloc(void** pointer, size_t size);
 int cudaFree(void* pointer);
@@ -145,16 +147,6 @@ int run(Workload& work) {
                 static_cast<unsigned long long>(work.allocations),
                 static_cast<unsigned long long>(work.frees), work.kept.size(), kSites);
     return 0;
-}
-
-bool parse_count(const char* text, uint64_t minimum, uint64_t& out) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long value = std::strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || value < minimum)
-        return false;
-    out = value;
-    return true;
 }
 
 int usage() {
