@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <elf.h>
 #include <link.h>
 
 namespace gpuleak {
@@ -23,6 +25,33 @@ inline AddressRange loaded_range(const dl_phdr_info& info) {
         range.high = start + header.p_memsz > range.high ? start + header.p_memsz : range.high;
     }
     return range;
+}
+
+// The GNU build id from an object's PT_NOTE segments, if any.
+inline uint32_t find_build_id(const dl_phdr_info* info, uint8_t* out, uint32_t capacity) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& header = info->dlpi_phdr[i];
+        if (header.p_type != PT_NOTE)
+            continue;
+        // The loader reports segments as load address plus offset: an integer by nature.
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
+        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
+        const uint8_t* end = cursor + header.p_memsz;
+        while (cursor + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
+            const uint8_t* name = cursor + sizeof(ElfW(Nhdr));
+            const uint8_t* desc = name + ((note->n_namesz + 3) & ~3u);
+            if (desc + note->n_descsz > end)
+                break;
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+                uint32_t bytes = note->n_descsz < capacity ? note->n_descsz : capacity;
+                std::memcpy(out, desc, bytes);
+                return bytes;
+            }
+            cursor = desc + ((note->n_descsz + 3) & ~3u);
+        }
+    }
+    return 0;
 }
 
 } // namespace gpuleak

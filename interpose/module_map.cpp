@@ -19,33 +19,6 @@ struct Visit {
     uint32_t cuda_library_count;
 };
 
-// The GNU build id from an object's PT_NOTE segments, if any.
-uint32_t find_build_id(const dl_phdr_info* info, uint8_t* out, uint32_t capacity) {
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& header = info->dlpi_phdr[i];
-        if (header.p_type != PT_NOTE)
-            continue;
-        // The loader reports segments as load address plus offset: an integer by nature.
-        // NOLINTNEXTLINE(performance-no-int-to-ptr)
-        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
-        const uint8_t* end = cursor + header.p_memsz;
-        while (cursor + sizeof(ElfW(Nhdr)) <= end) {
-            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
-            const uint8_t* name = cursor + sizeof(ElfW(Nhdr));
-            const uint8_t* desc = name + ((note->n_namesz + 3) & ~3u);
-            if (desc + note->n_descsz > end)
-                break;
-            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-                uint32_t bytes = note->n_descsz < capacity ? note->n_descsz : capacity;
-                std::memcpy(out, desc, bytes);
-                return bytes;
-            }
-            cursor = desc + ((note->n_descsz + 3) & ~3u);
-        }
-    }
-    return 0;
-}
-
 bool is_cuda_library(const char* path) {
     const char* slash = std::strrchr(path, '/');
     const char* name = slash != nullptr ? slash + 1 : path;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "loaded_object.h"
 #include "symbolizer.h"
 #include "symbolizer_fixture.h"
 #include "temp_dir.h"
@@ -23,26 +24,11 @@ using gpuleak::analyzer::Symbolizer;
 
 namespace {
 
-// The build id from an object's PT_NOTE segments in memory, as the recorder reads it.
+// The build id from an object's PT_NOTE segments in memory, read by the recorder's own code.
 std::vector<uint8_t> build_id_of(const dl_phdr_info* info) {
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr)& header = info->dlpi_phdr[i];
-        if (header.p_type != PT_NOTE)
-            continue;
-        // The loader reports segments as load address plus offset: an integer by nature.
-        // NOLINTNEXTLINE(performance-no-int-to-ptr)
-        auto* cursor = reinterpret_cast<const uint8_t*>(info->dlpi_addr + header.p_vaddr);
-        const uint8_t* end = cursor + header.p_memsz;
-        while (cursor + sizeof(ElfW(Nhdr)) <= end) {
-            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(cursor);
-            const uint8_t* name = cursor + sizeof(ElfW(Nhdr));
-            const uint8_t* desc = name + ((note->n_namesz + 3) & ~3u);
-            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-                return {desc, desc + note->n_descsz};
-            cursor = desc + ((note->n_descsz + 3) & ~3u);
-        }
-    }
-    return {};
+    uint8_t bytes[32];
+    const uint32_t count = gpuleak::find_build_id(info, bytes, sizeof bytes);
+    return {bytes, bytes + count};
 }
 
 // The module map of this process, made the way the recorder makes it.
