@@ -9,6 +9,8 @@
 # at the allocation, default 20), SIZE (bytes per allocation, default 256), BUILD (build tree, default
 # build/ in the repository; built first with scripts/build.sh unless SKIP_BUILD=1).
 set -euo pipefail
+# shellcheck source=bench/stats.sh
+source "$(dirname "$0")/stats.sh"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -102,10 +104,6 @@ for ((rep = 1; rep <= reps; ++rep)); do
     echo "run_overhead: repetition $rep of $reps done" >&2
 done
 
-stat_of() { # median, minimum and maximum of the figures in file $1
-    sort -g "$1" | awk '{ v[NR] = $1 } END {
-        printf "%s %s %s\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
-}
 table=$tmp/table
 for config in "${configs[@]}"; do
     echo "$config $(stat_of "$tmp/$config") $(stat_of "$tmp/$config.cpu")" >>"$table"
