@@ -33,11 +33,14 @@ void LiveObjects::assign(format::KeySpace space, uint64_t address, const LiveObj
             assign(space, address, object);
             return;
         }
-        entry = {address, object, space, true};
+        entry.address = address;
+        entry.space = space;
+        entry.used = true;
+        entry.set(object);
         ++used_;
         return;
     }
-    entry.object = object;
+    entry.set(object);
 }
 
 bool LiveObjects::take(format::KeySpace space, uint64_t address, LiveObject& removed) {
@@ -45,7 +48,7 @@ bool LiveObjects::take(format::KeySpace space, uint64_t address, LiveObject& rem
     size_t hole = find(space, address);
     if (!entries_[hole].used)
         return false;
-    removed = entries_[hole].object;
+    removed = entries_[hole].object();
     // Backward-shift deletion: an entry further along the run moves into the hole unless its home lies
     // cyclically after the hole, so that every entry stays reachable from its home without tombstones.
     for (size_t next = (hole + 1) & mask; entries_[next].used; next = (next + 1) & mask) {
@@ -65,7 +68,7 @@ void LiveObjects::grow() {
     used_ = 0;
     for (const Entry& entry : old)
         if (entry.used)
-            assign(entry.space, entry.address, entry.object);
+            assign(entry.space, entry.address, entry.object());
 }
 
 } // namespace gpuleak::analyzer

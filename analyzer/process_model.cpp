@@ -212,9 +212,9 @@ void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
 using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>;
 
 // Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
-// totals after every event in the ring (passed to add_point, newest first, while it returns true), the
-// peaks, and what was live at each failure. Returns the points passed, or nothing when add_point
-// stopped the replay.
+// totals after every event in the ring (passed to add_point(time_ns, reserved, allocated), newest first,
+// while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
+// nothing when add_point stopped the replay.
 template <class AddPoint>
 std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
                                        FailuresByTimeSize& failures_by_time_size, Totals& totals,
@@ -230,8 +230,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     bool stopped = false;
     trace.visit_events_newest_first([&](const Event& event) {
         ++points;
-        if (!add_point(TimelinePoint{
-                since_start(event.time_ns, model.header), totals.reserved(), totals.allocated(), {}})) {
+        if (!add_point(since_start(event.time_ns, model.header), totals.reserved(), totals.allocated())) {
             stopped = true;
             return false;
         }
@@ -257,7 +256,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
         return std::nullopt;
     if (trace.events_dropped() == 0) {
         ++points;
-        if (!add_point(TimelinePoint{0, totals.reserved(), totals.allocated(), {}}))
+        if (!add_point(0, totals.reserved(), totals.allocated()))
             return std::nullopt;
     }
     return points;
@@ -277,7 +276,9 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const Proces
         totals = Totals(model.reports_blocks);
         const std::optional<size_t> produced =
             replay_backwards(trace, model, failures_by_time_size, totals,
-                             [&](const TimelinePoint& point) { return thinner.add(point); });
+                             [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
+                                 return thinner.add(time_ns, reserved, allocated);
+                             });
         if (!produced)
             break;
         if (std::optional<std::vector<TimelinePoint>> timeline = thinner.finish())
@@ -287,10 +288,11 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const Proces
     std::vector<TimelinePoint> points;
     points.reserve(trace.ring_slots_present() + zero_point + samples.size());
     totals = Totals(model.reports_blocks);
-    replay_backwards(trace, model, failures_by_time_size, totals, [&](const TimelinePoint& point) {
-        points.push_back(point);
-        return true;
-    });
+    replay_backwards(trace, model, failures_by_time_size, totals,
+                     [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
+                         points.push_back(TimelinePoint{time_ns, reserved, allocated, {}});
+                         return true;
+                     });
     const size_t ring_points = points.size();
     points.insert(points.end(), samples.begin(), samples.end());
     return sort_and_thin(std::move(points), ring_points);

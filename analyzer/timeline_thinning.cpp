@@ -45,14 +45,14 @@ StreamingThinner::StreamingThinner(size_t total, std::vector<TimelinePoint> samp
       kept_((total + per_bucket_ - 1) / per_bucket_), unfilled_(kept_.size()),
       broken_(!std::is_sorted(samples_.begin(), samples_.end(), earlier)) {}
 
-bool StreamingThinner::add(const TimelinePoint& point) {
-    if (!run_.empty() && point.time_ns != run_.back().time_ns) {
-        if (point.time_ns > run_.back().time_ns)
+bool StreamingThinner::add(uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
+    if (!run_.empty() && time_ns != run_.back().time_ns) {
+        if (time_ns > run_.back().time_ns)
             broken_ = true;
         else
             flush_run();
     }
-    run_.push_back(point);
+    run_.push_back({time_ns, reserved, allocated});
     return !broken_;
 }
 
@@ -60,15 +60,17 @@ bool StreamingThinner::add(const TimelinePoint& point) {
 // after them: so, going backwards, the samples at or after the run's time, then the run reversed.
 void StreamingThinner::flush_run() {
     while (!samples_.empty() && samples_.back().time_ns >= run_.back().time_ns) {
-        emit(samples_.back());
+        const TimelinePoint& sample = samples_.back();
+        emit(sample.time_ns, sample.reserved, sample.allocated, sample.rss);
         samples_.pop_back();
     }
     for (auto it = run_.rbegin(); it != run_.rend(); ++it)
-        emit(*it);
+        emit(it->time_ns, it->reserved, it->allocated, std::nullopt);
     run_.clear();
 }
 
-void StreamingThinner::emit(const TimelinePoint& point) {
+void StreamingThinner::emit(uint64_t time_ns, uint64_t reserved, uint64_t allocated,
+                            std::optional<uint64_t> rss) {
     if (remaining_ == 0) {
         broken_ = true;
         return;
@@ -78,16 +80,17 @@ void StreamingThinner::emit(const TimelinePoint& point) {
     // Going backwards, a point that ties the bucket's most so far is the earlier one: it wins.
     if (bucket < unfilled_)
         unfilled_ = bucket;
-    else if (point.reserved < kept_[bucket].reserved)
+    else if (reserved < kept_[bucket].reserved)
         return;
-    kept_[bucket] = point;
+    kept_[bucket] = TimelinePoint{time_ns, reserved, allocated, rss};
 }
 
 std::optional<std::vector<TimelinePoint>> StreamingThinner::finish() {
     if (!run_.empty())
         flush_run();
     while (!samples_.empty()) {
-        emit(samples_.back());
+        const TimelinePoint& sample = samples_.back();
+        emit(sample.time_ns, sample.reserved, sample.allocated, sample.rss);
         samples_.pop_back();
     }
     if (broken_ || remaining_ != 0)

@@ -23,21 +23,29 @@ class StreamingThinner {
     // oldest. `samples`: oldest first.
     StreamingThinner(size_t total, std::vector<TimelinePoint> samples);
 
-    // The replay's next point. False when it breaks the promises above: then finish() has no result.
-    bool add(const TimelinePoint& point);
+    // The replay's next point (the replay knows no RSS). False when it breaks the promises above: then
+    // finish() has no result. The fields come apart, not as a TimelinePoint just built by the caller:
+    // copying such a point whole, at every event, stalls on the stores that built it.
+    bool add(uint64_t time_ns, uint64_t reserved, uint64_t allocated);
     // The points kept, oldest first, or nothing when the points did not come as promised.
     std::optional<std::vector<TimelinePoint>> finish();
 
   private:
+    struct ReplayPoint {
+        uint64_t time_ns;
+        uint64_t reserved;
+        uint64_t allocated;
+    };
+
     void flush_run();
-    void emit(const TimelinePoint& point);
+    void emit(uint64_t time_ns, uint64_t reserved, uint64_t allocated, std::optional<uint64_t> rss);
 
     std::vector<TimelinePoint> samples_; // those not yet emitted
     size_t per_bucket_ = 1;
     size_t remaining_;                // points not yet emitted; the next one emitted has this index - 1
     std::vector<TimelinePoint> kept_; // per bucket
     size_t unfilled_;                 // buckets from this one up have a point
-    std::vector<TimelinePoint> run_;  // replay points of one time, in the replay's order
+    std::vector<ReplayPoint> run_;    // replay points of one time, in the replay's order
     bool broken_ = false;
 };
 

@@ -53,6 +53,7 @@ struct RegionSpec {
     Region region;
     uint64_t capacity;     // records the header says the region holds; streams have none
     uint64_t record_bytes; // 0 for streams
+    uint64_t prefix_bytes; // before the records, when there are any: the live table's stripe marks
 };
 
 } // namespace
@@ -88,7 +89,7 @@ class TraceReader::Decoder {
         fail(fmt::format("truncated: file has {} bytes, less than a header", bytes_.size()));
     }
 
-    // Establishes that the bytes are a complete version-1 header; everything after relies on raw_.
+    // Establishes that the bytes are a complete header of this version; everything after relies on raw_.
     void check_identity() {
         if (bytes_.empty())
             fail("empty file");
@@ -197,27 +198,32 @@ class TraceReader::Decoder {
 
     [[nodiscard]] std::vector<RegionSpec> region_specs() const {
         return {
-            {"modules", raw_.modules, 0, 0},
-            {"strings", raw_.strings, 0, 0},
-            {"stacks", raw_.stacks, 0, 0},
-            {"live", raw_.live, raw_.live_capacity, sizeof(format::LiveSlot)},
-            {"ring", raw_.ring, raw_.ring_capacity, sizeof(format::EventRecord)},
-            {"notable", raw_.notable, raw_.notable_capacity, sizeof(format::EventRecord)},
-            {"timeline", raw_.timeline, raw_.timeline_capacity, sizeof(format::TimelineSample)},
+            {"modules", raw_.modules, 0, 0, 0},
+            {"strings", raw_.strings, 0, 0, 0},
+            {"stacks", raw_.stacks, 0, 0, 0},
+            {"live", raw_.live, raw_.live_capacity, sizeof(format::LiveSlot),
+             sizeof(format::LiveStripeMarks)},
+            {"ring", raw_.ring, raw_.ring_capacity, sizeof(format::EventRecord), 0},
+            {"notable", raw_.notable, raw_.notable_capacity, sizeof(format::EventRecord), 0},
+            {"timeline", raw_.timeline, raw_.timeline_capacity, sizeof(format::TimelineSample), 0},
         };
     }
 
-    // After this, every region lies inside file_bytes and holds its capacity, so a slot index below the
-    // capacity is in bounds of the region (though perhaps beyond the end of a truncated file).
+    // After this, every region lies inside file_bytes and holds its capacity (after its prefix, if it
+    // has records), so a slot index below the capacity is in bounds of the region (though perhaps
+    // beyond the end of a truncated file).
     void check_regions() const {
         std::vector<RegionSpec> occupied;
         for (const RegionSpec& spec : region_specs()) {
             const Region& region = spec.region;
             if (region.offset % 64 != 0)
                 fail(fmt::format("region '{}' is not 64-byte aligned", spec.name));
-            if (spec.record_bytes != 0 && spec.capacity > region.size / spec.record_bytes)
-                fail(fmt::format("region '{}' has room for {} records, header says {}", spec.name,
-                                 region.size / spec.record_bytes, spec.capacity));
+            const uint64_t room = spec.record_bytes == 0 || region.size < spec.prefix_bytes
+                                      ? 0
+                                      : (region.size - spec.prefix_bytes) / spec.record_bytes;
+            if (spec.record_bytes != 0 && spec.capacity > room)
+                fail(fmt::format("region '{}' has room for {} records, header says {}", spec.name, room,
+                                 spec.capacity));
             if (region.size == 0)
                 continue;
             if (region.offset < raw_.header_bytes)
@@ -326,7 +332,7 @@ class TraceReader::Decoder {
                 if (record.id == 0)
                     return "id 0";
                 if (record.python_count != 0)
-                    return "python frames, which format version 1 does not have";
+                    return "python frames, which this format version does not have";
                 if (record.native_count > format::kMaxStackDepth)
                     return "more frames than any stack may have";
                 if (bytes.size() != sizeof(record) + uint64_t{record.native_count} * sizeof(uint64_t))
@@ -341,45 +347,73 @@ class TraceReader::Decoder {
             });
     }
 
+    // The slots of stripe `stripe` that its mark says were ever used, as [first, end) slot indices. A
+    // mark past the end of its stripe is corrupt: the whole stripe is read, which finds every live slot
+    // the stripe holds, and the damage costs a warning, not the trace.
+    std::pair<uint64_t, uint64_t> used_slots(const format::LiveStripeMarks& marks, uint32_t stripe) {
+        const uint64_t first = format::live_stripe_start(raw_.live_capacity, stripe);
+        const uint64_t slots = format::live_stripe_start(raw_.live_capacity, stripe + 1) - first;
+        const uint64_t used = marks.used[stripe];
+        if (used <= slots)
+            return {first, first + used};
+        warn(fmt::format("live table: stripe {} has {} slots, its mark says {} were used; all are read",
+                         stripe, slots, used));
+        return {first, first + slots};
+    }
+
     void decode_live() {
         const std::span<const std::byte> bytes = region_bytes("live", raw_.live);
         LiveSet& live = trace_.live_;
-        // The table's size follows GPULEAK_MAX_MB, not the live set, so most of a large one is free slots
-        // that the state word alone rules out, and pages already scanned are released as the scan goes.
-        // Only the slots present in the file: a corrupt capacity must not make the scan spin.
-        const uint64_t slots =
-            std::min<uint64_t>(raw_.live_capacity, bytes.size() / sizeof(format::LiveSlot));
+        if (raw_.live_capacity == 0)
+            return;
+        // Marks cut off with a truncated file read as 0: the slots after them are missing too.
+        format::LiveStripeMarks marks{};
+        copy_out(bytes, 0, marks);
+        const std::span<const std::byte> slot_bytes =
+            bytes.size() > sizeof(marks) ? bytes.subspan(sizeof(marks)) : std::span<const std::byte>{};
+        // The table's size follows GPULEAK_MAX_MB, not the live set: only the slots below the stripes'
+        // marks have ever been used, and most of those are free slots that the state word alone rules
+        // out. Pages already scanned are released as the scan goes. Only the slots present in the file:
+        // a corrupt capacity must not make the scan spin.
+        const uint64_t present =
+            std::min<uint64_t>(raw_.live_capacity, slot_bytes.size() / sizeof(format::LiveSlot));
         constexpr uint64_t kChunkSlots = 1 << 16;
-        for (uint64_t chunk = 0; chunk < slots; chunk += kChunkSlots) {
-            const uint64_t chunk_end = std::min(slots, chunk + kChunkSlots);
-            for (uint64_t slot = chunk; slot < chunk_end; ++slot) {
-                const uint64_t offset = slot * sizeof(format::LiveSlot);
-                uint32_t state = 0;
-                format::LiveSlot record{};
-                if (!copy_out(bytes, offset, state) || state == format::kSlotFree ||
-                    !copy_out(bytes, offset, record) || record.state == format::kSlotFree)
-                    continue;
-                if (record.state != format::kSlotLive || record.kind == 0 || !valid_kind(record.kind) ||
-                    !valid_device(record.device)) {
-                    ++live.invalid_slots;
-                    continue;
-                }
-                live.allocations.push_back(LiveAllocation{
-                    .address = record.address,
-                    .size = record.size,
-                    .time_ns = record.time_ns,
-                    .stream = record.stream,
-                    .stack_id = record.stack_id,
-                    .thread_id = record.thread_id,
-                    .device = record.device,
-                    .kind = static_cast<format::MemoryKind>(record.kind),
-                    .api = record.api,
-                });
+        for (uint32_t stripe = 0; stripe < format::kLiveStripes; ++stripe) {
+            auto [first, end] = used_slots(marks, stripe);
+            end = std::min(end, present);
+            for (uint64_t chunk = first; chunk < end; chunk += kChunkSlots) {
+                const uint64_t chunk_end = std::min(end, chunk + kChunkSlots);
+                for (uint64_t slot = chunk; slot < chunk_end; ++slot)
+                    decode_live_slot(slot_bytes, slot * sizeof(format::LiveSlot), live);
+                release(slot_bytes, chunk * sizeof(format::LiveSlot), chunk_end * sizeof(format::LiveSlot));
             }
-            release(bytes, chunk * sizeof(format::LiveSlot), chunk_end * sizeof(format::LiveSlot));
         }
         if (live.invalid_slots != 0)
             warn(fmt::format("live table: {} slots in flight or malformed, ignored", live.invalid_slots));
+    }
+
+    void decode_live_slot(std::span<const std::byte> slot_bytes, uint64_t offset, LiveSet& live) {
+        uint32_t state = 0;
+        format::LiveSlot record{};
+        if (!copy_out(slot_bytes, offset, state) || state == format::kSlotFree ||
+            !copy_out(slot_bytes, offset, record) || record.state == format::kSlotFree)
+            return;
+        if (record.state != format::kSlotLive || record.kind == 0 || !valid_kind(record.kind) ||
+            !valid_device(record.device)) {
+            ++live.invalid_slots;
+            return;
+        }
+        live.allocations.push_back(LiveAllocation{
+            .address = record.address,
+            .size = record.size,
+            .time_ns = record.time_ns,
+            .stream = record.stream,
+            .stack_id = record.stack_id,
+            .thread_id = record.thread_id,
+            .device = record.device,
+            .kind = static_cast<format::MemoryKind>(record.kind),
+            .api = record.api,
+        });
     }
 
     // Releases the pages of bytes [from, to) of a mapped region, with the one they share with what

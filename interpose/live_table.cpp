@@ -34,12 +34,14 @@ uint32_t index_size_for(uint32_t slots) {
 
 } // namespace
 
-bool LiveTable::attach(LiveSlot* slots, uint64_t capacity) {
+bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t capacity) {
+    // Slot indices are 32-bit here, and the stripes must be the file's, so a larger table cannot be
+    // cut down: compute_layout never makes one (GPULEAK_MAX_MB's limit gives under 2^29 slots).
     if (capacity > UINT32_MAX / 4)
-        capacity = UINT32_MAX / 4;
+        return false;
     uint64_t words = 0;
     for (uint32_t i = 0; i < kStripes; ++i) {
-        uint64_t count = capacity * (i + 1) / kStripes - capacity * i / kStripes;
+        uint64_t count = format::live_stripe_start(capacity, i + 1) - format::live_stripe_start(capacity, i);
         words += count + index_size_for(static_cast<uint32_t>(count));
     }
     private_bytes_ = words * sizeof(uint32_t);
@@ -55,8 +57,9 @@ bool LiveTable::attach(LiveSlot* slots, uint64_t capacity) {
     for (uint32_t i = 0; i < kStripes; ++i) {
         Stripe& stripe = stripes_[i];
         stripe.lock.reset_after_fork();
-        stripe.first_slot = static_cast<uint32_t>(capacity * i / kStripes);
-        stripe.slot_count = static_cast<uint32_t>(capacity * (i + 1) / kStripes) - stripe.first_slot;
+        stripe.first_slot = static_cast<uint32_t>(format::live_stripe_start(capacity, i));
+        stripe.slot_count =
+            static_cast<uint32_t>(format::live_stripe_start(capacity, i + 1)) - stripe.first_slot;
         stripe.free_slots = cursor;
         cursor += stripe.slot_count;
         // Popping from the end hands out the stripe's slots lowest first.
@@ -68,6 +71,8 @@ bool LiveTable::attach(LiveSlot* slots, uint64_t capacity) {
         cursor += stripe.index_size;
         stripe.index_used = 0;
         stripe.live = 0;
+        stripe.used = 0;
+        stripe.mark = &marks->used[i];
     }
     return true;
 }
@@ -84,6 +89,8 @@ void LiveTable::detach() {
         stripe.index_size = 0;
         stripe.index_used = 0;
         stripe.live = 0;
+        stripe.used = 0;
+        stripe.mark = nullptr;
     }
 }
 
@@ -118,7 +125,7 @@ void LiveTable::rebuild_index(Stripe& stripe) {
     std::memset(stripe.index, 0, stripe.index_size * sizeof(uint32_t));
     stripe.index_used = 0;
     uint32_t mask = stripe.index_size - 1;
-    for (uint32_t s = stripe.first_slot; s < stripe.first_slot + stripe.slot_count; ++s) {
+    for (uint32_t s = stripe.first_slot; s < stripe.first_slot + stripe.used; ++s) {
         const LiveSlot& slot = slots_[s];
         if (slot.state != format::kSlotLive)
             continue;
@@ -168,6 +175,12 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     if (stripe.free_count == 0)
         return InsertResult::Full;
     uint32_t slot_index = stripe.free_slots[--stripe.free_count];
+    if (slot_index - stripe.first_slot >= stripe.used) {
+        stripe.used = slot_index - stripe.first_slot + 1;
+        // The release store of the state below keeps this store before it: whenever a reader (also
+        // after a SIGKILL between the two) sees the slot live, the mark covers it.
+        __atomic_store_n(stripe.mark, stripe.used, __ATOMIC_RELAXED);
+    }
     LiveSlot& slot = slots_[slot_index];
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
                 reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state,
@@ -204,7 +217,10 @@ bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, Liv
     for (;;) {
         uint64_t best_address = UINT64_MAX;
         for (const Stripe& stripe : stripes_) {
-            for (uint32_t s = stripe.first_slot; s < stripe.first_slot + stripe.slot_count; ++s) {
+            // The file's mark, as `used` belongs to the stripe's lock. An object made before this call
+            // lies below it; one made during the scan may be missed, as it always could be.
+            const uint64_t used = __atomic_load_n(stripe.mark, __ATOMIC_ACQUIRE);
+            for (uint32_t s = stripe.first_slot; s < stripe.first_slot + used; ++s) {
                 const LiveSlot& slot = slots_[s];
                 if (__atomic_load_n(&slot.state, __ATOMIC_ACQUIRE) == format::kSlotLive &&
                     slot.address >= low && slot.address < high && slot.address < best_address &&

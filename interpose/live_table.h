@@ -1,7 +1,7 @@
 // The exact set of live allocations. The file's LiveSlot array is the record (a reader after a crash
-// scans it); an in-process index finds an address's slot quickly. The table is split into stripes by
-// address hash, each with its own lock, slots, free list and index, so threads allocating at once
-// rarely meet on a lock.
+// scans it up to the stripes' high-water marks); an in-process index finds an address's slot quickly.
+// The table is split into stripes by address hash, each with its own lock, slots, free list, index
+// and mark in the file, so threads allocating at once rarely meet on a lock.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +13,11 @@ namespace gpuleak {
 
 class LiveTable {
   public:
-    static constexpr uint32_t kStripes = 64;
+    static constexpr uint32_t kStripes = format::kLiveStripes;
 
-    // Takes over `capacity` file slots (all free). Private memory for the index is mapped here.
-    bool attach(format::LiveSlot* slots, uint64_t capacity);
+    // Takes over `capacity` file slots (all free) and their stripes' marks (all 0). Private memory for
+    // the index is mapped here.
+    bool attach(format::LiveStripeMarks* marks, format::LiveSlot* slots, uint64_t capacity);
     // Drops the index (used in a forked child, whose parent's allocations are not its own).
     void detach();
 
@@ -42,6 +43,8 @@ class LiveTable {
         uint32_t index_size = 0;        // power of two
         uint32_t index_used = 0;        // live + tombstones
         uint32_t live = 0;
+        uint32_t used = 0;        // *mark, kept here so that an insert reads no shared cache line
+        uint64_t* mark = nullptr; // the stripe's high-water mark in the file
     };
     static constexpr uint32_t kTombstone = UINT32_MAX;
 

@@ -10,8 +10,15 @@ namespace gpuleak {
 // left out: there the program's frames and the recorder's share one object.
 void init_native_unwind();
 
-// Fills `frames` with up to `max_frames` return addresses of the calling thread, innermost first,
-// without the recorder's own frames. Returns the count.
-uint32_t capture_native_stack(uint64_t* frames, uint32_t max_frames);
+struct NativeStack {
+    const uint64_t* frames; // valid until the thread's next capture
+    uint32_t count;
+    uint64_t repeat_serial; // not 0: the same frames as every other capture of the thread with this serial
+};
+
+// Up to `max_frames` return addresses of the calling thread, innermost first, without the recorder's
+// own frames: in `buffer`, or, for a stack the thread captured before from the same place, in the
+// thread's repeated-stack cache.
+NativeStack capture_native_stack(uint64_t* buffer, uint32_t max_frames);
 
 } // namespace gpuleak

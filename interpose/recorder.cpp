@@ -13,6 +13,7 @@
 #include "config.h"
 #include "live_table.h"
 #include "module_map.h"
+#include "monotonic_clock.h"
 #include "native_unwind.h"
 #include "stack_table.h"
 #include "timeline_sampler.h"
@@ -42,11 +43,12 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_dep
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
 
 // The stack this thread recorded last and its id: a loop allocating from one place unwinds to the same
-// frames again and again, and comparing them costs less than hashing and probing the stack index.
+// frames again and again, and recognising them costs less than hashing and probing the stack index.
 constexpr uint32_t kRememberedFrames = 64;
 struct LastStack {
     uint32_t id;
     uint32_t count;
+    uint64_t repeat_serial;
     uint64_t frames[kRememberedFrames];
 };
 __attribute__((tls_model("initial-exec"))) constinit thread_local LastStack t_last_stack{};
@@ -70,7 +72,7 @@ void on_process_exit(int status, void*) {
 
 void start_over_after_fork() {
     forget_thread_id_after_fork();
-    t_last_stack.count = 0; // its id names a stack of the parent's trace
+    t_last_stack = {}; // its id names a stack of the parent's trace
     if (g_state.load(std::memory_order_relaxed) == State::Active)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
@@ -109,9 +111,11 @@ bool start_recording() {
     t_starting = true;
     g_config = read_config();
     init_native_unwind();
+    init_monotonic_clock();
     ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace};
     bool ok = g_writer.create(g_config, identity);
-    if (ok && !g_live.attach(g_writer.live_slots(), g_writer.header()->live_capacity)) {
+    if (ok &&
+        !g_live.attach(g_writer.live_marks(), g_writer.live_slots(), g_writer.header()->live_capacity)) {
         warn("cannot map memory for the live-allocation index; not recording");
         ok = false;
     }
@@ -172,21 +176,27 @@ void account(const LiveSlot& slot, bool add) {
 uint32_t capture_stack() {
     if (g_config.stack_depth == 0)
         return 0;
-    uint64_t frames[kMaxStackDepthSetting];
-    uint32_t count = capture_native_stack(frames, g_config.stack_depth);
-    if (count == 0)
+    uint64_t buffer[kMaxStackDepthSetting];
+    const NativeStack stack = capture_native_stack(buffer, g_config.stack_depth);
+    if (stack.count == 0)
         return 0;
     LastStack& last = t_last_stack;
-    if (count == last.count && std::memcmp(frames, last.frames, count * sizeof(uint64_t)) == 0)
+    if (stack.repeat_serial != 0 && stack.repeat_serial == last.repeat_serial)
         return last.id;
+    if (stack.count == last.count &&
+        std::memcmp(stack.frames, last.frames, stack.count * sizeof(uint64_t)) == 0) {
+        last.repeat_serial = stack.repeat_serial;
+        return last.id;
+    }
     bool added = false;
-    uint32_t id = g_stacks.intern(frames, count, added);
+    const uint32_t id = g_stacks.intern(stack.frames, stack.count, added);
     if (added)
-        g_modules.cover(frames, count);
-    if (id != 0 && count <= kRememberedFrames) {
+        g_modules.cover(stack.frames, stack.count);
+    if (id != 0 && stack.count <= kRememberedFrames) {
         last.id = id;
-        last.count = count;
-        std::memcpy(last.frames, frames, count * sizeof(uint64_t));
+        last.count = stack.count;
+        last.repeat_serial = stack.repeat_serial;
+        std::memcpy(last.frames, stack.frames, stack.count * sizeof(uint64_t));
     }
     return id;
 }

@@ -1,5 +1,7 @@
 #include "timeline_sampler.h"
 
+#include "monotonic_clock.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -66,6 +68,7 @@ void TimelineSampler::start(TraceWriter& writer) {
 
 void* TimelineSampler::run(void* self) {
     auto* sampler = static_cast<TimelineSampler*>(self);
+    recalibrate_monotonic_clock();
     for (;;) {
         TraceWriter* writer = __atomic_load_n(&sampler->writer_, __ATOMIC_ACQUIRE);
         if (writer == nullptr || !writer->mapped())
@@ -75,6 +78,7 @@ void* TimelineSampler::run(void* self) {
                        static_cast<long>(interval % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, 0, &delay, &delay) == EINTR) {
         }
+        recalibrate_monotonic_clock();
         sampler->sample_now();
     }
 }

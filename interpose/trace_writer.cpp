@@ -1,5 +1,7 @@
 #include "trace_writer.h"
 
+#include "monotonic_clock.h"
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -55,12 +57,6 @@ void read_command_line(char* out, uint32_t capacity, uint32_t& used) {
 
 } // namespace
 
-uint64_t monotonic_ns() {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
 uint32_t current_thread_id() {
     if (t_thread_id == 0)
         t_thread_id = static_cast<uint32_t>(::syscall(SYS_gettid));
@@ -87,7 +83,7 @@ Layout compute_layout(uint64_t max_bytes) {
     place(layout.strings, share(3, 64 << 10));
     place(layout.stacks, share(20, 256 << 10));
     layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
-    place(layout.live, layout.live_capacity * sizeof(format::LiveSlot));
+    place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
     layout.notable_capacity = kNotableCapacity;
     place(layout.notable, kNotableCapacity * sizeof(EventRecord));
     layout.timeline_capacity = kTimelineCapacity;
@@ -197,8 +193,13 @@ void TraceWriter::abandon_after_fork() {
     strings_lock_.reset_after_fork();
 }
 
+format::LiveStripeMarks* TraceWriter::live_marks() const {
+    return reinterpret_cast<format::LiveStripeMarks*>(base_ + header_->live.offset);
+}
+
 format::LiveSlot* TraceWriter::live_slots() const {
-    return reinterpret_cast<format::LiveSlot*>(base_ + header_->live.offset);
+    return reinterpret_cast<format::LiveSlot*>(base_ + header_->live.offset +
+                                               sizeof(format::LiveStripeMarks));
 }
 
 format::TimelineSample* TraceWriter::timeline() const {

@@ -42,6 +42,7 @@ class TraceWriter {
     [[nodiscard]] bool mapped() const { return header_ != nullptr; }
     [[nodiscard]] const char* path() const { return path_; }
     [[nodiscard]] format::FileHeader* header() const { return header_; }
+    [[nodiscard]] format::LiveStripeMarks* live_marks() const;
     [[nodiscard]] format::LiveSlot* live_slots() const;
     [[nodiscard]] format::TimelineSample* timeline() const;
 
@@ -84,7 +85,6 @@ class TraceWriter {
     char path_[1100] = {};
 };
 
-uint64_t monotonic_ns();
 uint32_t current_thread_id();
 void forget_thread_id_after_fork();
 

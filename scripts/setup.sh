@@ -11,19 +11,37 @@ packages=(
     clang libclang-rt-dev llvm # the fuzz tier: clang, libFuzzer and the sanitizers' runtimes, llvm-symbolizer
 )
 
-missing=()
-for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]} == 0)); then
-    exit 0
-fi
+install_packages() {
+    local missing=() package
+    for package in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    if ((${#missing[@]} == 0)); then
+        return
+    fi
 
-echo "setup: installing ${missing[*]}" >&2
-sudo_if_needed=()
-if [[ $(id -u) -ne 0 ]]; then
-    sudo_if_needed=(sudo)
-fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_if_needed[@]}" apt-get update -qq
-"${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    echo "setup: installing ${missing[*]}" >&2
+    local sudo_if_needed=()
+    if [[ $(id -u) -ne 0 ]]; then
+        sudo_if_needed=(sudo)
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_if_needed[@]}" apt-get update -qq
+    "${sudo_if_needed[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# tests/python runs pytest under every CPython 3.10+ that pyenv installed (the same ones its
+# CMakeLists.txt finds); each gets pytest from PyPI unless it has it.
+install_pytest() {
+    local interpreter
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.*; do
+        [[ $interpreter =~ /versions/3\.([0-9]+)\.[0-9]+/bin/python3\.[0-9]+$ ]] || continue
+        ((BASH_REMATCH[1] >= 10)) || continue
+        "$interpreter" -c 'import pytest' 2>/dev/null && continue
+        echo "setup: installing pytest for $interpreter" >&2
+        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q pytest
+    done
+}
+
+install_packages
+install_pytest

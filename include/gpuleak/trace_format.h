@@ -5,7 +5,8 @@
 //   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
 //   strings   append-only StringRecord stream (command line pieces, marker labels)
 //   stacks    append-only StackRecord stream (each distinct call stack once)
-//   live      LiveSlot array: the exact set of live allocations, whatever happened to the ring
+//   live      LiveStripeMarks, then a LiveSlot array: the exact set of live allocations, whatever
+//             happened to the ring (see below)
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
 //   notable   EventRecord array: failures, markers and forks, kept even when the ring wraps
 //   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
@@ -14,6 +15,15 @@
 // after the record's other fields. A record whose commit word is not the expected value was in flight
 // when the process died and is ignored. Append-only streams are written in order under a lock, so a
 // reader stops at the first record that is not committed.
+//
+// The live table is split into kLiveStripes stripes of consecutive slots; stripe i holds slots
+// [live_stripe_start(live_capacity, i), live_stripe_start(live_capacity, i + 1)). The live region holds
+// LiveStripeMarks (512 bytes, so the slots stay 64-byte aligned) and then live_capacity slots; when
+// live_capacity is 0 it may hold nothing. A stripe's mark is one more than the index, within the stripe,
+// of the highest slot it has ever used (0: none): no slot at or past the mark has ever been live, so a
+// reader reads only up to the marks, not a whole table sized by GPULEAK_MAX_MB. The writer raises a mark
+// before the slot it covers turns live, so a reader that sees a slot live (also after a SIGKILL at any
+// instant) sees a mark that covers it. A mark larger than its stripe is corrupt.
 //
 // All integers are little-endian; the reader rejects files whose endian_tag does not read back.
 #pragma once
@@ -29,7 +39,7 @@ namespace gpuleak::format {
 #endif
 
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
-static const uint32_t kFormatVersion = 1;
+static const uint32_t kFormatVersion = 2; // 2: the live region starts with LiveStripeMarks
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -39,6 +49,7 @@ static const uint32_t kUnknownDeviceSlot = 17;
 static const uint32_t kKindCount = 10; // MemoryKind values are < kKindCount
 static const uint32_t kCommandLineBytes = 4096;
 static const uint32_t kMaxStackDepth = 1024;
+static const uint32_t kLiveStripes = 64;
 
 GPULEAK_FORMAT_ENUM(MemoryKind, uint8_t){
     None = 0,
@@ -198,8 +209,13 @@ struct StackRecord {
     struct RecordPrefix prefix;
     uint32_t id;           // ids start at 1 and are dense; 0 means "no stack"
     uint16_t native_count; // return addresses, innermost first
-    uint16_t python_count; // reserved for Python frames (0 in format version 1)
+    uint16_t python_count; // reserved for Python frames (0 in format versions 1 and 2)
     // followed by native_count uint64_t addresses
+};
+
+// The start of the live region: the high-water mark of each stripe of the live table (see above).
+struct LiveStripeMarks {
+    uint64_t used[64]; // kLiveStripes
 };
 
 // One slot of the live table. A slot describes a live allocation exactly when state == kSlotLive.
@@ -248,10 +264,19 @@ struct TimelineSample {
 #ifdef __cplusplus
 static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
 static_assert(sizeof(LiveSlot) == 48, "LiveSlot layout is part of the file format");
+static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && sizeof(LiveStripeMarks) % 64 == 0,
+              "the marks keep the live slots 64-byte aligned");
 static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");
 static_assert(sizeof(ModuleRecord) == 72, "ModuleRecord layout is part of the file format");
 static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file format");
 static_assert(sizeof(TimelineSample) == 240, "TimelineSample layout is part of the file format");
+
+// The first slot of live-table stripe `stripe`; stripe kLiveStripes gives the end of the table. The
+// slots are shared out as capacity * stripe / kLiveStripes would, without overflowing for any
+// capacity a corrupt header may claim.
+constexpr uint64_t live_stripe_start(uint64_t capacity, uint32_t stripe) {
+    return capacity / kLiveStripes * stripe + capacity % kLiveStripes * stripe / kLiveStripes;
+}
 
 // Which key space a kind's objects live in.
 constexpr KeySpace key_space_of(MemoryKind kind) {

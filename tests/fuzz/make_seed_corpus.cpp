@@ -167,6 +167,22 @@ TraceBuilder live_slots() {
     return builder;
 }
 
+// Stripes of two slots with every kind of mark: one that covers its live slot, one that stops short of
+// a live slot (which is then not read), and marks past the end of their stripes (read whole, with a
+// warning).
+TraceBuilder live_marks() {
+    TraceLayout layout = small_layout();
+    layout.live_capacity = 2 * format::kLiveStripes;
+    TraceBuilder builder(layout);
+    builder.set_live(0, live_slot(0x1000, format::MemoryKind::Device, 0));
+    builder.set_live(3, live_slot(0x2000, format::MemoryKind::Device, 0));
+    builder.set_live_mark(1, 1);
+    builder.set_live(5, live_slot(0x3000, format::MemoryKind::Block, 0));
+    builder.set_live_mark(2, 3);
+    builder.set_live_mark(63, ~uint64_t{0});
+    return builder;
+}
+
 // A timeline caught mid-thinning: one sample in two slots, slots out of time order.
 TraceBuilder timeline() {
     TraceLayout layout = small_layout();
@@ -242,6 +258,7 @@ int main(int argc, char** argv) {
         {"duplicate_ids", duplicate_ids().bytes()},
         {"torn_streams", torn_streams().bytes()},
         {"live_slots", live_slots().bytes()},
+        {"live_marks", live_marks().bytes()},
         {"timeline", timeline().bytes()},
         {"notable_overflow", notable_overflow().bytes()},
         {"truncated", truncated},

@@ -1,16 +1,56 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <random>
 #include <set>
 #include <vector>
 
 #include "live_table.h"
+#include "temp_dir.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
 
 using gpuleak::LiveTable;
 using gpuleak::format::KeySpace;
 using gpuleak::format::LiveSlot;
+using gpuleak::format::LiveStripeMarks;
 using gpuleak::format::MemoryKind;
 
 namespace {
+
+// The live region of a trace file in memory: the stripes' marks, then the slots.
+struct LiveRegion {
+    explicit LiveRegion(uint64_t capacity) : slots(capacity) {}
+    bool attach_to(LiveTable& table) { return table.attach(&marks, slots.data(), slots.size()); }
+
+    LiveStripeMarks marks{};
+    std::vector<LiveSlot> slots;
+};
+
+// Every live slot lies below its stripe's mark, no mark passes its stripe, and nothing past a mark was
+// ever written: what a reader that stops at the marks needs to find the whole live set.
+bool marks_cover_the_table(const LiveRegion& region) {
+    const uint64_t capacity = region.slots.size();
+    for (uint32_t stripe = 0; stripe < gpuleak::format::kLiveStripes; ++stripe) {
+        const uint64_t first = gpuleak::format::live_stripe_start(capacity, stripe);
+        const uint64_t end = gpuleak::format::live_stripe_start(capacity, stripe + 1);
+        const uint64_t used = region.marks.used[stripe];
+        if (used > end - first)
+            return false;
+        static const LiveSlot untouched{};
+        for (uint64_t slot = first + used; slot < end; ++slot)
+            if (std::memcmp(&region.slots[slot], &untouched, sizeof(LiveSlot)) != 0)
+                return false;
+    }
+    return true;
+}
+
+uint64_t marks_total(const LiveStripeMarks& marks) {
+    uint64_t total = 0;
+    for (const uint64_t used : marks.used)
+        total += used;
+    return total;
+}
 
 LiveSlot slot_of(uint64_t address, uint64_t size, MemoryKind kind = MemoryKind::Device) {
     LiveSlot slot{};
@@ -33,9 +73,9 @@ std::set<uint64_t> live_in_file(const std::vector<LiveSlot>& slots) {
 } // namespace
 
 TEST_CASE("the live table's file slots always hold exactly the live set") {
-    std::vector<LiveSlot> slots(4096);
+    LiveRegion region(4096);
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
 
     std::set<uint64_t> expected;
     for (uint64_t i = 1; i <= 1000; ++i) {
@@ -48,7 +88,7 @@ TEST_CASE("the live table's file slots always hold exactly the live set") {
         CHECK(removed.size == i);
         expected.erase(i * 512);
     }
-    CHECK(live_in_file(slots) == expected);
+    CHECK(live_in_file(region.slots) == expected);
     CHECK(table.live_count() == expected.size());
 
     LiveSlot found{};
@@ -59,9 +99,9 @@ TEST_CASE("the live table's file slots always hold exactly the live set") {
 }
 
 TEST_CASE("objects of different key spaces at one address are distinct") {
-    std::vector<LiveSlot> slots(256);
+    LiveRegion region(256);
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
     REQUIRE(table.insert(slot_of(0x1000, 4096, MemoryKind::Device), nullptr) ==
             LiveTable::InsertResult::Inserted);
     REQUIRE(table.insert(slot_of(0x1000, 256, MemoryKind::Block), nullptr) ==
@@ -79,21 +119,21 @@ TEST_CASE("objects of different key spaces at one address are distinct") {
 }
 
 TEST_CASE("an address allocated again without a seen free replaces the old object") {
-    std::vector<LiveSlot> slots(256);
+    LiveRegion region(256);
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
     REQUIRE(table.insert(slot_of(0x2000, 10), nullptr) == LiveTable::InsertResult::Inserted);
     LiveSlot replaced{};
     REQUIRE(table.insert(slot_of(0x2000, 20), &replaced) == LiveTable::InsertResult::Replaced);
     CHECK(replaced.size == 10);
     CHECK(table.live_count() == 1);
-    CHECK(live_in_file(slots).size() == 1);
+    CHECK(live_in_file(region.slots).size() == 1);
 }
 
 TEST_CASE("a full table refuses new objects and keeps the ones it has") {
-    std::vector<LiveSlot> slots(LiveTable::kStripes); // one slot per stripe
+    LiveRegion region(LiveTable::kStripes); // one slot per stripe
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
     uint64_t inserted = 0;
     uint64_t refused = 0;
     for (uint64_t i = 1; i <= 4 * LiveTable::kStripes; ++i) {
@@ -104,14 +144,15 @@ TEST_CASE("a full table refuses new objects and keeps the ones it has") {
     }
     CHECK(inserted <= LiveTable::kStripes);
     CHECK(refused == 4 * LiveTable::kStripes - inserted);
-    CHECK(live_in_file(slots).size() == inserted);
+    CHECK(live_in_file(region.slots).size() == inserted);
+    CHECK(marks_cover_the_table(region));
     CHECK(table.live_count() == inserted);
 }
 
 TEST_CASE("heavy churn stays exact (tombstones are rebuilt away)") {
-    std::vector<LiveSlot> slots(2048);
+    LiveRegion region(2048);
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
     std::set<uint64_t> expected;
     for (uint64_t i = 0; i < 200000; ++i) {
         uint64_t address = 0x10000 + (i % 5000) * 256 + (i / 5000) * 0x10000000;
@@ -126,13 +167,14 @@ TEST_CASE("heavy churn stays exact (tombstones are rebuilt away)") {
             expected.clear();
         }
     }
-    CHECK(live_in_file(slots) == expected);
+    CHECK(live_in_file(region.slots) == expected);
+    CHECK(marks_cover_the_table(region));
 }
 
 TEST_CASE("a range release finds every mapping inside it") {
-    std::vector<LiveSlot> slots(1024);
+    LiveRegion region(1024);
     LiveTable table;
-    REQUIRE(table.attach(slots.data(), slots.size()));
+    REQUIRE(region.attach_to(table));
     for (uint64_t i = 0; i < 8; ++i)
         REQUIRE(table.insert(slot_of(0x40000000 + i * 0x200000, 0x200000, MemoryKind::VmmMapping), nullptr) ==
                 LiveTable::InsertResult::Inserted);
@@ -142,4 +184,80 @@ TEST_CASE("a range release finds every mapping inside it") {
         order.push_back(removed.address);
     CHECK(order == std::vector<uint64_t>{0x40200000, 0x40400000, 0x40600000});
     CHECK(table.live_count() == 5);
+}
+
+TEST_CASE("the stripes' marks cover every live slot through frees and reuse") {
+    LiveRegion region(4096);
+    LiveTable table;
+    REQUIRE(region.attach_to(table));
+    std::mt19937_64 random(42);
+    std::vector<uint64_t> live;
+    for (int step = 0; step < 20000; ++step) {
+        // Mostly inserts while the table is small, mostly removals once it holds a quarter of its slots.
+        if (live.empty() || random() % 4096 >= live.size() * 4) {
+            const uint64_t address = (random() % (1u << 20)) * 256 + 0x100000;
+            if (table.insert(slot_of(address, 256), nullptr) == LiveTable::InsertResult::Inserted)
+                live.push_back(address);
+        } else {
+            const std::size_t victim = random() % live.size();
+            REQUIRE(table.remove(KeySpace::Pointer, live[victim], nullptr));
+            live[victim] = live.back();
+            live.pop_back();
+        }
+        if (step % 1000 == 0)
+            REQUIRE(marks_cover_the_table(region));
+    }
+    CHECK(marks_cover_the_table(region));
+    CHECK(live_in_file(region.slots) == std::set<uint64_t>(live.begin(), live.end()));
+    // The marks follow the most ever live at once, not the inserts made.
+    CHECK(marks_total(region.marks) < 4096);
+}
+
+TEST_CASE("freed slots are reused before a stripe's mark grows") {
+    LiveRegion region(1024);
+    LiveTable table;
+    REQUIRE(region.attach_to(table));
+    for (uint64_t i = 1; i <= 200; ++i)
+        REQUIRE(table.insert(slot_of(i * 4096, 1), nullptr) == LiveTable::InsertResult::Inserted);
+    const LiveStripeMarks after_first = region.marks;
+    CHECK(marks_total(after_first) == 200);
+    for (int round = 0; round < 10; ++round) {
+        for (uint64_t i = 1; i <= 200; ++i)
+            REQUIRE(table.remove(KeySpace::Pointer, i * 4096, nullptr));
+        for (uint64_t i = 1; i <= 200; ++i)
+            REQUIRE(table.insert(slot_of(i * 4096, 1), nullptr) == LiveTable::InsertResult::Inserted);
+    }
+    CHECK(std::memcmp(&region.marks, &after_first, sizeof(LiveStripeMarks)) == 0);
+    CHECK(marks_cover_the_table(region));
+}
+
+TEST_CASE("a trace file's live table is read back exactly up to the marks") {
+    TempDir dir;
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s", (dir.path() + "/trace").c_str());
+    config.max_bytes = gpuleak::kMinMaxMb << 20;
+    gpuleak::TraceWriter writer;
+    REQUIRE(writer.create(config, {4242, 1, ""}));
+    LiveTable table;
+    REQUIRE(table.attach(writer.live_marks(), writer.live_slots(), writer.header()->live_capacity));
+    std::set<uint64_t> expected;
+    for (uint64_t i = 1; i <= 3000; ++i) {
+        REQUIRE(table.insert(slot_of(i * 512, i), nullptr) == LiveTable::InsertResult::Inserted);
+        expected.insert(i * 512);
+    }
+    for (uint64_t i = 1; i <= 3000; i += 2) {
+        REQUIRE(table.remove(KeySpace::Pointer, i * 512, nullptr));
+        expected.erase(i * 512);
+    }
+    for (uint64_t i = 3001; i <= 3500; ++i) {
+        REQUIRE(table.insert(slot_of(i * 512, i), nullptr) == LiveTable::InsertResult::Inserted);
+        expected.insert(i * 512);
+    }
+    const gpuleak::analyzer::TraceReader trace = gpuleak::analyzer::TraceReader::open(writer.path());
+    std::set<uint64_t> read_back;
+    for (const auto& allocation : trace.live_allocations().allocations)
+        read_back.insert(allocation.address);
+    CHECK(read_back == expected);
+    CHECK(trace.warnings().empty());
+    CHECK(marks_total(*writer.live_marks()) == 3000);
 }

@@ -102,3 +102,36 @@ TEST_CASE("how the process ended: exit code or fatal signal or no record after S
     CHECK(killed.header().end.state == gpuleak::format::EndState::Running);
     CHECK(live_of(killed) == std::map<uint64_t, uint64_t>{{0x5000, 50}});
 }
+
+TEST_CASE("a process killed after frees and reuse leaves its whole live set below the marks") {
+    TempDir dir;
+    start_recording_into(dir);
+    // Frees make room that later allocations reuse, so the marks cover fewer slots than were allocated.
+    const auto expected = [] {
+        std::map<uint64_t, uint64_t> live;
+        for (uint64_t i = 1; i <= 2000; ++i)
+            live[i * 0x1000] = i;
+        for (uint64_t i = 1; i <= 2000; i += 2)
+            live.erase(i * 0x1000);
+        for (uint64_t i = 2001; i <= 2700; ++i)
+            live[i * 0x1000] = i;
+        return live;
+    }();
+    pid_t child = fork();
+    if (child == 0) {
+        for (uint64_t i = 1; i <= 2000; ++i)
+            gpuleak::record_alloc(device_allocation(i * 0x1000, i));
+        for (uint64_t i = 1; i <= 2000; i += 2)
+            gpuleak::record_free(KeySpace::Pointer, i * 0x1000, 0, 0);
+        for (uint64_t i = 2001; i <= 2700; ++i)
+            gpuleak::record_alloc(device_allocation(i * 0x1000, i));
+        raise(SIGKILL);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    TraceReader killed = TraceReader::open(dir.path() + "/trace." + std::to_string(child));
+    CHECK(live_of(killed) == expected);
+    CHECK(killed.live_allocations().invalid_slots == 0);
+    CHECK(killed.warnings().empty());
+}

@@ -64,7 +64,7 @@ TEST_CASE("streaming thinning keeps what sorting and thinning all points keeps")
             all.insert(all.end(), points.samples.begin(), points.samples.end());
             StreamingThinner thinner(all.size(), points.samples);
             for (const TimelinePoint& point : points.ring)
-                REQUIRE(thinner.add(point));
+                REQUIRE(thinner.add(point.time_ns, point.reserved, point.allocated));
             const auto streamed = thinner.finish();
             REQUIRE(streamed);
             CHECK(same(*streamed, sort_and_thin(all, points.ring.size())));
@@ -78,14 +78,14 @@ TEST_CASE("streaming thinning gives up on points out of order or of another coun
     const size_t total = points.ring.size() + points.samples.size();
     SECTION("a replay point newer than the one before") {
         StreamingThinner thinner(total, points.samples);
-        CHECK(thinner.add({10, 0, 0, {}}));
-        CHECK_FALSE(thinner.add({11, 0, 0, {}}));
+        CHECK(thinner.add(10, 0, 0));
+        CHECK_FALSE(thinner.add(11, 0, 0));
         CHECK_FALSE(thinner.finish());
     }
     for (const size_t wrong : {total - 1, total + 1}) {
         StreamingThinner thinner(wrong, points.samples);
         for (const TimelinePoint& point : points.ring)
-            thinner.add(point);
+            thinner.add(point.time_ns, point.reserved, point.allocated);
         CHECK_FALSE(thinner.finish());
     }
 }

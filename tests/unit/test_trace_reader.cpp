@@ -383,6 +383,85 @@ TEST_CASE("only well-formed live slots are live") {
     CHECK(has_warning(trace, "live table: 4 slots"));
 }
 
+namespace {
+
+// Four slots per stripe, so that a stripe can have slots past its mark (the default 16 slots leave most
+// stripes without any).
+TraceLayout four_slots_per_stripe() {
+    TraceLayout layout;
+    layout.live_capacity = 4 * format::kLiveStripes;
+    return layout;
+}
+
+} // namespace
+
+TEST_CASE("live slots are read only up to their stripe's mark") {
+    TraceBuilder builder(four_slots_per_stripe());
+    builder.set_live(0, live_slot(0x1000, 1, format::MemoryKind::Device, 0));
+    builder.set_live(2, live_slot(0x2000, 1, format::MemoryKind::Device, 0));
+    builder.set_live(4 * 7 + 3, live_slot(0x3000, 1, format::MemoryKind::Device, 0));
+    builder.set_live(4 * 9 + 1, live_slot(0x4000, 1, format::MemoryKind::Device, 0));
+    CHECK(builder.live_mark(0) == 3);
+    CHECK(builder.live_mark(7) == 4);
+    CHECK(builder.live_mark(9) == 2);
+    // Past the marks: slot 2 of stripe 0, all of stripe 9. The writer never leaves a live slot there, so
+    // whatever is there was never live.
+    builder.set_live_mark(0, 2);
+    builder.set_live_mark(9, 0);
+    const TraceReader trace = parse(builder.bytes());
+    std::vector<uint64_t> live;
+    for (const auto& allocation : trace.live_allocations().allocations)
+        live.push_back(allocation.address);
+    CHECK(live == std::vector<uint64_t>{0x1000, 0x3000});
+    CHECK(trace.live_allocations().invalid_slots == 0);
+    CHECK(trace.warnings().empty());
+}
+
+TEST_CASE("a mark beyond its stripe is corrupt and costs a warning and the whole stripe is read") {
+    TraceBuilder builder(four_slots_per_stripe());
+    builder.set_live(4 * 5 + 3, live_slot(0x5000, 1, format::MemoryKind::Device, 0));
+    builder.set_live(4 * 6, live_slot(0x6000, 1, format::MemoryKind::Device, 0));
+    builder.set_live_mark(5, 1);
+    builder.set_live_mark(6, ~uint64_t{0});
+    builder.set_live_mark(63, 5);
+    const TraceReader trace = parse(builder.bytes());
+    std::vector<uint64_t> live;
+    for (const auto& allocation : trace.live_allocations().allocations)
+        live.push_back(allocation.address);
+    CHECK(live == std::vector<uint64_t>{0x6000});
+    CHECK(
+        has_warning(trace, "live table: stripe 6 has 4 slots, its mark says 18446744073709551615 were used"));
+    CHECK(has_warning(trace, "live table: stripe 63 has 4 slots, its mark says 5 were used"));
+}
+
+TEST_CASE("stripes follow the capacity and hold every slot once") {
+    for (const uint64_t capacity : {uint64_t{0}, uint64_t{1}, uint64_t{63}, uint64_t{64}, uint64_t{1000},
+                                    uint64_t{17476}, ~uint64_t{0} / 48}) {
+        CAPTURE(capacity);
+        CHECK(format::live_stripe_start(capacity, 0) == 0);
+        CHECK(format::live_stripe_start(capacity, format::kLiveStripes) == capacity);
+        for (uint32_t stripe = 0; stripe < format::kLiveStripes; ++stripe) {
+            const uint64_t slots =
+                format::live_stripe_start(capacity, stripe + 1) - format::live_stripe_start(capacity, stripe);
+            CHECK(slots >= capacity / format::kLiveStripes);
+            CHECK(slots <= capacity / format::kLiveStripes + 1);
+            if (capacity < (uint64_t{1} << 32))
+                CHECK(format::live_stripe_start(capacity, stripe) ==
+                      capacity * stripe / format::kLiveStripes);
+        }
+    }
+}
+
+TEST_CASE("a trace cut inside its stripe marks has no live slots") {
+    TraceBuilder builder;
+    builder.set_live(3, live_slot(0xa000, 8192, format::MemoryKind::Device, 0));
+    std::vector<std::byte> bytes = builder.bytes();
+    bytes.resize(builder.header().live.offset + 100);
+    const TraceReader trace = parse(bytes);
+    CHECK(trace.live_allocations().allocations.empty());
+    CHECK(has_warning(trace, "truncated: region 'live' has 100 of its"));
+}
+
 TEST_CASE("notable events beyond capacity are dropped and torn ones counted") {
     TraceBuilder builder;
     for (uint64_t i = 0; i < 6; ++i)
@@ -536,7 +615,11 @@ TEST_CASE("header validation") {
     std::string message;
     SECTION("future version") {
         header.format_version = 7;
-        message = "format version 7 is newer than this reader (1)";
+        message = "format version 7 is newer than this reader (2)";
+    }
+    SECTION("version 1 whose live region has no marks") {
+        header.format_version = 1;
+        message = "unsupported format version 1";
     }
     SECTION("version 0") {
         header.format_version = 0;
@@ -581,6 +664,14 @@ TEST_CASE("header validation") {
     SECTION("huge capacity") {
         header.timeline_capacity = ~uint64_t{0};
         message = "region 'timeline' has room for 8 records";
+    }
+    SECTION("live region without room for its marks") {
+        header.live.size = sizeof(format::LiveStripeMarks) - 64;
+        message = "region 'live' has room for 0 records, header says 16";
+    }
+    SECTION("live slots that need the marks' room") {
+        header.live_capacity = 16 + sizeof(format::LiveStripeMarks) / sizeof(format::LiveSlot);
+        message = "region 'live' has room for 16 records, header says 26";
     }
     CHECK_THROWS_WITH(parse(builder.bytes()), Catch::StartsWith("trace.bin: " + message));
 }

@@ -47,8 +47,15 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
         }
         CHECK(end <= layout.file_bytes);
         CHECK((layout.ring_capacity & (layout.ring_capacity - 1)) == 0);
-        CHECK(layout.live_capacity * sizeof(gpuleak::format::LiveSlot) <= layout.live.size);
+        CHECK(sizeof(gpuleak::format::LiveStripeMarks) +
+                  layout.live_capacity * sizeof(gpuleak::format::LiveSlot) <=
+              layout.live.size);
     }
+}
+
+TEST_CASE("the largest trace's live table fits the live table's slot indices") {
+    // LiveTable::attach refuses a larger table rather than use other stripes than the file's.
+    CHECK(gpuleak::compute_layout(gpuleak::kMaxMaxMb << 20).live_capacity <= UINT32_MAX / 4);
 }
 
 TEST_CASE("trace files are private and never overwritten and name the pid") {

@@ -38,7 +38,8 @@ class TraceBuilder {
         place(header_.modules, layout.modules_bytes);
         place(header_.strings, layout.strings_bytes);
         place(header_.stacks, layout.stacks_bytes);
-        place(header_.live, layout.live_capacity * sizeof(format::LiveSlot));
+        place(header_.live,
+              sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
         place(header_.ring, layout.ring_capacity * sizeof(format::EventRecord));
         place(header_.notable, layout.notable_capacity * sizeof(format::EventRecord));
         place(header_.timeline, layout.timeline_capacity * sizeof(format::TimelineSample));
@@ -94,9 +95,26 @@ class TraceBuilder {
                       frames.size() * sizeof(uint64_t));
     }
 
+    // Raises the mark of the slot's stripe to cover it, as the writer does (a slot past the capacity
+    // belongs to no stripe).
     void set_live(uint64_t slot, const format::LiveSlot& record) {
-        put(header_.live.offset + slot * sizeof(record), record);
+        put(header_.live.offset + sizeof(format::LiveStripeMarks) + slot * sizeof(record), record);
+        if (slot >= header_.live_capacity)
+            return;
+        uint32_t stripe = 0;
+        while (format::live_stripe_start(header_.live_capacity, stripe + 1) <= slot)
+            ++stripe;
+        const uint64_t used = slot - format::live_stripe_start(header_.live_capacity, stripe) + 1;
+        if (used > live_mark(stripe))
+            set_live_mark(stripe, used);
     }
+
+    [[nodiscard]] uint64_t live_mark(uint32_t stripe) const {
+        uint64_t used = 0;
+        std::memcpy(&used, file_.data() + live_mark_offset(stripe), sizeof(used));
+        return used;
+    }
+    void set_live_mark(uint32_t stripe, uint64_t used) { put(live_mark_offset(stripe), used); }
 
     // Claims the next sequence number and commits the event into its ring slot; returns the slot's offset.
     uint64_t append_event(format::EventRecord record) {
@@ -131,6 +149,10 @@ class TraceBuilder {
     }
 
   private:
+    [[nodiscard]] uint64_t live_mark_offset(uint32_t stripe) const {
+        return header_.live.offset + offsetof(format::LiveStripeMarks, used) + stripe * sizeof(uint64_t);
+    }
+
     void end(format::EndState state, int32_t code, int32_t signal, uint64_t time_ns) {
         header_.end_state = static_cast<uint32_t>(state);
         header_.exit_code = code;

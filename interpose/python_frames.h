@@ -1,0 +1,23 @@
+// The calling thread's Python stack, read from inside an allocation hook without the GIL.
+//
+// The calling thread is inside a C call, so its own frame chain cannot change while the walk runs and
+// every frame and code object on it stays alive: the walk is plain memory reads (no GIL, no Python
+// object allocated, no reference count touched, nothing that can run Python code), as CPython's
+// faulthandler does. Cost: a thread-local read, then a few loads a frame.
+#pragma once
+
+#include <cstddef>
+
+#include "gpuleak/python_frame.h"
+
+namespace gpuleak {
+
+// Fills `out` with up to `max` frames of the calling thread's Python stack, innermost first: with a
+// deeper stack the innermost `max` are kept. The interpreter's own entry frames are left out, so the
+// frames are those of traceback.extract_stack() at the same point, in reverse. Returns the count: 0
+// without a (supported) Python in the process, in threads that never ran Python, before the
+// interpreter starts and after it ends, and in threads other than the finalizing one while the
+// interpreter finalizes.
+size_t capture_python_frames(PythonFrame* out, size_t max);
+
+} // namespace gpuleak

@@ -1,0 +1,159 @@
+"""The C API of libgpuleak.so, reached through the process image it was preloaded into.
+
+libgpuleak.so is never loaded from here: its functions are looked up once, at import, with
+``ctypes.PyDLL(None)`` (``dlsym`` on the program's global scope, which holds every ``LD_PRELOAD``ed
+library). When they are absent every function here returns at once after one check of a module global.
+
+The functions are called through ``PyDLL``: they keep the GIL, which costs less than releasing and
+taking it again for calls this short, and a marker is recorded before ``mark()`` returns, in the order
+the Python code ran (the recorder never waits for the GIL, so holding it cannot deadlock).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from contextlib import ContextDecorator
+from typing import Optional
+
+# The C side copies at most this many bytes of a label.
+MAX_LABEL_BYTES = 1023
+
+
+def _resolve():
+    if not sys.platform.startswith("linux"):
+        return None, None, None
+    try:
+        image = ctypes.PyDLL(None)
+        mark_fn = image.gpuleak_mark
+        active_fn = image.gpuleak_active
+        path_fn = image.gpuleak_trace_path
+    except (OSError, AttributeError):
+        return None, None, None
+    mark_fn.argtypes = [ctypes.c_char_p]
+    mark_fn.restype = None
+    active_fn.argtypes = []
+    active_fn.restype = ctypes.c_int
+    path_fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    path_fn.restype = ctypes.c_size_t
+    return mark_fn, active_fn, path_fn
+
+
+# None, None, None when libgpuleak.so is not loaded in this process.
+_mark, _active, _trace_path = _resolve()
+
+
+def loaded() -> bool:
+    """True when libgpuleak.so is loaded in this process (whether or not it could open a trace)."""
+    return _mark is not None
+
+
+def encode_label(label) -> bytes:
+    """The bytes handed to gpuleak_mark: UTF-8, cut at a character boundary to what the C side keeps."""
+    if isinstance(label, (bytes, bytearray)):
+        data = bytes(label)
+    else:
+        data = str(label).encode("utf-8", "backslashreplace")
+        if len(data) > MAX_LABEL_BYTES:
+            data = data[:MAX_LABEL_BYTES].decode("utf-8", "ignore").encode("utf-8")
+    return data
+
+
+def mark(label) -> None:
+    """Records a marker with this label in the trace, at this moment.
+
+    ``gpuleak-report`` groups growth by the intervals between markers and says between which markers
+    leaked memory was allocated. ``label`` is any object (``str()`` is taken) or bytes; it is stored as
+    UTF-8, up to 1023 bytes (longer labels are cut at a character boundary) and up to a NUL character.
+    Thread-safe. Without libgpuleak.so loaded, it does nothing (the label is not even formatted).
+    The first marker of a process that has not touched CUDA yet creates its trace file.
+    """
+    if _mark is None:
+        return
+    _mark(encode_label(label))
+
+
+class phase(ContextDecorator):
+    """``with gpuleak.phase("epoch 3"):`` marks the start and the end of a block in the trace.
+
+    Entering records the marker ``"epoch 3"``, leaving records ``"end of epoch 3"``; a block left by an
+    exception records ``"end of epoch 3 (raised ValueError)"`` instead (the exception propagates).
+    Also usable as a decorator, ``@gpuleak.phase("validation")``, marking each call. Phases may nest
+    and the object may be reused. ``__enter__`` returns the phase object, whose ``label`` is the start
+    label. Without libgpuleak.so loaded, it does nothing.
+    """
+
+    __slots__ = ("label",)
+
+    def __init__(self, label):
+        self.label = label
+
+    def __enter__(self) -> "phase":
+        if _mark is not None:
+            _mark(encode_label(self.label))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if _mark is not None:
+            label = self.label
+            if isinstance(label, (bytes, bytearray)):
+                label = label.decode("utf-8", "backslashreplace")
+            label = str(label)
+            if exc_type is None:
+                _mark(encode_label("end of " + label))
+            else:
+                _mark(encode_label("end of %s (raised %s)" % (label, exc_type.__name__)))
+        return False
+
+    def __repr__(self) -> str:
+        return "gpuleak.phase(%r)" % (self.label,)
+
+
+def active() -> bool:
+    """True when libgpuleak.so is loaded in this process and recording into a trace file.
+
+    False without the library, or when it could not create its trace file (read-only directory, disk
+    full). Asking starts the recording if nothing did yet, so a process that asks has a trace file.
+    """
+    if _active is None:
+        return False
+    return _active() != 0
+
+
+def trace_path() -> Optional[str]:
+    """The path of this process's trace file, as given to the library (relative to the working
+    directory the process had when it created the file, if ``GPULEAK_OUTPUT`` was relative), or None
+    when libgpuleak.so is not loaded or not recording. Asking starts the recording if nothing did yet.
+    """
+    if _trace_path is None:
+        return None
+    capacity = 4096
+    while True:
+        buffer = ctypes.create_string_buffer(capacity)
+        length = _trace_path(buffer, capacity)
+        if length == 0:
+            return None
+        if length < capacity:
+            return os.fsdecode(buffer.value)
+        capacity = length + 1
+
+
+def library_path() -> Optional[str]:
+    """The file libgpuleak.so was loaded from, read from /proc/self/maps; None when not loaded."""
+    if _mark is None:
+        return None
+    address = ctypes.cast(_mark, ctypes.c_void_p).value or 0
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) < 6:
+                    continue
+                start, _, end = fields[0].partition(b"-")
+                if int(start, 16) <= address < int(end, 16):
+                    path = fields[5].strip()
+                    return os.fsdecode(path) if path.startswith(b"/") else None
+    except (OSError, ValueError):
+        pass
+    return None

@@ -1,0 +1,135 @@
+"""Running ``gpuleak-report --format json`` on a trace, and the one-line summary of its answer.
+
+gpuleak-report is looked for, in this order: the file named by the environment variable
+``GPULEAK_REPORT``; beside the loaded libgpuleak.so (the same directory, ``../bin``, or ``../analyzer``
+as in a build tree), which is the version that wrote the trace; then ``gpuleak-report`` on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from typing import Optional, Tuple
+
+from . import _native
+
+REPORT_TIMEOUT_S = 600
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_report() -> Tuple[Optional[str], str]:
+    """(path of gpuleak-report, "") or (None, why it was not found)."""
+    named = os.environ.get("GPULEAK_REPORT")
+    if named:
+        if _executable(named):
+            return named, ""
+        return None, "GPULEAK_REPORT=%s is not an executable file" % named
+    library = _native.library_path()
+    if library:
+        directory = os.path.dirname(library)
+        for candidate in (
+            os.path.join(directory, "gpuleak-report"),
+            os.path.join(directory, os.pardir, "bin", "gpuleak-report"),
+            os.path.join(directory, os.pardir, "analyzer", "gpuleak-report"),
+        ):
+            if _executable(candidate):
+                return os.path.normpath(candidate), ""
+    on_path = shutil.which("gpuleak-report")
+    if on_path:
+        return on_path, ""
+    return None, "gpuleak-report not found (set GPULEAK_REPORT, or put it on PATH)"
+
+
+def _environment_without_preload():
+    """This environment minus libgpuleak.so in LD_PRELOAD: the report itself is not to be recorded."""
+    environment = dict(os.environ)
+    preload = environment.get("LD_PRELOAD")
+    if preload is not None:
+        kept = [entry for entry in preload.replace(":", " ").split() if "gpuleak" not in os.path.basename(entry)]
+        if kept:
+            environment["LD_PRELOAD"] = " ".join(kept)
+        else:
+            del environment["LD_PRELOAD"]
+    return environment
+
+
+def run_report(trace: str) -> Tuple[Optional[dict], str]:
+    """(parsed JSON document, "") or (None, why there is none)."""
+    report, why = find_report()
+    if report is None:
+        return None, why
+    try:
+        completed = subprocess.run(
+            [report, "--format", "json", "--no-color", trace],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_environment_without_preload(),
+            timeout=REPORT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return None, "%s could not be run: %s" % (report, error)
+    if completed.returncode != 0:
+        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        return None, "%s exited with status %d%s" % (
+            report,
+            completed.returncode,
+            (": " + message[-1]) if message else "",
+        )
+    try:
+        return json.loads(completed.stdout.decode("utf-8", "replace")), ""
+    except ValueError as error:
+        return None, "%s printed no valid JSON: %s" % (report, error)
+
+
+def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[str]) -> Optional[dict]:
+    """The entry of ``document["processes"]`` for this pid (or this trace file)."""
+    if not document:
+        return None
+    processes = document.get("processes") or []
+    for process in processes:
+        if pid is not None and process.get("pid") == pid:
+            return process
+    if trace is not None:
+        wanted = os.path.realpath(trace)
+        for process in processes:
+            if process.get("trace") and os.path.realpath(process["trace"]) == wanted:
+                return process
+    return processes[0] if len(processes) == 1 else None
+
+
+def format_bytes(count) -> str:
+    if count is None:
+        return "?"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return "%d B" % count if unit == "B" else "%.1f %s" % (value, unit)
+        value /= 1024
+    return "%d B" % count  # not reached
+
+
+def summary_line(process: dict) -> str:
+    """'peak reserved 1.5 GiB, peak allocated 1.2 GiB, 512.0 MiB reserved at the end; leak: ...'"""
+    summary = process.get("summary") or {}
+    parts = [
+        "peak reserved %s" % format_bytes(summary.get("peak_reserved_bytes")),
+        "peak allocated %s" % format_bytes(summary.get("peak_allocated_bytes")),
+        "%s still reserved at the end" % format_bytes(summary.get("final_reserved_bytes")),
+    ]
+    failed = summary.get("failed_allocations")
+    if failed:
+        parts.append("%d failed allocation%s" % (failed, "" if failed == 1 else "s"))
+    text = ", ".join(parts)
+    diagnosis = process.get("diagnosis") or {}
+    if diagnosis.get("kind"):
+        detail = " ".join(str(diagnosis.get("text") or "").split())
+        if len(detail) > 160:
+            detail = detail[:157].rstrip() + "..."
+        text += "; %s%s" % (diagnosis["kind"], (": " + detail) if detail else "")
+    return text

@@ -1,0 +1,58 @@
+"""Functions that test_gpuleak_package.py runs through gpuleak.isolated: they must be importable by
+name in the child, so they live in a module of their own."""
+
+import ctypes
+import os
+import signal
+
+
+def double(value, *, plus=0):
+    return 2 * value + plus
+
+
+def describe_process():
+    return {"pid": os.getpid(), "ld_preload": os.environ.get("LD_PRELOAD")}
+
+
+def fail(message):
+    raise ValueError(message)
+
+
+class TwoArgumentError(Exception):
+    """Pickle rebuilds an exception from its args: this one cannot come back as itself."""
+
+    def __init__(self, code, detail):
+        super().__init__("code %d" % code)
+        self.detail = detail
+
+
+def fail_unpicklably():
+    raise TwoArgumentError(7, "detail")
+
+
+def return_unpicklable():
+    return lambda: None
+
+
+def kill_self():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def exit_hard(status):
+    os._exit(status)
+
+
+def cudart():
+    return ctypes.CDLL(os.path.join(os.environ["GPULEAK_TEST_SIMDEVICE_DIR"], "libcudart.so.13"))
+
+
+def leak(size):
+    """cudaMalloc on the simulated device, never freed: returns the device address."""
+    runtime = cudart()
+    runtime.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    runtime.cudaMalloc.restype = ctypes.c_int
+    pointer = ctypes.c_void_p()
+    status = runtime.cudaMalloc(ctypes.byref(pointer), size)
+    if status != 0:
+        raise RuntimeError("cudaMalloc(%d) failed with %d" % (size, status))
+    return pointer.value

@@ -1,0 +1,398 @@
+"""The gpuleak Python package (python/gpuleak), on the interpreter running pytest.
+
+Without libgpuleak.so (this pytest process): every function is a no-op and isolated() still runs the
+call in a child. With it (a child interpreter started with LD_PRELOAD=libgpuleak.so on the simulated
+device): markers reach the trace, and isolated() hands back the child's own trace and its report.
+ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt), with
+GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_REPORT and GPULEAK_TEST_DUMP naming the
+build's files; the tests that need them skip when they are not set.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PACKAGE_DIR = HERE.parent.parent / "python"
+sys.path.insert(0, str(PACKAGE_DIR))
+
+import gpuleak  # noqa: E402
+import gpuleak_package_targets as targets  # noqa: E402
+from gpuleak import _native, _report  # noqa: E402
+
+BUILD_FILES = ("GPULEAK_TEST_LIBRARY", "GPULEAK_TEST_SIMDEVICE_DIR", "GPULEAK_TEST_REPORT", "GPULEAK_TEST_DUMP")
+
+
+def build_file(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set (ctest sets it)" % name)
+    return value
+
+
+# ---- Without the library ------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def library_not_loaded(request):
+    if "preloaded" not in request.node.name and _native.loaded():
+        pytest.skip("libgpuleak.so is loaded into the pytest process itself")
+
+
+def test_functions_are_no_ops_without_the_library(capfd):
+    assert gpuleak.active() is False
+    assert gpuleak.trace_path() is None
+    assert gpuleak.mark("epoch 3") is None
+    assert gpuleak.mark(object()) is None
+    with gpuleak.phase("epoch 3") as entered:
+        assert entered.label == "epoch 3"
+
+    @gpuleak.phase("decorated")
+    def decorated(value):
+        return value + 1
+
+    assert decorated(1) == 2
+    with pytest.raises(KeyError):
+        with gpuleak.phase("failing"):
+            raise KeyError("propagates")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_isolated_returns_without_the_library(capfd):
+    assert gpuleak.isolated(targets.double, 20, plus=2) == 42
+    run = gpuleak.last_isolated()
+    assert run.returned and run.exitcode == 0
+    assert run.pid is not None and run.pid != os.getpid()
+    assert run.trace_path is None and run.report is None and run.process is None
+    assert "not recorded" in run.summary
+    assert "libgpuleak.so is not loaded" in run.report_error
+    assert capfd.readouterr().out == ""
+
+
+def test_isolated_runs_in_a_fresh_process():
+    child = gpuleak.isolated(targets.describe_process)
+    assert child["pid"] != os.getpid()
+    assert child["pid"] == gpuleak.last_isolated().pid
+
+
+def test_isolated_reraises_the_exception_with_the_child_traceback():
+    with pytest.raises(ValueError, match="^boom in the child$") as raised:
+        gpuleak.isolated(targets.fail, "boom in the child")
+    cause = raised.value.__cause__
+    assert isinstance(cause, gpuleak.ChildTraceback)
+    assert "in fail" in cause.text and "ValueError: boom in the child" in cause.text
+    assert "_child_main" not in cause.text  # the traceback starts in fn
+    run = gpuleak.last_isolated()
+    assert not run.returned and run.exitcode == 0 and ("pid %d" % run.pid) in cause.text
+
+
+def test_an_exception_pickle_cannot_rebuild_comes_back_as_isolated_error():
+    with pytest.raises(gpuleak.IsolatedError, match="TwoArgumentError: code 7") as raised:
+        gpuleak.isolated(targets.fail_unpicklably)
+    assert raised.value.run is gpuleak.last_isolated()
+    assert "TwoArgumentError" in raised.value.__cause__.text
+
+
+def test_an_unpicklable_function_is_refused_before_starting():
+    with pytest.raises(TypeError, match="importable by name"):
+        gpuleak.isolated(lambda: 1)
+
+    def local():
+        return 1
+
+    with pytest.raises(TypeError, match="importable by name"):
+        gpuleak.isolated(local)
+    with pytest.raises(TypeError, match="picklable"):
+        gpuleak.isolated(targets.double, lambda: 2)
+
+
+def test_an_unpicklable_result_is_an_isolated_error():
+    with pytest.raises(gpuleak.IsolatedError, match="cannot be pickled back"):
+        gpuleak.isolated(targets.return_unpicklable)
+
+
+def test_a_child_killed_by_a_signal_is_an_isolated_error():
+    with pytest.raises(gpuleak.IsolatedError, match="killed by SIGKILL") as raised:
+        gpuleak.isolated(targets.kill_self)
+    assert raised.value.run.exitcode == -signal.SIGKILL
+    assert not raised.value.run.returned
+
+
+def test_a_child_that_exits_without_returning_is_an_isolated_error():
+    with pytest.raises(gpuleak.IsolatedError, match="exited with status 3"):
+        gpuleak.isolated(targets.exit_hard, 3)
+    assert gpuleak.last_isolated().exitcode == 3
+
+
+def test_labels_are_cut_at_a_character_boundary():
+    assert _native.encode_label("epoch 3") == b"epoch 3"
+    assert _native.encode_label(3) == b"3"
+    assert _native.encode_label(b"raw") == b"raw"
+    cut = _native.encode_label("é" * 600)
+    assert len(cut) == 1022 and cut.decode("utf-8") == "é" * 511
+
+
+def test_summary_line_from_a_report_entry():
+    process = {
+        "summary": {"peak_reserved_bytes": 3 << 30, "peak_allocated_bytes": 1536 << 20, "final_reserved_bytes": 0},
+        "diagnosis": {"kind": "stable", "text": "No sign of a leak."},
+    }
+    assert _report.summary_line(process) == (
+        "peak reserved 3.0 GiB, peak allocated 1.5 GiB, 0 B still reserved at the end; stable: No sign of a leak."
+    )
+
+
+def wheel_capable_setuptools():
+    """"sdist": setuptools only; "wheel": setuptools that can build wheels offline; None: neither."""
+    try:
+        import setuptools
+    except ImportError:
+        return None
+    try:
+        if tuple(int(part) for part in setuptools.__version__.split(".")[:2]) >= (70, 1):
+            return "wheel"
+        import wheel  # noqa: F401
+
+        return "wheel"
+    except (ImportError, ValueError):
+        return "sdist"
+
+
+def test_the_package_builds_and_installs_without_a_compiler(tmp_path):
+    # Offline and without build isolation (a plain `pip install ./python` fetches setuptools and wheel
+    # from PyPI when the interpreter lacks them), on a copy: no build files land in the source tree.
+    capability = wheel_capable_setuptools()
+    if capability is None:
+        pytest.skip("setuptools is not installed for this interpreter")
+    source = tmp_path / "source"
+    shutil.copytree(PACKAGE_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    environment = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", CC="/bin/false", CXX="/bin/false")
+    files = ["gpuleak/__init__.py", "gpuleak/_isolated.py", "gpuleak/_native.py", "gpuleak/_report.py",
+             "gpuleak/py.typed"]
+    if capability == "sdist":
+        built = subprocess.run(
+            [sys.executable, "-c", "import sys; from setuptools import build_meta; "
+             "print(build_meta.build_sdist(sys.argv[1]))", str(tmp_path)],
+            check=True, env=environment, cwd=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            universal_newlines=True,
+        ).stdout.split()[-1]
+        import tarfile
+
+        with tarfile.open(tmp_path / built) as archive:
+            names = archive.getnames()
+        assert built == "gpuleak-0.1.0.tar.gz"
+        assert all("gpuleak-0.1.0/" + name in names for name in files)
+        return
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
+         "--target", str(target), str(source)],
+        check=True, env=environment, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", "import gpuleak; print(gpuleak.__file__, gpuleak.active())"],
+        check=True, env=dict(os.environ, PYTHONPATH=str(target)), cwd=tmp_path, stdout=subprocess.PIPE,
+        universal_newlines=True,
+    ).stdout.split()
+    assert found == [str(target / "gpuleak" / "__init__.py"), "False"]
+    assert all((target / name).is_file() for name in files)
+
+
+# ---- With the library preloaded -----------------------------------------------------------------
+
+SCENARIO = textwrap.dedent(
+    """\
+    import json, os, sys
+    import gpuleak
+    import gpuleak_package_targets as targets
+    from gpuleak import _report
+
+    LEAK = 3 << 20
+
+    if __name__ == "__main__":
+        out = {"pid": os.getpid(), "active": gpuleak.active(), "trace_path": gpuleak.trace_path()}
+        gpuleak.mark("first marker")
+        with gpuleak.phase("epoch 3"):
+            pass
+        try:
+            with gpuleak.phase("failing phase"):
+                raise KeyError("k")
+        except KeyError:
+            pass
+
+        @gpuleak.phase("decorated")
+        def decorated():
+            pass
+
+        decorated()
+        gpuleak.mark("\\u00e9" * 600)
+
+        address = gpuleak.isolated(targets.leak, LEAK)
+        run = gpuleak.last_isolated()
+        out["isolated"] = {
+            "address": address, "pid": run.pid, "exitcode": run.exitcode, "returned": run.returned,
+            "trace_path": run.trace_path, "process": run.process, "summary": run.summary,
+            "report_error": run.report_error, "str": str(run),
+        }
+
+        try:
+            gpuleak.isolated(targets.fail, "boom in the child")
+        except ValueError as error:
+            out["raised"] = {"type": type(error).__name__, "message": str(error),
+                             "cause": error.__cause__.text, "trace_path": gpuleak.last_isolated().trace_path}
+
+        # A recorded process whose environment lost LD_PRELOAD still gets a recorded child.
+        preload = os.environ.pop("LD_PRELOAD")
+        child = gpuleak.isolated(targets.describe_process)
+        out["without_preload"] = {"child": child, "trace_path": gpuleak.last_isolated().trace_path,
+                                  "restored": "LD_PRELOAD" in os.environ}
+        os.environ["LD_PRELOAD"] = preload
+
+        # gpuleak-report beside the library (the build tree's ../analyzer), when not named nor on PATH.
+        del os.environ["GPULEAK_REPORT"]
+        os.environ["PATH"] = "/nonexistent"
+        out["report_beside_library"] = _report.find_report()[0]
+        with open(sys.argv[1], "w") as output:
+            json.dump(out, output)
+    """
+)
+
+
+def preloaded_environment(directory):
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
+    environment.update(
+        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
+        LD_LIBRARY_PATH=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(directory / "trace.%p"),
+        GPULEAK_SIM_QUIET="1",
+        GPULEAK_QUIET="1",
+        GPULEAK_REPORT=build_file("GPULEAK_TEST_REPORT"),
+        GPULEAK_TEST_SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
+        PYTHONPATH=os.pathsep.join([str(PACKAGE_DIR), str(HERE)]),
+    )
+    return environment
+
+
+def report(trace):
+    completed = subprocess.run(
+        [build_file("GPULEAK_TEST_REPORT"), "--format", "json", str(trace)],
+        check=True, stdout=subprocess.PIPE, universal_newlines=True,
+    )
+    return json.loads(completed.stdout)
+
+
+def process_of(document, pid):
+    (entry,) = [process for process in document["processes"] if process["pid"] == pid]
+    return entry
+
+
+@pytest.fixture(scope="module")
+def preloaded(tmp_path_factory):
+    for name in BUILD_FILES:
+        build_file(name)
+    directory = tmp_path_factory.mktemp("preloaded")
+    script = directory / "scenario.py"
+    script.write_text(SCENARIO)
+    result = directory / "result.json"
+    completed = subprocess.run(
+        [sys.executable, str(script), str(result)],
+        env=preloaded_environment(directory), cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == ""  # the package never prints to stdout
+    return json.loads(result.read_text()), directory
+
+
+def test_preloaded_active_and_trace_path(preloaded):
+    out, directory = preloaded
+    assert out["active"] is True
+    assert out["trace_path"] == str(directory / ("trace.%d" % out["pid"]))
+    assert os.path.isfile(out["trace_path"])
+
+
+def test_preloaded_markers_reach_the_trace(preloaded):
+    out, _ = preloaded
+    parent = process_of(report(out["trace_path"]), out["pid"])
+    labels = [marker["label"] for marker in parent["markers"]]
+    assert labels == [
+        "first marker",
+        "epoch 3",
+        "end of epoch 3",
+        "failing phase",
+        "end of failing phase (raised KeyError)",
+        "decorated",
+        "end of decorated",
+        "\u00e9" * 511,
+    ]
+    # The same markers as the trace reader decodes them.
+    dump = json.loads(
+        subprocess.run(
+            [build_file("GPULEAK_TEST_DUMP"), "--json", out["trace_path"]],
+            check=True, stdout=subprocess.PIPE, universal_newlines=True,
+        ).stdout
+    )
+    strings = {entry["id"]: entry["text"] for entry in dump["strings"]}
+    marker_events = [event for event in dump["notable"]["events"] if event["type"] == "marker"]
+    assert [strings[event["address"]] for event in marker_events] == labels
+    assert {event["thread_id"] for event in marker_events} == {out["pid"]}
+    # The isolated children allocated; the parent did not.
+    assert parent["summary"]["peak_reserved_bytes"] == 0
+
+
+def test_preloaded_isolated_child_has_its_own_trace_with_the_leak(preloaded):
+    out, directory = preloaded
+    child = out["isolated"]
+    assert child["returned"] and child["exitcode"] == 0 and child["address"]
+    assert child["pid"] != out["pid"]
+    assert child["trace_path"] == str(directory / ("trace.%d" % child["pid"]))
+    assert child["trace_path"] != out["trace_path"] and os.path.isfile(child["trace_path"])
+    assert child["report_error"] == ""
+
+    process = child["process"]
+    assert process["pid"] == child["pid"] and process["ended"]["how"] == "exit"
+    assert process["summary"]["final_reserved_bytes"] == 3 << 20
+    assert process["summary"]["peak_reserved_bytes"] == 3 << 20
+    assert sum(leak["bytes"] for leak in process["leaks"]) == 3 << 20
+    assert [marker["label"] for marker in process["markers"]] == [
+        "isolated gpuleak_package_targets.leak",
+        "end of isolated gpuleak_package_targets.leak",
+    ]
+    # What isolated() exposes is what gpuleak-report says of that trace.
+    assert process == process_of(report(child["trace_path"]), child["pid"])
+
+    summary = child["summary"]
+    assert "\n" not in summary and summary == child["str"]
+    assert summary.startswith("gpuleak_package_targets.leak in pid %d: " % child["pid"])
+    assert "peak reserved 3.0 MiB" in summary and "3.0 MiB still reserved at the end" in summary
+    assert process["diagnosis"]["kind"] in summary and child["trace_path"] in summary
+
+
+def test_preloaded_isolated_exception_comes_back(preloaded):
+    out, _ = preloaded
+    raised = out["raised"]
+    assert raised["type"] == "ValueError" and raised["message"] == "boom in the child"
+    assert "ValueError: boom in the child" in raised["cause"]
+    assert raised["trace_path"] not in (None, out["trace_path"], out["isolated"]["trace_path"])
+    assert os.path.isfile(raised["trace_path"])
+
+
+def test_preloaded_child_records_even_when_ld_preload_was_dropped(preloaded):
+    out, _ = preloaded
+    dropped = out["without_preload"]
+    assert dropped["trace_path"] is not None and os.path.isfile(dropped["trace_path"])
+    assert "gpuleak" in dropped["child"]["ld_preload"]
+    assert dropped["restored"] is False
+
+
+def test_preloaded_report_is_found_beside_the_library(preloaded):
+    out, _ = preloaded
+    assert out["report_beside_library"] == os.path.normpath(build_file("GPULEAK_TEST_REPORT"))
