@@ -204,6 +204,12 @@ std::vector<SourceFrame> DebugModule::frames_at(uint64_t address) {
     return frames;
 }
 
+void DebugModule::read_debug_info() {
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getdwarf(module_, &bias) == nullptr && symbols_ == nullptr)
+        symbols_ = std::make_unique<SymbolTable>(module_);
+}
+
 const UnitScopes& DebugModule::scopes_of(Dwarf_Die* unit) {
     auto found = units_.find(dwarf_dieoffset(unit));
     if (found == units_.end())

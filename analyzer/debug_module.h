@@ -47,6 +47,11 @@ class DebugModule {
     // function, file, line, inlined and symbolized; at least one frame. Requires state() == Usable.
     std::vector<SourceFrame> frames_at(uint64_t address);
 
+    // Does now the costly part of the first frames_at, whatever the address: reads the DWARF, finding
+    // and decompressing separate debug info, or, for a module without any, the symbol table it is then
+    // named from. Requires state() == Usable.
+    void read_debug_info();
+
   private:
     // Reports `file` to a fresh libdwfl session, as module_; on failure says why in open_error_.
     bool open(const std::string& file, uint64_t load_address);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "live_objects.h"
+#include "site_keys.h"
 #include "timeline_thinning.h"
 
 namespace gpuleak::analyzer {
@@ -113,20 +114,36 @@ uint64_t end_time(const TraceReader& trace) {
     return latest;
 }
 
-std::vector<LiveSiteAt> top_sites(const LiveObjects& objects) {
-    std::unordered_map<uint32_t, LiveSiteAt> by_stack;
+// A site is shown with the stack of its own that holds the most bytes (the lowest id of those that tie,
+// for an order that does not depend on hash tables).
+uint32_t largest_stack(const std::map<uint32_t, uint64_t>& bytes_by_stack) {
+    auto largest = bytes_by_stack.begin();
+    for (auto it = bytes_by_stack.begin(); it != bytes_by_stack.end(); ++it)
+        if (it->second > largest->second)
+            largest = it;
+    return largest->first;
+}
+
+std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SiteKeys& site_keys) {
+    struct Held {
+        LiveSiteAt site;
+        std::map<uint32_t, uint64_t> bytes_by_stack;
+    };
+    std::unordered_map<uint64_t, Held> by_site;
     objects.for_each([&](const LiveObject& object) {
         if (!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block)
             return;
-        LiveSiteAt& site = by_stack[object.stack_id];
-        site.stack_id = object.stack_id;
-        site.bytes += object.size;
-        ++site.count;
+        Held& held = by_site[site_keys.of(object.stack_id)];
+        held.site.bytes += object.size;
+        ++held.site.count;
+        held.bytes_by_stack[object.stack_id] += object.size;
     });
     std::vector<LiveSiteAt> sites;
-    sites.reserve(by_stack.size());
-    for (const auto& [stack, site] : by_stack)
-        sites.push_back(site);
+    sites.reserve(by_site.size());
+    for (auto& [key, held] : by_site) {
+        held.site.stack_id = largest_stack(held.bytes_by_stack);
+        sites.push_back(held.site);
+    }
     // Equal bytes by stack id: the order must not depend on the order of the hash tables.
     std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
@@ -156,27 +173,29 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     return markers;
 }
 
-void find_leak_sites(const TraceReader& trace, ProcessModel& model) {
+void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
     struct Accumulated {
         LeakSite site;
         std::map<MemoryKind, uint64_t> bytes_by_kind;
+        std::map<uint32_t, uint64_t> bytes_by_stack;
         std::vector<uint64_t> times;
     };
-    std::unordered_map<uint32_t, Accumulated> by_stack;
+    std::unordered_map<uint64_t, Accumulated> by_site;
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         // Address space is not memory, and a mapping only shows physical memory counted already.
         if (allocation.kind == MemoryKind::VaReservation || allocation.kind == MemoryKind::VmmMapping)
             continue;
-        Accumulated& entry = by_stack[allocation.stack_id];
-        entry.site.stack_id = allocation.stack_id;
+        Accumulated& entry = by_site[site_keys.of(allocation.stack_id)];
+        entry.bytes_by_stack[allocation.stack_id] += allocation.size;
         entry.site.bytes += allocation.size;
         ++entry.site.count;
         entry.bytes_by_kind[allocation.kind] += allocation.size;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
     }
     const double duration_s = seconds_of(model.duration_ns);
-    for (auto& [stack, entry] : by_stack) {
+    for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
+        site.stack_id = largest_stack(entry.bytes_by_stack);
         site.kind =
             std::max_element(entry.bytes_by_kind.begin(), entry.bytes_by_kind.end(), [](auto& a, auto& b) {
                 return a.second < b.second;
@@ -217,8 +236,8 @@ using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummar
 // nothing when add_point stopped the replay.
 template <class AddPoint>
 std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
-                                       FailuresByTimeSize& failures_by_time_size, Totals& totals,
-                                       AddPoint&& add_point) {
+                                       const SiteKeys& site_keys, FailuresByTimeSize& failures_by_time_size,
+                                       Totals& totals, AddPoint&& add_point) {
     LiveObjects objects(trace.live_allocations().allocations.size());
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
@@ -246,7 +265,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             auto failure = failures_by_time_size.find({event.time_ns, event.size});
             if (failure != failures_by_time_size.end()) {
                 failure->second->reserved_then = totals.reserved_on(event.device);
-                failure->second->top_sites_then = top_sites(objects);
+                failure->second->top_sites_then = top_sites(objects, site_keys);
                 ++snapshots;
             }
         }
@@ -267,6 +286,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
 // front, which the ring's torn events make uncertain until it is replayed; the first replay assumes
 // none, and a second knows. Otherwise all the points are kept and then sorted and thinned.
 std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const ProcessModel& model,
+                                          const SiteKeys& site_keys,
                                           const std::vector<TimelinePoint>& samples,
                                           FailuresByTimeSize& failures_by_time_size, Totals& totals) {
     const size_t zero_point = trace.events_dropped() == 0 ? 1 : 0;
@@ -275,7 +295,7 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const Proces
         StreamingThinner thinner(expected, samples);
         totals = Totals(model.reports_blocks);
         const std::optional<size_t> produced =
-            replay_backwards(trace, model, failures_by_time_size, totals,
+            replay_backwards(trace, model, site_keys, failures_by_time_size, totals,
                              [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
                                  return thinner.add(time_ns, reserved, allocated);
                              });
@@ -288,7 +308,7 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const Proces
     std::vector<TimelinePoint> points;
     points.reserve(trace.ring_slots_present() + zero_point + samples.size());
     totals = Totals(model.reports_blocks);
-    replay_backwards(trace, model, failures_by_time_size, totals,
+    replay_backwards(trace, model, site_keys, failures_by_time_size, totals,
                      [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
                          points.push_back(TimelinePoint{time_ns, reserved, allocated, {}});
                          return true;
@@ -357,8 +377,9 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
             model.last_rss = sample.rss_bytes;
         }
     }
+    const SiteKeys site_keys(trace);
     Totals totals(model.reports_blocks);
-    model.timeline = build_timeline(trace, model, samples, failures_by_time_size, totals);
+    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
 
@@ -397,7 +418,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
         model.devices.push_back(device);
     }
 
-    find_leak_sites(trace, model);
+    find_leak_sites(trace, site_keys, model);
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
         if (model.leak_sites[i].growing)
             model.growth_sites.push_back(i);

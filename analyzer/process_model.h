@@ -1,6 +1,7 @@
 // What one process's trace says, computed once from the decoded trace: totals over time, the live
-// set at the end grouped by the call stack that made it, failures with what was live at that moment.
-// Everything the diagnosis and the renderers show comes from here; they read no trace themselves.
+// set at the end grouped by the site that made it (its call stack, or its Python stack), failures with
+// what was live at that moment. Everything the diagnosis and the renderers show comes from here; they
+// read no trace themselves.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +38,9 @@ struct Marker {
     std::string label;
 };
 
-// Live allocations at the end that share a call stack.
+// Live allocations at the end made at one site (site_keys.h): by one call stack, or by one Python stack.
 struct LeakSite {
-    uint32_t stack_id = 0;
+    uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
     format::MemoryKind kind = format::MemoryKind::None; // of the largest share of the bytes
     uint64_t bytes = 0;
     uint64_t count = 0;
@@ -55,7 +56,7 @@ struct LeakSite {
 };
 
 struct LiveSiteAt {
-    uint32_t stack_id = 0;
+    uint32_t stack_id = 0; // as LeakSite's
     uint64_t bytes = 0;
     uint64_t count = 0;
 };

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "gpuleak/python_frame.h"
+#include "gpuleak/trace_format.h"
 
 namespace gpuleak::analyzer {
 
@@ -83,11 +83,11 @@ std::optional<int32_t> line_3_11(std::span<const uint8_t> table, int32_t first_l
 
 std::optional<int32_t> python_line_at(std::span<const uint8_t> line_table, int32_t first_line,
                                       uint32_t instruction_offset, uint16_t python_version) {
-    if (python_version < gpuleak::python_version(3, 10))
+    if (python_version < format::python_version(3, 10))
         return std::nullopt;
-    if (instruction_offset == kPythonOffsetBeforeFirstInstruction)
+    if (instruction_offset == format::kPythonOffsetBeforeFirstInstruction)
         return first_line;
-    return python_version == gpuleak::python_version(3, 10)
+    return python_version == format::python_version(3, 10)
                ? line_3_10(line_table, first_line, instruction_offset)
                : line_3_11(line_table, first_line, instruction_offset);
 }

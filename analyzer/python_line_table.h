@@ -10,7 +10,7 @@
 namespace gpuleak::analyzer {
 
 // The line of the instruction `instruction_offset` bytes into the code object's bytecode (or of
-// gpuleak::kPythonOffsetBeforeFirstInstruction: `first_line`), for a line table of CPython
+// format::kPythonOffsetBeforeFirstInstruction: `first_line`), for a line table of CPython
 // `python_version` (major << 8 | minor): 3.10's (start delta, line delta) pairs, or the location table
 // of 3.11 and later. Empty where CPython has no line either (None), for an offset past the table, for a
 // table that is not well formed or a version before 3.10.

@@ -1,5 +1,7 @@
 #include "render_json.h"
 
+#include "stack_view.h"
+
 namespace gpuleak::analyzer {
 
 using nlohmann::json;
@@ -24,11 +26,13 @@ json ended_json(const ProcessEnd& end) {
     return {{"how", "killed"}, {"code", nullptr}, {"signal", nullptr}};
 }
 
-json frames_json(StackFrames& stacks, uint32_t stack_id, size_t depth) {
+// The frames the text shows: the lines that stand for frames left out have no place in a list of frames.
+json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
     json frames = json::array();
-    const auto& resolved = stacks.frames(stack_id);
-    for (size_t i = 0; i < resolved.size() && i < depth; ++i) {
-        const ReportFrame& frame = resolved[i];
+    for (const StackLine& line : stack_lines(stacks.frames(stack_id), options)) {
+        if (line.kind != StackLine::Kind::Frame)
+            continue;
+        const ReportFrame& frame = *line.frame;
         frames.push_back({{"function", frame.function},
                           {"file", frame.file},
                           {"line", frame.line},
@@ -70,7 +74,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"last_s", seconds_of(site.last_ns)},
                       {"growing", site.growing},
                       {"bytes_per_second", site.bytes_per_second},
-                      {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}};
+                      {"frames", frames_json(*report.stacks, site.stack_id, options)}};
         if (site.marker_range) {
             auto label = [&](int index) -> json {
                 return index < 0 ? json(nullptr) : json(model.markers[index].label);
@@ -89,7 +93,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                           {"count", site.count},
                           {"bytes_per_second", site.bytes_per_second},
                           {"bytes_per_marker_interval", site.bytes_per_marker_interval},
-                          {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}});
+                          {"frames", frames_json(*report.stacks, site.stack_id, options)}});
     }
     json failures = json::array();
     for (const FailureSummary& failure : model.failures) {
@@ -97,10 +101,9 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
             break;
         json top_sites = json::array();
         for (const LiveSiteAt& site : failure.top_sites_then)
-            top_sites.push_back(
-                {{"bytes", site.bytes},
-                 {"count", site.count},
-                 {"frames", frames_json(*report.stacks, site.stack_id, options.stack_depth)}});
+            top_sites.push_back({{"bytes", site.bytes},
+                                 {"count", site.count},
+                                 {"frames", frames_json(*report.stacks, site.stack_id, options)}});
         failures.push_back({{"bytes", failure.bytes},
                             {"error", failure.error},
                             {"device", failure.device},
@@ -108,7 +111,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"free_bytes", optional_json(failure.free_bytes)},
                             {"reserved_bytes_then", optional_json(failure.reserved_then)},
                             {"t_s", seconds_of(failure.time_ns)},
-                            {"frames", frames_json(*report.stacks, failure.stack_id, options.stack_depth)},
+                            {"frames", frames_json(*report.stacks, failure.stack_id, options)},
                             {"top_sites_then", std::move(top_sites)}});
     }
     json timeline = json::array();

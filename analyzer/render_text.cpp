@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "stack_view.h"
+
 namespace gpuleak::analyzer {
 
 namespace {
@@ -88,6 +90,8 @@ std::string command(const ProcessModel& model) {
 }
 
 std::string frame_line(const ReportFrame& frame) {
+    if (frame.python)
+        return python_frame_name(frame);
     if (frame.function.empty() && frame.file.empty())
         return fmt::format("{}+{:#x}", frame.module, frame.module_offset);
     std::string where = frame.file.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
@@ -103,11 +107,24 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
         out += style.dim("        (no stack)") + "\n";
         return;
     }
-    for (size_t i = 0; i < frames.size() && i < options.stack_depth; ++i)
-        out += "        " + frame_line(frames[i]) + "\n";
-    if (frames.size() > options.stack_depth)
-        out +=
-            style.dim(fmt::format("        ... {} more frames", frames.size() - options.stack_depth)) + "\n";
+    for (const StackLine& line : stack_lines(frames, options)) {
+        switch (line.kind) {
+        case StackLine::Kind::Frame:
+            out += "        " + frame_line(*line.frame) + "\n";
+            break;
+        case StackLine::Kind::NativeLeftOut:
+            out += style.dim(
+                       fmt::format("        ... {} native frame{}", line.count, line.count == 1 ? "" : "s")) +
+                   "\n";
+            break;
+        case StackLine::Kind::MoreLeftOut:
+            out += style.dim(fmt::format("        ... {} more frames", line.count)) + "\n";
+            break;
+        case StackLine::Kind::MorePythonLeftOut:
+            out += style.dim(fmt::format("        ... {} more Python frames", line.count)) + "\n";
+            break;
+        }
+    }
 }
 
 std::string when_made(const ProcessModel& model, const LeakSite& site) {

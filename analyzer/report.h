@@ -13,21 +13,23 @@
 namespace gpuleak::analyzer {
 
 struct ReportFrame {
-    std::string function; // demangled; empty when unknown
+    std::string function; // demangled, or a Python frame's qualified name; empty when unknown
     std::string file;     // empty when unknown
-    uint32_t line = 0;
-    std::string module;
+    uint32_t line = 0;    // 0 when unknown
+    std::string module;   // empty for a Python frame
     uint64_t module_offset = 0;
     bool inlined = false; // inlined into the next (outer) frame
     bool python = false;
 };
 
-// Resolves the stacks of one trace to source frames, innermost first, without gpuleak's own frames.
+// Resolves the stacks of one trace to source frames, innermost first, without gpuleak's own frames: the
+// native frames with the Python frames among them (python_interleave.h).
 class StackFrames {
   public:
     virtual ~StackFrames() = default;
     virtual const std::vector<ReportFrame>& frames(uint32_t stack_id) = 0;
-    // A few words naming where a stack comes from: "keep_history (train.cpp:88)".
+    // A few words naming where a stack comes from: "keep_history (train.cpp:88)", or for a stack with
+    // Python frames its innermost one: "train.py:88 in train_epoch".
     std::string describe(uint32_t stack_id);
 };
 
@@ -40,7 +42,8 @@ struct ProcessReport {
 struct ReportOptions {
     size_t top = 10;        // leak origins and failures listed per process
     uint64_t min_bytes = 0; // leak origins smaller than this are left out
-    size_t stack_depth = 8; // frames shown per stack
+    size_t stack_depth = 8; // frames shown per stack (stack_view.h)
+    bool native = false;    // every native frame of a Python program's stacks, not only the innermost
     bool color = false;
 };
 

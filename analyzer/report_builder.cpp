@@ -1,13 +1,51 @@
 #include "report_builder.h"
 
 #include <fmt/format.h>
+#include <optional>
+#include <system_error>
+#include <thread>
 
+#include "stack_view.h"
 #include "symbolized_stacks.h"
 #include "trace_reader.h"
 
 namespace gpuleak::analyzer {
 
+namespace {
+
+// Reading debug info is a fixed cost that the model does not need (inflating libc's separate debug
+// info alone takes some 40 ms), so a second thread pays it while the model is built. It is stopped
+// once the model is done, between two modules: the rest is read as the report needs it, as it was
+// without this. The stacks are that thread's alone (libdw is not thread-safe) from construction until
+// the destructor has stopped and joined it, which it also does when building the model throws.
+class DebugInfoReadAhead {
+  public:
+    explicit DebugInfoReadAhead(SymbolizedStacks& stacks) {
+        try {
+            thread_ = std::jthread([&stacks](std::stop_token stop) {
+                // What failed here is left undone, and the report does it when it needs it, failing
+                // where it did without the read-ahead: an exception must not end the process here.
+                try {
+                    stacks.read_ahead(std::move(stop));
+                } catch (...) {
+                }
+            });
+        } catch (const std::system_error&) {
+            // No thread to be had (a limit on threads): the report reads the debug info as it goes.
+        }
+    }
+
+  private:
+    std::jthread thread_;
+};
+
+} // namespace
+
 std::string StackFrames::describe(uint32_t stack_id) {
+    // A Python program's own line says more than the CUDA call it led to.
+    for (const ReportFrame& frame : frames(stack_id))
+        if (frame.python && !frame.file.empty())
+            return python_frame_name(frame);
     for (const ReportFrame& frame : frames(stack_id)) {
         if (frame.function.empty())
             continue;
@@ -20,13 +58,19 @@ std::string StackFrames::describe(uint32_t stack_id) {
 }
 
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const std::string& debuginfo_path) {
+                                         const std::string& debuginfo_path, bool read_ahead) {
     std::vector<ProcessReport> reports;
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
         ProcessReport report;
-        report.model = build_model(path, trace);
-        report.stacks = std::make_unique<SymbolizedStacks>(trace, debuginfo_path);
+        auto symbolized = std::make_unique<SymbolizedStacks>(trace, debuginfo_path);
+        {
+            std::optional<DebugInfoReadAhead> reading;
+            if (read_ahead)
+                reading.emplace(*symbolized);
+            report.model = build_model(path, trace);
+        }
+        report.stacks = std::move(symbolized);
         StackFrames& stacks = *report.stacks;
         report.diagnosis =
             diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });

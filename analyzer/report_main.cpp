@@ -36,6 +36,8 @@ int run(int argc, char** argv) {
     app.add_option("--min-bytes", options.min_bytes, "leave out leak origins smaller than this");
     app.add_option("--stack-depth", options.stack_depth, "frames shown per stack")
         ->check(CLI::Range(1, 1024));
+    app.add_flag("--native", options.native,
+                 "show every native frame of a Python program's stacks, the Python frames among them");
     app.add_flag("--no-color", no_color, "no colour, even on a terminal");
     app.add_option(
         "--debug-dir", debuginfo_path,
@@ -50,7 +52,10 @@ int run(int argc, char** argv) {
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
     std::vector<ProcessReport> reports;
     try {
-        reports = build_reports(collect_traces(inputs), debuginfo_path);
+        // Reading ahead could fetch debug info over the network that the report never shows, and would
+        // move the lines that libdebuginfod writes to stderr when its lookups are traced.
+        const bool read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
+        reports = build_reports(collect_traces(inputs), debuginfo_path, read_ahead);
     } catch (const TraceError& error) {
         std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
         return kBadInput;

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "python_interleave.h"
+
 namespace gpuleak::analyzer {
 
 namespace {
@@ -10,10 +12,28 @@ bool is_gpuleak_module(const std::string& path) {
     return std::filesystem::path(path).filename() == "libgpuleak.so";
 }
 
+std::vector<ReportFrame> report_frames(const PythonStacks& python,
+                                       const std::vector<PythonLocation>& locations) {
+    std::vector<ReportFrame> frames;
+    frames.reserve(locations.size());
+    for (const PythonLocation& location : locations) {
+        const PythonFunction& function = python.function(location.function);
+        frames.push_back({function.qualname, function.file, location.line, {}, 0, false, true});
+    }
+    return frames;
+}
+
 } // namespace
 
 SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path)
-    : addresses_(trace.stacks()), symbolizer_(trace.modules(), debuginfo_path) {}
+    : addresses_(trace.stacks()), python_(trace), symbolizer_(trace.modules(), debuginfo_path) {}
+
+void SymbolizedStacks::read_ahead(std::stop_token stop) {
+    std::vector<uint64_t> addresses;
+    for (const auto& [stack_id, stack] : addresses_)
+        addresses.insert(addresses.end(), stack.begin(), stack.end());
+    symbolizer_.read_ahead(addresses, std::move(stop));
+}
 
 const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
     auto cached = cache_.find(stack_id);
@@ -31,6 +51,9 @@ const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
                               source.inlined, false});
         }
     }
+    const std::vector<PythonLocation>& python = python_.of(stack_id);
+    if (!python.empty())
+        frames = interleave_python_frames(frames, report_frames(python_, python));
     return frames;
 }
 

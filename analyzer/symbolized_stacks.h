@@ -1,9 +1,12 @@
-// StackFrames for one trace: its return addresses through the symbolizer, gpuleak's own frames left out.
+// StackFrames for one trace: its return addresses through the symbolizer, gpuleak's own frames left out,
+// and its Python frames among them.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <stop_token>
 
+#include "python_stacks.h"
 #include "report.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
@@ -15,8 +18,13 @@ class SymbolizedStacks : public StackFrames {
     SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path);
     const std::vector<ReportFrame>& frames(uint32_t stack_id) override;
 
+    // Reads the debug info of the modules the stacks pass through (Symbolizer::read_ahead), for a
+    // second thread to do while the model is built; nothing else may use this object meanwhile.
+    void read_ahead(std::stop_token stop);
+
   private:
     std::map<uint32_t, std::vector<uint64_t>> addresses_;
+    PythonStacks python_;
     Symbolizer symbolizer_;
     std::map<uint32_t, std::vector<ReportFrame>> cache_;
 };

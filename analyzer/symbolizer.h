@@ -6,11 +6,13 @@
 // recorder never stores the interrupted program counter, so no frame is exempt.
 //
 // A module is opened when an address first falls in it (see DebugModule for which file is used), and
-// each address is resolved once: stacks of a trace share most of their frames. Not thread-safe.
+// each address is resolved once: stacks of a trace share most of their frames. Not thread-safe: one
+// thread at a time, read_ahead() included.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,13 +42,21 @@ class Symbolizer {
     const std::vector<SourceFrame>& symbolize(uint64_t return_address);
 
     // One line per module whose frames stay unsymbolized because its file is missing, rebuilt or not
-    // an ELF file. Modules are opened as addresses reach them, so this grows with symbolize().
+    // an ELF file, in the order symbolize() first reached them: this grows with symbolize(), and
+    // read_ahead() adds nothing to it.
     [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+
+    // Opens the modules that `return_addresses` fall in and reads their debug info, the fixed cost
+    // that the first symbolize() in each would pay, so that a second thread can pay it while the
+    // caller's thread does other work. The modules most addresses fall in go first; it returns early
+    // once `stop` is requested. What symbolize() and warnings() give afterwards is unchanged.
+    void read_ahead(const std::vector<uint64_t>& return_addresses, std::stop_token stop);
 
   private:
     struct Slot {
         Module module;
-        std::unique_ptr<DebugModule> debug; // null until an address falls in the module
+        std::unique_ptr<DebugModule> debug; // null until an address falls in the module, or read_ahead()
+        bool reached = false;               // by symbolize(), which warns then if the module is unusable
     };
 
     DebugModule& debug_module(Slot& slot);

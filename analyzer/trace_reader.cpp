@@ -72,6 +72,7 @@ class TraceReader::Decoder {
         decode_modules();
         decode_strings();
         decode_stacks();
+        decode_code();
         decode_live();
         decode_ring();
         decode_notable();
@@ -164,7 +165,10 @@ class TraceReader::Decoder {
             .timeline_samples = raw_.timeline_samples,
             .timeline_interval_ns = raw_.timeline_interval_ns,
             .free_unknown = raw_.free_unknown,
+            .code_used = raw_.code_used,
+            .code_dropped = raw_.code_dropped,
         };
+        decode_python_version();
         header.accounting = raw_.accounting;
         for (uint32_t device = 0; device < format::kMaxDevices; ++device) {
             const format::DeviceMemoryView& view = raw_.device_memory[device];
@@ -174,6 +178,17 @@ class TraceReader::Decoder {
                 header.device_memory[device] = view;
         }
         decode_end();
+    }
+
+    void decode_python_version() {
+        // Only (major << 8) | minor fits: anything wider is corruption, and a line table read in the
+        // wrong format would give wrong lines rather than none.
+        if (raw_.python_version > UINT16_MAX) {
+            warn(fmt::format("Python version {:#x} is not a version; Python frames have no lines",
+                             raw_.python_version));
+            return;
+        }
+        trace_.header_.python_version = static_cast<uint16_t>(raw_.python_version);
     }
 
     void decode_end() {
@@ -206,6 +221,7 @@ class TraceReader::Decoder {
             {"ring", raw_.ring, raw_.ring_capacity, sizeof(format::EventRecord), 0},
             {"notable", raw_.notable, raw_.notable_capacity, sizeof(format::EventRecord), 0},
             {"timeline", raw_.timeline, raw_.timeline_capacity, sizeof(format::TimelineSample), 0},
+            {"code", raw_.code, 0, 0, 0},
         };
     }
 
@@ -331,17 +347,58 @@ class TraceReader::Decoder {
                 copy_out(bytes, 0, record);
                 if (record.id == 0)
                     return "id 0";
-                if (record.python_count != 0)
-                    return "python frames, which this format version does not have";
-                if (record.native_count > format::kMaxStackDepth)
+                if (record.native_count > format::kMaxStackDepth ||
+                    record.python_count > format::kMaxStackDepth)
                     return "more frames than any stack may have";
-                if (bytes.size() != sizeof(record) + uint64_t{record.native_count} * sizeof(uint64_t))
+                const uint64_t native_bytes = uint64_t{record.native_count} * sizeof(uint64_t);
+                if (bytes.size() != sizeof(record) + native_bytes +
+                                        uint64_t{record.python_count} * sizeof(format::PythonFrameRecord))
                     return "size does not match its frame count";
                 std::vector<uint64_t> frames(record.native_count);
                 if (!frames.empty()) // an empty vector's data() may be null, which memcpy must not see
-                    std::memcpy(frames.data(), bytes.data() + sizeof(record),
-                                frames.size() * sizeof(uint64_t));
+                    std::memcpy(frames.data(), bytes.data() + sizeof(record), native_bytes);
                 if (!trace_.stacks_.try_emplace(record.id, std::move(frames)).second)
+                    return "duplicate id";
+                if (record.python_count == 0)
+                    return nullptr;
+                std::vector<PythonFrame>& python = trace_.python_stacks_[record.id];
+                python.reserve(record.python_count);
+                for (uint64_t i = 0; i < record.python_count; ++i) {
+                    format::PythonFrameRecord frame{};
+                    copy_out(bytes, sizeof(record) + native_bytes + i * sizeof(frame), frame);
+                    python.push_back({frame.code_id, frame.instruction_offset});
+                }
+                return nullptr;
+            });
+    }
+
+    // Code ids are not checked against the stacks that name them: a frame whose code object is missing
+    // is shown as an unknown Python frame, and the code objects that did not fit are counted apart.
+    void decode_code() {
+        walk_stream<format::CodeRecord>(
+            "code", raw_.code, raw_.code_used, [&](std::span<const std::byte> bytes) -> const char* {
+                format::CodeRecord record{};
+                copy_out(bytes, 0, record);
+                if (record.id == 0)
+                    return "id 0";
+                if ((record.flags & ~static_cast<uint32_t>(format::CodeFlag::Truncated)) != 0)
+                    return "unknown flags";
+                const uint64_t filename_at = sizeof(record);
+                const uint64_t qualname_at = filename_at + record.filename_bytes;
+                const uint64_t line_table_at = qualname_at + record.qualname_bytes;
+                if (bytes.size() != align8(line_table_at + record.line_table_bytes))
+                    return "size does not match its lengths";
+                const auto* chars = reinterpret_cast<const char*>(bytes.data());
+                const auto* line_table = reinterpret_cast<const uint8_t*>(bytes.data() + line_table_at);
+                CodeObject code{
+                    .filename = std::string(chars + filename_at, record.filename_bytes),
+                    .qualname = std::string(chars + qualname_at, record.qualname_bytes),
+                    .first_line = record.first_line,
+                    .address = record.address,
+                    .line_table = std::vector<uint8_t>(line_table, line_table + record.line_table_bytes),
+                    .truncated = (record.flags & static_cast<uint32_t>(format::CodeFlag::Truncated)) != 0,
+                };
+                if (!trace_.code_objects_.try_emplace(record.id, std::move(code)).second)
                     return "duplicate id";
                 return nullptr;
             });

@@ -47,6 +47,8 @@ struct TraceCounters {
     uint64_t timeline_samples = 0;
     uint64_t timeline_interval_ns = 0;
     uint64_t free_unknown = 0;
+    uint64_t code_used = 0;
+    uint64_t code_dropped = 0; // code objects that did not fit: their frames name code id 0
 };
 
 struct TraceHeader {
@@ -67,6 +69,9 @@ struct TraceHeader {
     uint64_t notable_capacity = 0;
     uint64_t timeline_capacity = 0;
     TraceCounters counters;
+    // (major << 8) | minor of the CPython whose frames the stacks hold, which line tables depend on; 0
+    // when there is none.
+    uint16_t python_version = 0;
     format::Accounting accounting{};
     std::array<format::DeviceMemoryView, format::kMaxDevices> device_memory{}; // valid where total_bytes != 0
     ProcessEnd end;
@@ -83,6 +88,23 @@ struct Module {
     uint64_t load_address = 0;
     uint64_t low = 0;
     uint64_t high = 0;
+};
+
+// A Python frame of a stack: the code object it ran and where in its bytecode.
+struct PythonFrame {
+    uint32_t code_id = 0;            // in code_objects(); 0, or an id missing there, when it was not recorded
+    uint32_t instruction_offset = 0; // bytes, or format::kPythonOffsetBeforeFirstInstruction
+    bool operator==(const PythonFrame&) const = default;
+};
+
+struct CodeObject {
+    std::string filename;
+    std::string qualname; // co_name on 3.10, which has no qualified names
+    int32_t first_line = 0;
+    uint64_t address = 0;
+    std::vector<uint8_t> line_table; // in the format of TraceHeader::python_version
+    bool truncated = false;          // a string or the line table was cut: lines may be unknown
+    bool operator==(const CodeObject&) const = default;
 };
 
 struct LiveAllocation {
@@ -128,7 +150,13 @@ class TraceReader {
     [[nodiscard]] const TraceHeader& header() const { return header_; }
     [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
     [[nodiscard]] const std::map<uint32_t, std::string>& strings() const { return strings_; }
+    // Each stack's native return addresses, innermost first.
     [[nodiscard]] const std::map<uint32_t, std::vector<uint64_t>>& stacks() const { return stacks_; }
+    // The Python frames of the stacks that have any, innermost first, by stack id.
+    [[nodiscard]] const std::map<uint32_t, std::vector<PythonFrame>>& python_stacks() const {
+        return python_stacks_;
+    }
+    [[nodiscard]] const std::map<uint32_t, CodeObject>& code_objects() const { return code_objects_; }
     [[nodiscard]] const LiveSet& live_allocations() const { return live_; }
     // The ring's events, decoded into memory on the first call (64 bytes each).
     [[nodiscard]] const EventLog& events() const;
@@ -166,6 +194,8 @@ class TraceReader {
     std::vector<Module> modules_;
     std::map<uint32_t, std::string> strings_;
     std::map<uint32_t, std::vector<uint64_t>> stacks_;
+    std::map<uint32_t, std::vector<PythonFrame>> python_stacks_;
+    std::map<uint32_t, CodeObject> code_objects_;
     LiveSet live_;
     EventRing ring_;
     mutable std::optional<uint64_t> ring_valid_;

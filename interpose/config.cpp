@@ -57,14 +57,16 @@ uint64_t number_setting(const char* name, uint64_t fallback, uint64_t low, uint6
     return fallback;
 }
 
-bool flag_setting(const char* name) {
+bool flag_setting(const char* name, bool fallback) {
     const char* text = std::getenv(name);
-    if (text == nullptr || text[0] == '\0' || std::strcmp(text, "0") == 0)
+    if (text == nullptr || text[0] == '\0')
+        return fallback;
+    if (std::strcmp(text, "0") == 0)
         return false;
     if (std::strcmp(text, "1") == 0)
         return true;
-    warn("%s=%s should be 0 or 1; using 0", name, text);
-    return false;
+    warn("%s=%s should be 0 or 1; using %d", name, text, fallback ? 1 : 0);
+    return fallback;
 }
 
 } // namespace
@@ -85,7 +87,8 @@ Config read_config() {
         number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
     config.sample_interval_ms =
         static_cast<uint32_t>(number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, 1, 60000));
-    config.quiet = flag_setting("GPULEAK_QUIET");
+    config.quiet = flag_setting("GPULEAK_QUIET", false);
+    config.python_stacks = flag_setting("GPULEAK_PYTHON", true);
     return config;
 }
 

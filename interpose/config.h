@@ -11,6 +11,7 @@ struct Config {
     uint32_t stack_depth;        // GPULEAK_STACK_DEPTH, 0 = no stacks
     uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
     bool quiet;                  // GPULEAK_QUIET
+    bool python_stacks;          // GPULEAK_PYTHON: Python frames in stacks (up to stack_depth of them)
 };
 
 inline constexpr uint64_t kDefaultMaxMb = 64;

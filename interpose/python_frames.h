@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "gpuleak/python_frame.h"
+#include "python_frame.h"
 
 namespace gpuleak {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "gpuleak/python_frame.h"
+#include "python_frame.h"
 
 namespace gpuleak {
 

@@ -15,6 +15,9 @@
 #include "module_map.h"
 #include "monotonic_clock.h"
 #include "native_unwind.h"
+#include "python_code_table.h"
+#include "python_frames.h"
+#include "python_runtime.h"
 #include "stack_table.h"
 #include "timeline_sampler.h"
 #include "trace_writer.h"
@@ -34,6 +37,7 @@ constinit Config g_config{};
 constinit TraceWriter g_writer;
 constinit LiveTable g_live;
 constinit StackTable g_stacks;
+constinit PythonCodeTable g_code;
 constinit ModuleMap g_modules;
 constinit TimelineSampler g_sampler;
 constinit char g_parent_trace[1100] = {};
@@ -48,8 +52,10 @@ constexpr uint32_t kRememberedFrames = 64;
 struct LastStack {
     uint32_t id;
     uint32_t count;
+    uint32_t python_count;
     uint64_t repeat_serial;
     uint64_t frames[kRememberedFrames];
+    format::PythonFrameRecord python[kRememberedFrames];
 };
 __attribute__((tls_model("initial-exec"))) constinit thread_local LastStack t_last_stack{};
 
@@ -78,6 +84,7 @@ void start_over_after_fork() {
     g_sampler.forget_after_fork();
     g_modules.detach();
     g_stacks.detach();
+    g_code.detach();
     g_live.detach();
     g_writer.abandon_after_fork();
     // The child gets its own trace from its first event; the parent's allocations are not its own.
@@ -112,6 +119,10 @@ bool start_recording() {
     g_config = read_config();
     init_native_unwind();
     init_monotonic_clock();
+    // Finding the interpreter takes a while, and a thread that asks while another is still looking is
+    // told there is none: done here, before any thread records, every stack gets its Python frames.
+    if (g_config.python_stacks)
+        python_runtime();
     ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace};
     bool ok = g_writer.create(g_config, identity);
     if (ok &&
@@ -122,6 +133,8 @@ bool start_recording() {
     if (ok) {
         if (!g_stacks.attach(g_writer))
             warn("cannot map memory for the stack index; events are recorded without stacks");
+        if (!g_code.attach(g_writer))
+            warn("cannot map memory for the Python code index; Python frames are recorded without code");
         g_modules.attach(g_writer);
         install_process_hooks();
         g_sampler.start(g_writer);
@@ -173,30 +186,49 @@ void account(const LiveSlot& slot, bool add) {
     }
 }
 
+// The calling thread's Python frames as the trace keeps them; 0 without Python stacks.
+uint32_t capture_python_stack(format::PythonFrameRecord* records) {
+    if (!g_config.python_stacks)
+        return 0;
+    PythonFrame frames[kMaxStackDepthSetting];
+    const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth));
+    for (uint32_t i = 0; i < count; ++i)
+        records[i] = {g_code.id_of(frames[i].code_object), frames[i].instruction_offset};
+    return count;
+}
+
 uint32_t capture_stack() {
     if (g_config.stack_depth == 0)
         return 0;
     uint64_t buffer[kMaxStackDepthSetting];
     const NativeStack stack = capture_native_stack(buffer, g_config.stack_depth);
-    if (stack.count == 0)
+    format::PythonFrameRecord python[kMaxStackDepthSetting];
+    const uint32_t python_count = capture_python_stack(python);
+    if (stack.count == 0 && python_count == 0)
         return 0;
     LastStack& last = t_last_stack;
-    if (stack.repeat_serial != 0 && stack.repeat_serial == last.repeat_serial)
+    const bool same_python = python_count == last.python_count &&
+                             std::memcmp(python, last.python, python_count * sizeof(*python)) == 0;
+    if (same_python && stack.repeat_serial != 0 && stack.repeat_serial == last.repeat_serial)
         return last.id;
-    if (stack.count == last.count &&
+    if (same_python && stack.count == last.count &&
         std::memcmp(stack.frames, last.frames, stack.count * sizeof(uint64_t)) == 0) {
         last.repeat_serial = stack.repeat_serial;
         return last.id;
     }
     bool added = false;
-    const uint32_t id = g_stacks.intern(stack.frames, stack.count, added);
+    const uint32_t id = g_stacks.intern(stack.frames, stack.count, python, python_count, added);
     if (added)
         g_modules.cover(stack.frames, stack.count);
-    if (id != 0 && stack.count <= kRememberedFrames) {
+    if (id != 0 && stack.count <= kRememberedFrames && python_count <= kRememberedFrames) {
         last.id = id;
         last.count = stack.count;
+        last.python_count = python_count;
         last.repeat_serial = stack.repeat_serial;
         std::memcpy(last.frames, stack.frames, stack.count * sizeof(uint64_t));
+        std::memcpy(last.python, python, python_count * sizeof(*python));
+    } else {
+        last = {};
     }
     return id;
 }

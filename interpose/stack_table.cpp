@@ -7,12 +7,18 @@ namespace gpuleak {
 
 namespace {
 
-uint64_t hash_frames(const uint64_t* frames, uint32_t count) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ count;
-    for (uint32_t i = 0; i < count; ++i) {
-        h ^= frames[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-        h *= 0xff51afd7ed558ccdull;
-    }
+uint64_t mix(uint64_t h, uint64_t value) {
+    h ^= value + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+uint64_t hash_frames(const uint64_t* frames, uint32_t count, const format::PythonFrameRecord* python,
+                     uint32_t python_count) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ count ^ (uint64_t{python_count} << 32);
+    for (uint32_t i = 0; i < count; ++i)
+        h = mix(h, frames[i]);
+    for (uint32_t i = 0; i < python_count; ++i)
+        h = mix(h, uint64_t{python[i].code_id} << 32 | python[i].instruction_offset);
     h ^= h >> 29;
     return h == 0 ? 1 : h;
 }
@@ -49,17 +55,22 @@ void StackTable::detach() {
     insert_lock_.reset_after_fork();
 }
 
-bool StackTable::matches(const Entry& entry, const uint64_t* frames, uint32_t count) const {
+bool StackTable::matches(const Entry& entry, const uint64_t* frames, uint32_t count,
+                         const format::PythonFrameRecord* python, uint32_t python_count) const {
     const auto* record = reinterpret_cast<const format::StackRecord*>(
         writer_->stream_data(TraceWriter::Stream::Stacks, uint64_t{entry.offset_words} * 8));
-    return record->native_count == count && std::memcmp(record + 1, frames, count * sizeof(uint64_t)) == 0;
+    const auto* native = reinterpret_cast<const uint8_t*>(record + 1);
+    return record->native_count == count && record->python_count == python_count &&
+           std::memcmp(native, frames, count * sizeof(uint64_t)) == 0 &&
+           std::memcmp(native + count * sizeof(uint64_t), python, python_count * sizeof(*python)) == 0;
 }
 
-uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool& added) {
+uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, const format::PythonFrameRecord* python,
+                            uint32_t python_count, bool& added) {
     added = false;
     if (entries_ == nullptr)
         return 0;
-    const uint64_t hash = hash_frames(frames, count);
+    const uint64_t hash = hash_frames(frames, count, python, python_count);
     const uint64_t mask = entry_count_ - 1;
     uint64_t position = hash & mask;
     // Lock-free lookup: an entry's id and offset are written before its hash is published.
@@ -67,7 +78,7 @@ uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool& added)
         uint64_t seen = __atomic_load_n(&entries_[position].hash, __ATOMIC_ACQUIRE);
         if (seen == 0)
             break;
-        if (seen == hash && matches(entries_[position], frames, count))
+        if (seen == hash && matches(entries_[position], frames, count, python, python_count))
             return entries_[position].id;
     }
     SpinGuard guard(insert_lock_);
@@ -77,7 +88,7 @@ uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool& added)
         uint64_t seen = __atomic_load_n(&entry.hash, __ATOMIC_ACQUIRE);
         if (seen == 0)
             break;
-        if (seen == hash && matches(entry, frames, count))
+        if (seen == hash && matches(entry, frames, count, python, python_count))
             return entry.id;
     }
     format::FileHeader& header = *writer_->header();
@@ -86,13 +97,16 @@ uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, bool& added)
         return 0;
     }
     const uint32_t id = next_id_;
-    const uint32_t bytes = static_cast<uint32_t>(sizeof(format::StackRecord) + count * sizeof(uint64_t));
+    const uint32_t bytes = static_cast<uint32_t>(sizeof(format::StackRecord) + count * sizeof(uint64_t) +
+                                                 python_count * sizeof(format::PythonFrameRecord));
     int64_t offset = writer_->append_record(TraceWriter::Stream::Stacks, bytes, [&](uint8_t* body) {
         auto* record = reinterpret_cast<format::StackRecord*>(body - sizeof(format::RecordPrefix));
         record->id = id;
         record->native_count = static_cast<uint16_t>(count);
-        record->python_count = 0;
-        std::memcpy(record + 1, frames, count * sizeof(uint64_t));
+        record->python_count = static_cast<uint16_t>(python_count);
+        auto* native = reinterpret_cast<uint8_t*>(record + 1);
+        std::memcpy(native, frames, count * sizeof(uint64_t));
+        std::memcpy(native + count * sizeof(uint64_t), python, python_count * sizeof(*python));
     });
     if (offset < 0) {
         __atomic_fetch_add(&header.stacks_dropped, 1, __ATOMIC_RELAXED);

@@ -14,9 +14,11 @@ class StackTable {
     bool attach(TraceWriter& writer);
     void detach();
 
-    // The id of the stack `frames[0..count)` (innermost first), adding it when new (`added` tells).
-    // 0 when the stack did not fit in the file or the index: the event is kept without its stack.
-    uint32_t intern(const uint64_t* frames, uint32_t count, bool& added);
+    // The id of the stack of native `frames[0..count)` and Python frames `python[0..python_count)`
+    // (both innermost first), adding it when new (`added` tells). 0 when the stack did not fit in the
+    // file or the index: the event is kept without its stack.
+    uint32_t intern(const uint64_t* frames, uint32_t count, const format::PythonFrameRecord* python,
+                    uint32_t python_count, bool& added);
 
   private:
     struct Entry {
@@ -24,7 +26,8 @@ class StackTable {
         uint32_t id;
         uint32_t offset_words; // record offset in the stacks region / 8
     };
-    bool matches(const Entry& entry, const uint64_t* frames, uint32_t count) const;
+    bool matches(const Entry& entry, const uint64_t* frames, uint32_t count,
+                 const format::PythonFrameRecord* python, uint32_t python_count) const;
 
     TraceWriter* writer_ = nullptr;
     Entry* entries_ = nullptr;

@@ -82,6 +82,7 @@ Layout compute_layout(uint64_t max_bytes) {
     place(layout.modules, share(1, 64 << 10));
     place(layout.strings, share(3, 64 << 10));
     place(layout.stacks, share(20, 256 << 10));
+    place(layout.code, share(3, 256 << 10));
     layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
     place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
     layout.notable_capacity = kNotableCapacity;
@@ -175,6 +176,7 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     h.ring = layout.ring;
     h.notable = layout.notable;
     h.timeline = layout.timeline;
+    h.code = layout.code;
     h.live_capacity = layout.live_capacity;
     h.ring_capacity = layout.ring_capacity;
     h.notable_capacity = layout.notable_capacity;
@@ -251,6 +253,8 @@ StreamPlace place_of(FileHeader& header, TraceWriter::Stream stream) {
         return {header.modules, &header.modules_used};
     case TraceWriter::Stream::Strings:
         return {header.strings, &header.strings_used};
+    case TraceWriter::Stream::Code:
+        return {header.code, &header.code_used};
     case TraceWriter::Stream::Stacks:
         break;
     }

@@ -13,7 +13,7 @@
 namespace gpuleak {
 
 struct Layout {
-    format::Region modules, strings, stacks, live, ring, notable, timeline;
+    format::Region modules, strings, stacks, code, live, ring, notable, timeline;
     uint64_t live_capacity, ring_capacity, notable_capacity, timeline_capacity;
     uint64_t file_bytes;
 };
@@ -51,7 +51,7 @@ class TraceWriter {
     // Appends to the array of events kept whatever happens to the ring; false when it is full.
     bool append_notable(format::EventRecord& event);
 
-    enum class Stream { Modules, Strings, Stacks };
+    enum class Stream { Modules, Strings, Stacks, Code };
     // Appends one record of `bytes` (a multiple of 8, prefix included) to an append-only stream:
     // `fill` writes everything after the prefix; the commit word is stored last. Callers serialise
     // appends to the same stream. Returns the record's offset in the region, or -1 when it is full.

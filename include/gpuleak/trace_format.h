@@ -4,7 +4,8 @@
 // Layout: a fixed-size header followed by regions whose offsets and sizes the header gives.
 //   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
 //   strings   append-only StringRecord stream (command line pieces, marker labels)
-//   stacks    append-only StackRecord stream (each distinct call stack once)
+//   stacks    append-only StackRecord stream (each distinct call stack once, native and Python frames)
+//   code      append-only CodeRecord stream (each Python code object a stack holds, once)
 //   live      LiveStripeMarks, then a LiveSlot array: the exact set of live allocations, whatever
 //             happened to the ring (see below)
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
@@ -39,7 +40,8 @@ namespace gpuleak::format {
 #endif
 
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
-static const uint32_t kFormatVersion = 2; // 2: the live region starts with LiveStripeMarks
+// 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region.
+static const uint32_t kFormatVersion = 3;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -90,6 +92,10 @@ GPULEAK_FORMAT_ENUM(EndState, uint32_t){
     Exited = 1,   // exit_code is valid
     Signaled = 2, // end_signal is valid: a fatal signal was caught and re-raised
     Exec = 3      // the process replaced its image (exec); the new image, same pid, has a trace of its own
+};
+
+GPULEAK_FORMAT_ENUM(CodeFlag, uint32_t){
+    Truncated = 1u << 0, // a string or the line table did not fit whole: lines may be unknown
 };
 
 GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){
@@ -146,6 +152,7 @@ struct FileHeader {
     Region ring;
     Region notable;
     Region timeline;
+    Region code;
 
     uint64_t live_capacity;     // LiveSlot count
     uint64_t ring_capacity;     // EventRecord count
@@ -164,6 +171,10 @@ struct FileHeader {
     uint64_t timeline_samples;     // samples ever taken (the array keeps a thinned subset)
     uint64_t timeline_interval_ns; // current sampling interval (doubles when the array is thinned)
     uint64_t free_unknown;         // frees of addresses not in the live table
+    uint64_t code_used;            // bytes of the code region written
+    uint64_t code_dropped;         // code objects that did not fit; their frames carry code id 0
+    uint32_t python_version;       // (major << 8) | minor of the CPython whose frames stacks hold; 0: none
+    uint32_t reserved1;
 
     Accounting accounting;
     struct DeviceMemoryView device_memory[16];
@@ -209,8 +220,33 @@ struct StackRecord {
     struct RecordPrefix prefix;
     uint32_t id;           // ids start at 1 and are dense; 0 means "no stack"
     uint16_t native_count; // return addresses, innermost first
-    uint16_t python_count; // reserved for Python frames (0 in format versions 1 and 2)
-    // followed by native_count uint64_t addresses
+    uint16_t python_count; // Python frames of the same thread at the same moment, innermost first
+    // followed by native_count uint64_t addresses, then python_count PythonFrameRecords
+};
+
+// A Python frame: the code object it runs (a CodeRecord id; 0 when the code object did not fit) and
+// where in its bytecode, in bytes (code units are 2 bytes). The line is the analyzer's to compute, from
+// the code record's line table.
+struct PythonFrameRecord {
+    uint32_t code_id;
+    uint32_t instruction_offset;
+};
+// The frame has not begun its first instruction (3.10's f_lasti of -1, or 3.11/3.12's prev_instr
+// before the bytecode): CPython reports the code object's first line for it.
+static const uint32_t kPythonOffsetBeforeFirstInstruction = 0xffffffffu;
+
+// A Python code object, recorded the first time a stack holds it. Code objects are freed and their
+// addresses reused: another code object at the same address gets a record and an id of its own.
+struct CodeRecord {
+    struct RecordPrefix prefix;
+    uint32_t id; // ids start at 1 and are dense
+    int32_t first_line;
+    uint64_t address; // of the code object in the process, for the curious
+    uint32_t filename_bytes;
+    uint32_t qualname_bytes;   // co_qualname; co_name on 3.10, which has no qualified names
+    uint32_t line_table_bytes; // co_linetable, in the format of header.python_version
+    uint32_t flags;            // CodeFlag bits
+    // followed by filename (UTF-8), qualname (UTF-8) and line table bytes, padded to 8
 };
 
 // The start of the live region: the high-water mark of each stripe of the live table (see above).
@@ -269,7 +305,14 @@ static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && size
 static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");
 static_assert(sizeof(ModuleRecord) == 72, "ModuleRecord layout is part of the file format");
 static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file format");
+static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part of the file format");
+static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
 static_assert(sizeof(TimelineSample) == 240, "TimelineSample layout is part of the file format");
+
+// A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
+constexpr uint16_t python_version(unsigned major, unsigned minor) {
+    return static_cast<uint16_t>(major << 8 | minor);
+}
 
 // The first slot of live-table stripe `stripe`; stripe kLiveStripes gives the end of the table. The
 // slots are shared out as capacity * stripe / kLiveStripes would, without overflowing for any

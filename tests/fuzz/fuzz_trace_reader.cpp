@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "python_line_table.h"
 #include "trace_reader.h"
 
 namespace {
@@ -91,7 +93,7 @@ void check_trace(const TraceReader& trace) {
     sink += counters.ring_head + counters.notable_count + counters.modules_used + counters.strings_used +
             counters.stacks_used + counters.live_overflow + counters.stacks_dropped +
             counters.strings_dropped + counters.timeline_samples + counters.timeline_interval_ns +
-            counters.free_unknown;
+            counters.free_unknown + counters.code_used + counters.code_dropped + header.python_version;
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind)
             sink += header.accounting.live_bytes[slot][kind] + header.accounting.peak_bytes[slot][kind];
@@ -130,6 +132,31 @@ void check_trace(const TraceReader& trace) {
         require(frames.size() <= format::kMaxStackDepth, "stacks within the deepest stack");
         for (const uint64_t frame : frames)
             sink += frame;
+    }
+    for (const auto& [id, code] : trace.code_objects()) {
+        require(id != 0, "code ids are not 0");
+        consume(code.filename);
+        consume(code.qualname);
+        for (const uint8_t byte : code.line_table)
+            sink += byte;
+        sink += static_cast<uint64_t>(code.first_line) + code.address + code.truncated;
+    }
+    // The analysis computes the line of every Python frame from its code object's line table, which is
+    // as hostile as the rest of the file.
+    for (const auto& [id, frames] : trace.python_stacks()) {
+        require(trace.stacks().contains(id), "Python frames belong to a stack");
+        require(!frames.empty() && frames.size() <= format::kMaxStackDepth,
+                "Python frames within the deepest stack");
+        for (const auto& frame : frames) {
+            sink += frame.code_id + frame.instruction_offset;
+            auto code = trace.code_objects().find(frame.code_id);
+            if (code == trace.code_objects().end())
+                continue;
+            const std::optional<int32_t> line =
+                gpuleak::analyzer::python_line_at(code->second.line_table, code->second.first_line,
+                                                  frame.instruction_offset, header.python_version);
+            sink += static_cast<uint64_t>(line.value_or(0));
+        }
     }
 
     const auto& live = trace.live_allocations();

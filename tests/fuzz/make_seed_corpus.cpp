@@ -30,6 +30,7 @@ TraceLayout small_layout() {
         .ring_capacity = 4,
         .notable_capacity = 2,
         .timeline_capacity = 2,
+        .code_bytes = 256,
     };
 }
 
@@ -124,6 +125,8 @@ TraceBuilder torn_streams() {
     builder.put<uint32_t>(builder.add_string(2, "second"), 0);
     builder.add_stack(1, {1, 2, 3});
     builder.put<uint32_t>(builder.add_stack(2, {4}), 0);
+    builder.add_code(1, "a.py", "f", 1, {2, 1});
+    builder.put<uint32_t>(builder.add_code(2, "b.py", "g", 1, {2, 1}), 0);
     return builder;
 }
 
@@ -146,6 +149,8 @@ TraceBuilder duplicate_ids() {
     builder.add_string(1, "again");
     builder.add_stack(1, {1});
     builder.add_stack(1, {2});
+    builder.add_code(1, "a.py", "f", 1, {});
+    builder.add_code(1, "b.py", "g", 1, {});
     return builder;
 }
 
@@ -210,6 +215,26 @@ TraceBuilder notable_overflow() {
     return builder;
 }
 
+// A Python program's stacks: native and Python frames, code objects with line tables in the format of
+// `version`, one truncated, and frames whose code objects did not fit (id 0) or are missing, so that
+// the line-table decoder runs on what the fuzzer makes of the tables.
+TraceBuilder python_frames(uint16_t version) {
+    TraceBuilder builder(small_layout());
+    builder.header().python_version = version;
+    builder.header().code_dropped = 1;
+    const bool location_table = version >= format::python_version(3, 11);
+    const std::vector<uint8_t> table = location_table ? std::vector<uint8_t>{0xd9, 0x02, 0x05, 0x88, 0x02}
+                                                      : std::vector<uint8_t>{6, 1, 0, 2, 4, 0x80, 8, 0xff};
+    builder.add_code(1, "/srv/train.py", "Trainer.step", 40, table);
+    builder.add_code(2, "/srv/モデル.py", "<module>", 1, {table.begin(), table.begin() + 2},
+                     static_cast<uint32_t>(format::CodeFlag::Truncated));
+    builder.add_stack(1, {0x7f0000001111, 0x401234},
+                      {{1, 4}, {2, format::kPythonOffsetBeforeFirstInstruction}});
+    builder.add_stack(2, {}, {{0, 2}, {7, 0}, {1, 1000}});
+    builder.set_live(0, live_slot(0xa000, format::MemoryKind::Device, 0));
+    return builder;
+}
+
 // No regions at all: the smallest trace the reader accepts.
 TraceBuilder empty() {
     return TraceBuilder(TraceLayout{
@@ -220,6 +245,7 @@ TraceBuilder empty() {
         .ring_capacity = 0,
         .notable_capacity = 0,
         .timeline_capacity = 0,
+        .code_bytes = 0,
     });
 }
 
@@ -260,6 +286,8 @@ int main(int argc, char** argv) {
         {"live_slots", live_slots().bytes()},
         {"live_marks", live_marks().bytes()},
         {"timeline", timeline().bytes()},
+        {"python_3_10", python_frames(format::python_version(3, 10)).bytes()},
+        {"python_3_12", python_frames(format::python_version(3, 12)).bytes()},
         {"notable_overflow", notable_overflow().bytes()},
         {"truncated", truncated},
         {"empty", empty().bytes()},

@@ -94,13 +94,15 @@ void print_text(const TraceReader& trace) {
                header.has_flag(format::HeaderFlag::LiveTableOverflow) ? " live table overflow" : "");
     if (!header.parent_trace.empty())
         fmt::print("parent trace: {}\n", header.parent_trace);
-    fmt::print("started: realtime {} ns, monotonic {} ns; stack depth {}\n", header.start_realtime_ns,
-               header.start_monotonic_ns, header.stack_depth);
+    fmt::print("started: realtime {} ns, monotonic {} ns; stack depth {}; Python {}.{}\n",
+               header.start_realtime_ns, header.start_monotonic_ns, header.stack_depth,
+               header.python_version >> 8, header.python_version & 0xff);
     const auto& counters = header.counters;
     fmt::print("counters: events {}, notable {}, live overflow {}, stacks dropped {}, strings dropped {}, "
-               "timeline samples {}, unknown frees {}\n",
+               "code dropped {}, timeline samples {}, unknown frees {}\n",
                counters.ring_head, counters.notable_count, counters.live_overflow, counters.stacks_dropped,
-               counters.strings_dropped, counters.timeline_samples, counters.free_unknown);
+               counters.strings_dropped, counters.code_dropped, counters.timeline_samples,
+               counters.free_unknown);
 
     fmt::print("accounting:\n");
     for_each_accounting(
@@ -117,8 +119,19 @@ void print_text(const TraceReader& trace) {
         fmt::print("  {} {:?}\n", id, text);
 
     fmt::print("stacks: {}\n", trace.stacks().size());
-    for (const auto& [id, frames] : trace.stacks())
-        fmt::print("  {}: {:#x}\n", id, fmt::join(frames, " "));
+    for (const auto& [id, frames] : trace.stacks()) {
+        fmt::print("  {}: {:#x}", id, fmt::join(frames, " "));
+        auto python = trace.python_stacks().find(id);
+        if (python != trace.python_stacks().end())
+            for (const auto& frame : python->second)
+                fmt::print(" py:{}+{:#x}", frame.code_id, frame.instruction_offset);
+        fmt::print("\n");
+    }
+
+    fmt::print("code objects: {}\n", trace.code_objects().size());
+    for (const auto& [id, code] : trace.code_objects())
+        fmt::print("  {} {:?} {:?} first line {}, line table {} bytes{}\n", id, code.filename, code.qualname,
+                   code.first_line, code.line_table.size(), code.truncated ? ", truncated" : "");
 
     const auto& live = trace.live_allocations();
     fmt::print("live allocations: {} (invalid slots {})\n", live.allocations.size(), live.invalid_slots);
@@ -178,6 +191,7 @@ json to_json(const TraceReader& trace) {
         {"simulated_device", header.simulated_device()},
         {"live_table_overflow", header.has_flag(format::HeaderFlag::LiveTableOverflow)},
         {"stack_depth", header.stack_depth},
+        {"python_version", header.python_version},
         {"timeline_interval_ms_initial", header.timeline_interval_ms_initial},
         {"capacities",
          {{"live", header.live_capacity},
@@ -195,7 +209,9 @@ json to_json(const TraceReader& trace) {
           {"strings_dropped", counters.strings_dropped},
           {"timeline_samples", counters.timeline_samples},
           {"timeline_interval_ns", counters.timeline_interval_ns},
-          {"free_unknown", counters.free_unknown}}},
+          {"free_unknown", counters.free_unknown},
+          {"code_used", counters.code_used},
+          {"code_dropped", counters.code_dropped}}},
         {"end",
          {{"state", end_state_name(header.end.state)},
           {"exit_code", header.end.exit_code},
@@ -225,8 +241,25 @@ json to_json(const TraceReader& trace) {
         out["strings"].push_back({{"id", id}, {"text", text}});
 
     out["stacks"] = json::array();
-    for (const auto& [id, frames] : trace.stacks())
-        out["stacks"].push_back({{"id", id}, {"frames", frames}});
+    for (const auto& [id, frames] : trace.stacks()) {
+        json python = json::array();
+        auto python_frames = trace.python_stacks().find(id);
+        if (python_frames != trace.python_stacks().end())
+            for (const auto& frame : python_frames->second)
+                python.push_back(
+                    {{"code_id", frame.code_id}, {"instruction_offset", frame.instruction_offset}});
+        out["stacks"].push_back({{"id", id}, {"frames", frames}, {"python", python}});
+    }
+
+    out["code"] = json::array();
+    for (const auto& [id, code] : trace.code_objects())
+        out["code"].push_back({{"id", id},
+                               {"filename", code.filename},
+                               {"qualname", code.qualname},
+                               {"first_line", code.first_line},
+                               {"address", code.address},
+                               {"line_table", code.line_table},
+                               {"truncated", code.truncated}});
 
     json allocations = json::array();
     for (const auto& a : trace.live_allocations().allocations)
@@ -274,7 +307,8 @@ int main(int argc, char** argv) {
         if (live_only)
             print_live_only(trace);
         else if (as_json)
-            fmt::print("{}\n", to_json(trace).dump(2));
+            // The program's strings (labels, file names) may not be UTF-8, which JSON must be.
+            fmt::print("{}\n", to_json(trace).dump(2, ' ', false, json::error_handler_t::replace));
         else
             print_text(trace);
     } catch (const TraceError& error) {

@@ -2,12 +2,12 @@
 
 #include <vector>
 
-#include "gpuleak/python_frame.h"
+#include "gpuleak/trace_format.h"
 #include "python_line_table.h"
 
-using gpuleak::kPythonOffsetBeforeFirstInstruction;
-using gpuleak::python_version;
 using gpuleak::analyzer::python_line_at;
+using gpuleak::format::kPythonOffsetBeforeFirstInstruction;
+using gpuleak::format::python_version;
 
 namespace {
 

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <link.h>
+#include <stop_token>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -288,4 +290,56 @@ TEST_CASE("a library that is gone is symbolized from a debug file with its build
     CHECK(frames[0].line == static_cast<uint32_t>(site.line));
     CHECK(frames[0].module == "/nonexistent/libgone.so");
     CHECK(symbolizer.warnings().empty());
+}
+
+TEST_CASE("reading ahead on another thread changes neither the frames nor the warnings") {
+    auto* return_address_of = reinterpret_cast<FixtureReturnAddress>(dlsym(fixture(), kFixtureReturnAddress));
+    REQUIRE(return_address_of != nullptr);
+    const uintptr_t in_program = return_address_of(3);
+    const FixtureSite site = call_fixture(kFixtureInlined);
+    std::vector<Module> modules = loaded_modules();
+    fixture_module(modules);
+    // The program's module cannot be opened: symbolizing in it warns, reading ahead must not.
+    Module& program = module_containing(modules, in_program);
+    program.path = "/nonexistent/program";
+    TempDir no_debug_files;
+    Symbolizer as_needed(modules, no_debug_files.path());
+    Symbolizer read_ahead(modules, no_debug_files.path());
+
+    std::jthread([&](std::stop_token stop) {
+        read_ahead.read_ahead({in_program, site.return_address, site.return_address, 0x10}, std::move(stop));
+    }).join();
+    CHECK(read_ahead.warnings().empty());
+    for (uint64_t address : {uint64_t{site.return_address}, uint64_t{in_program}, uint64_t{0x10}}) {
+        const std::vector<SourceFrame>& expected = as_needed.symbolize(address);
+        const std::vector<SourceFrame>& frames = read_ahead.symbolize(address);
+        REQUIRE(frames.size() == expected.size());
+        for (size_t i = 0; i < frames.size(); ++i) {
+            CHECK(frames[i].function == expected[i].function);
+            CHECK(frames[i].file == expected[i].file);
+            CHECK(frames[i].line == expected[i].line);
+            CHECK(frames[i].module == expected[i].module);
+            CHECK(frames[i].module_offset == expected[i].module_offset);
+            CHECK(frames[i].inlined == expected[i].inlined);
+            CHECK(frames[i].symbolized == expected[i].symbolized);
+            CHECK(frames[i].stale == expected[i].stale);
+        }
+    }
+    CHECK(read_ahead.symbolize(site.return_address).size() == 2);
+    REQUIRE(read_ahead.warnings().size() == 1);
+    CHECK(read_ahead.warnings() == as_needed.warnings());
+    CHECK_THAT(read_ahead.warnings()[0], Catch::Matchers::StartsWith("/nonexistent/program: "));
+}
+
+TEST_CASE("reading ahead stops when asked and leaves the rest to symbolize") {
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    Symbolizer symbolizer(loaded_modules());
+    std::stop_source stop;
+    stop.request_stop();
+    symbolizer.read_ahead({site.return_address}, stop.get_token());
+
+    const std::vector<SourceFrame>& frames = symbolizer.symbolize(site.return_address);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function == "fixture::Widget::make(int)");
+    CHECK(frames[0].line == static_cast<uint32_t>(site.line));
 }

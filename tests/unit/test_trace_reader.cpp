@@ -615,7 +615,8 @@ TEST_CASE("header validation") {
     std::string message;
     SECTION("future version") {
         header.format_version = 7;
-        message = "format version 7 is newer than this reader (2)";
+        message =
+            "format version 7 is newer than this reader (" + std::to_string(format::kFormatVersion) + ")";
     }
     SECTION("version 1 whose live region has no marks") {
         header.format_version = 1;

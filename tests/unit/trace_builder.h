@@ -21,6 +21,7 @@ struct TraceLayout {
     uint64_t ring_capacity = 8;
     uint64_t notable_capacity = 4;
     uint64_t timeline_capacity = 8;
+    uint64_t code_bytes = 4096;
 };
 
 class TraceBuilder {
@@ -43,6 +44,7 @@ class TraceBuilder {
         place(header_.ring, layout.ring_capacity * sizeof(format::EventRecord));
         place(header_.notable, layout.notable_capacity * sizeof(format::EventRecord));
         place(header_.timeline, layout.timeline_capacity * sizeof(format::TimelineSample));
+        place(header_.code, layout.code_bytes);
         header_.live_capacity = layout.live_capacity;
         header_.ring_capacity = layout.ring_capacity;
         header_.notable_capacity = layout.notable_capacity;
@@ -87,12 +89,34 @@ class TraceBuilder {
         return append(header_.strings, header_.strings_used, record, text.data(), text.size() + 1);
     }
 
-    uint64_t add_stack(uint32_t id, const std::vector<uint64_t>& frames) {
+    uint64_t add_stack(uint32_t id, const std::vector<uint64_t>& frames,
+                       const std::vector<format::PythonFrameRecord>& python = {}) {
         format::StackRecord record{};
         record.id = id;
         record.native_count = static_cast<uint16_t>(frames.size());
-        return append(header_.stacks, header_.stacks_used, record, frames.data(),
-                      frames.size() * sizeof(uint64_t));
+        record.python_count = static_cast<uint16_t>(python.size());
+        std::vector<std::byte> tail;
+        add_bytes(tail, frames.data(), frames.size() * sizeof(uint64_t));
+        add_bytes(tail, python.data(), python.size() * sizeof(format::PythonFrameRecord));
+        return append(header_.stacks, header_.stacks_used, record, tail.data(), tail.size());
+    }
+
+    // Filename, qualname and line table follow the record back to back, as the writer lays them out.
+    uint64_t add_code(uint32_t id, const std::string& filename, const std::string& qualname,
+                      int32_t first_line, const std::vector<uint8_t>& line_table, uint32_t flags = 0) {
+        format::CodeRecord record{};
+        record.id = id;
+        record.first_line = first_line;
+        record.address = 0x7f0000000000 + id * 0x100;
+        record.filename_bytes = static_cast<uint32_t>(filename.size());
+        record.qualname_bytes = static_cast<uint32_t>(qualname.size());
+        record.line_table_bytes = static_cast<uint32_t>(line_table.size());
+        record.flags = flags;
+        std::vector<std::byte> tail;
+        add_bytes(tail, filename.data(), filename.size());
+        add_bytes(tail, qualname.data(), qualname.size());
+        add_bytes(tail, line_table.data(), line_table.size());
+        return append(header_.code, header_.code_used, record, tail.data(), tail.size());
     }
 
     // Raises the mark of the slot's stripe to cover it, as the writer does (a slot past the capacity
@@ -159,6 +183,15 @@ class TraceBuilder {
         header_.end_signal = signal;
         header_.end_monotonic_ns = time_ns;
         header_.end_commit = format::kEndCommit;
+    }
+
+    // An empty vector's data() may be null, which memcpy must not see.
+    static void add_bytes(std::vector<std::byte>& out, const void* data, std::size_t bytes) {
+        if (bytes == 0)
+            return;
+        const std::size_t at = out.size();
+        out.resize(at + bytes);
+        std::memcpy(out.data() + at, data, bytes);
     }
 
     template <class Record>

@@ -1,0 +1,40 @@
+// How the report shows one stack: which of its frames, and how a Python frame reads.
+//
+// A stack without Python frames shows its innermost --stack-depth frames. A stack with Python frames
+// shows, by default, what a Python programmer acts on: the native frames that made the CUDA call, down
+// to where the interpreter called them (which allocator, which operator, which binding), then the
+// Python frames only. The interpreter's own frames (those of the module that holds its evaluation
+// loop) between and around Python frames are left out without a trace: they are the same glue in every
+// stack. Any other native frames left out, such as a C extension that called back into Python, or
+// the process's start, are one line "... N native frames" each run. Both parts, the native frames
+// above and the Python frames, are limited to --stack-depth frames each, so a deep native library
+// never hides the Python lines. With --native, every frame is shown in order, up to --stack-depth.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "report.h"
+
+namespace gpuleak::analyzer {
+
+struct StackLine {
+    enum class Kind {
+        Frame,
+        NativeLeftOut,     // `count` native frames left out here
+        MoreLeftOut,       // `count` more frames, past the depth
+        MorePythonLeftOut, // `count` more Python frames, past the depth
+    };
+    Kind kind = Kind::Frame;
+    const ReportFrame* frame = nullptr; // Kind::Frame: a frame of the stack given
+    size_t count = 0;
+};
+
+// `frames`: the whole stack, innermost first (StackFrames::frames).
+std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const ReportOptions& options);
+
+// "train.py:88 in train_epoch"; without a line, "train.py in train_epoch".
+std::string python_frame_name(const ReportFrame& frame);
+
+} // namespace gpuleak::analyzer

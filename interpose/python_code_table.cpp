@@ -1,0 +1,160 @@
+#include "python_code_table.h"
+
+#include <cstring>
+#include <span>
+#include <sys/mman.h>
+
+#include "python_runtime.h"
+
+namespace gpuleak {
+
+namespace {
+
+// A code object is usually a few hundred bytes of trace; module-level code can have line tables of
+// tens of KiB, which are cut here (the record says so) rather than refused.
+constexpr uint32_t kMaxFilenameBytes = 4096;
+constexpr uint32_t kMaxQualnameBytes = 1024;
+constexpr uint32_t kMaxLineTableBytes = 64 << 10;
+
+// Used only under the insert lock: too large for the stack of a hooked thread.
+struct DescriptionBuffers {
+    char filename[kMaxFilenameBytes];
+    char qualname[kMaxQualnameBytes];
+    uint8_t line_table[kMaxLineTableBytes];
+};
+constinit DescriptionBuffers g_buffers{};
+
+// The code objects a thread met last, by address: a thread allocating from the same Python code again
+// and again finds its ids here, in memory of its own, instead of probing the shared index. The dynamic
+// TLS model keeps the 3 KiB out of the static TLS block that a dlopen'ed libgpuleak.so would need.
+struct RecentCode {
+    uint64_t address;
+    PythonCodeIdentity identity;
+    uint32_t id;
+    uint32_t generation;
+};
+constexpr uint32_t kRecentCodes = 64;
+constinit thread_local RecentCode t_recent_codes[kRecentCodes] = {};
+
+uint64_t hash_address(uint64_t address) {
+    uint64_t h = address * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+uint64_t align8(uint64_t bytes) {
+    return (bytes + 7) & ~uint64_t{7};
+}
+
+} // namespace
+
+bool PythonCodeTable::attach(TraceWriter& writer) {
+    writer_ = &writer;
+    // A code record takes a few hundred bytes: one index entry per 128 bytes of region keeps probes
+    // short until the region is full.
+    entry_count_ = 1024;
+    while (entry_count_ < writer.header()->code.size / 128)
+        entry_count_ *= 2;
+    void* memory = ::mmap(nullptr, entry_count_ * sizeof(Entry), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    entries_ = memory == MAP_FAILED ? nullptr : static_cast<Entry*>(memory);
+    used_ = 0;
+    next_id_ = 1;
+    ++generation_;
+    insert_lock_.reset_after_fork();
+    return entries_ != nullptr;
+}
+
+void PythonCodeTable::detach() {
+    if (entries_ != nullptr)
+        ::munmap(entries_, entry_count_ * sizeof(Entry));
+    entries_ = nullptr;
+    writer_ = nullptr;
+    insert_lock_.reset_after_fork();
+}
+
+uint32_t PythonCodeTable::id_of(uint64_t code_object) {
+    PythonCodeIdentity identity;
+    if (entries_ == nullptr || !read_python_code_identity(code_object, identity))
+        return 0;
+    RecentCode& recent = t_recent_codes[hash_address(code_object) % kRecentCodes];
+    if (recent.address == code_object && recent.generation == generation_ && recent.identity == identity)
+        return recent.id;
+    const uint32_t id = find_or_add(code_object, identity);
+    if (id != 0)
+        recent = {code_object, identity, id, generation_};
+    return id;
+}
+
+uint32_t PythonCodeTable::find_or_add(uint64_t code_object, const PythonCodeIdentity& identity) {
+    const uint64_t mask = entry_count_ - 1;
+    // Entries are never changed once published: a code object that replaced another at the same
+    // address gets an entry of its own further along the probe.
+    for (uint64_t position = hash_address(code_object) & mask;; position = (position + 1) & mask) {
+        const uint64_t seen = __atomic_load_n(&entries_[position].address, __ATOMIC_ACQUIRE);
+        if (seen == 0)
+            return add(code_object, identity, position);
+        if (seen == code_object && entries_[position].identity == identity)
+            return entries_[position].id;
+    }
+}
+
+uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position) {
+    SpinGuard guard(insert_lock_);
+    const uint64_t mask = entry_count_ - 1;
+    // Another thread may have added it, or other code objects, since the lock-free probe ended.
+    for (;; position = (position + 1) & mask) {
+        const Entry& entry = entries_[position];
+        const uint64_t seen = __atomic_load_n(&entry.address, __ATOMIC_ACQUIRE);
+        if (seen == 0)
+            break;
+        if (seen == code_object && entry.identity == identity)
+            return entry.id;
+    }
+    format::FileHeader& header = *writer_->header();
+    PythonCodeDescription description;
+    const PythonCodeBuffers buffers{std::span(g_buffers.filename), std::span(g_buffers.qualname),
+                                    std::span(g_buffers.line_table)};
+    if ((used_ + 1) * 4 > entry_count_ * 3 || !describe_python_code(code_object, buffers, description) ||
+        !(description.identity == identity)) {
+        __atomic_fetch_add(&header.code_dropped, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    // Before the first record: a reader needs the version to decode any line table.
+    if (__atomic_load_n(&header.python_version, __ATOMIC_RELAXED) == 0) {
+        if (const PythonRuntime* runtime = python_runtime())
+            __atomic_store_n(&header.python_version, runtime->layout.version, __ATOMIC_RELEASE);
+    }
+    const uint32_t id = next_id_;
+    const uint64_t bytes = align8(sizeof(format::CodeRecord) + description.filename_size +
+                                  description.qualname_size + description.line_table_size);
+    const int64_t offset =
+        writer_->append_record(TraceWriter::Stream::Code, static_cast<uint32_t>(bytes), [&](uint8_t* body) {
+            auto* record = reinterpret_cast<format::CodeRecord*>(body - sizeof(format::RecordPrefix));
+            record->id = id;
+            record->first_line = description.identity.first_line;
+            record->address = code_object;
+            record->filename_bytes = description.filename_size;
+            record->qualname_bytes = description.qualname_size;
+            record->line_table_bytes = description.line_table_size;
+            record->flags = description.truncated ? static_cast<uint32_t>(format::CodeFlag::Truncated) : 0;
+            auto* cursor = reinterpret_cast<uint8_t*>(record + 1);
+            std::memcpy(cursor, g_buffers.filename, description.filename_size);
+            cursor += description.filename_size;
+            std::memcpy(cursor, g_buffers.qualname, description.qualname_size);
+            cursor += description.qualname_size;
+            std::memcpy(cursor, g_buffers.line_table, description.line_table_size);
+        });
+    if (offset < 0) {
+        __atomic_fetch_add(&header.code_dropped, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    Entry& entry = entries_[position];
+    entry.identity = identity;
+    entry.id = id;
+    __atomic_store_n(&entry.address, code_object, __ATOMIC_RELEASE);
+    ++used_;
+    ++next_id_;
+    return id;
+}
+
+} // namespace gpuleak

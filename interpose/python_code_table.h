@@ -1,0 +1,44 @@
+// The Python code objects that stacks hold: each is written to the trace once, as a CodeRecord with
+// its file, qualified name, first line and line table, and referred to by id. Looking up a known code
+// object takes no lock: a few loads to check that the object at that address is still the same one.
+// Adding one (rare after warm-up) takes one.
+#pragma once
+
+#include <cstdint>
+
+#include "python_code_object.h"
+#include "spin_lock.h"
+#include "trace_writer.h"
+
+namespace gpuleak {
+
+class PythonCodeTable {
+  public:
+    bool attach(TraceWriter& writer);
+    void detach();
+
+    // The id of the code object at `code_object`, adding it when new. Only for code objects of the
+    // calling thread's Python stack captured in the same hook call (see python_code_object.h). 0 when
+    // it cannot be read or did not fit in the file or the index.
+    uint32_t id_of(uint64_t code_object);
+
+  private:
+    struct Entry {
+        uint64_t address; // 0 = empty; published last
+        PythonCodeIdentity identity;
+        uint32_t id;
+    };
+    uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
+    uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
+
+    TraceWriter* writer_ = nullptr;
+    Entry* entries_ = nullptr;
+    uint64_t entry_count_ = 0; // power of two
+    uint64_t used_ = 0;
+    uint32_t next_id_ = 1;
+    // Bumped by every attach: the threads' caches of ids (python_code_table.cpp) hold ids of one trace.
+    uint32_t generation_ = 0;
+    SpinLock insert_lock_;
+};
+
+} // namespace gpuleak

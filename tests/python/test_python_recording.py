@@ -1,0 +1,169 @@
+"""Python stacks recorded by libgpuleak.so in situations that are hard on a stack walker: several
+Python threads allocating at once, a thread C++ started that never ran Python, 1000-deep recursion,
+allocations while the interpreter shuts down, and a Python the walker does not support. Each runs a
+script under LD_PRELOAD=libgpuleak.so on the simulated device and reads its trace back with
+gpuleak-report --format json.
+
+ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt) with
+GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_REPORT, GPULEAK_TEST_NATIVE_THREAD and
+GPULEAK_UNSUPPORTED_PYTHON naming what it needs; tests skip when those are not set.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+MiB = 1 << 20
+
+PRELUDE = textwrap.dedent(
+    """
+    import ctypes, os
+    cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+    cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+
+    def allocate(size):
+        pointer = ctypes.c_void_p()
+        assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0
+        return pointer.value
+    """
+)
+
+
+def needed(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set (ctest sets it)" % name)
+    return value
+
+
+def record(tmp_path, body, python=sys.executable, extra_env=None):
+    """Runs PRELUDE + body under libgpuleak.so; returns (the process, its JSON report or None)."""
+    script = tmp_path / "script.py"
+    script.write_text(PRELUDE + textwrap.dedent(body), encoding="utf-8")
+    env = dict(os.environ)
+    env.update(
+        LD_PRELOAD=needed("GPULEAK_TEST_LIBRARY"),
+        SIMDEVICE_DIR=needed("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(tmp_path / "trace.%p"),
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_QUIET="1",
+    )
+    env.update(extra_env or {})
+    process = subprocess.run([python, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    traces = sorted(tmp_path.glob("trace.*"))
+    if not traces:
+        return process, None
+    report = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), "--format", "json", "--top", "50", str(traces[0])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    return process, json.loads(report.stdout)
+
+
+def leak_sites(report):
+    (process,) = report["processes"]
+    return process["leaks"]
+
+
+def python_frames(site):
+    return [frame for frame in site["frames"] if frame.get("python")]
+
+
+def test_python_threads_allocating_at_once_each_get_their_own_stack(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        import threading
+        barrier = threading.Barrier(4)
+        def worker_0(): barrier.wait(); [allocate(1 << 20) for _ in range(50)]
+        def worker_1(): barrier.wait(); [allocate(1 << 20) for _ in range(50)]
+        def worker_2(): barrier.wait(); [allocate(1 << 20) for _ in range(50)]
+        def worker_3(): barrier.wait(); [allocate(1 << 20) for _ in range(50)]
+        threads = [threading.Thread(target=f) for f in (worker_0, worker_1, worker_2, worker_3)]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    for index in range(4):
+        callers = [
+            s for s in leak_sites(report) if any(f["function"].endswith("worker_%d" % index) for f in python_frames(s))
+        ]
+        assert callers, "worker_%d's allocations are not attributed to it" % index
+        assert sum(s["bytes"] for s in callers) == 50 * MiB
+        assert all(python_frames(s)[0]["function"].split(".")[-1] == "allocate" for s in callers)
+
+
+def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
+    library = needed("GPULEAK_TEST_NATIVE_THREAD")
+    process, report = record(
+        tmp_path,
+        """
+        native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
+        native.allocate_in_native_thread.restype = ctypes.c_void_p
+        native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
+        assert native.allocate_in_native_thread(3 << 20)
+        """,
+        extra_env={"NATIVE_THREAD_LIBRARY": library},
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
+    assert python_frames(site) == []
+    assert site["frames"], "the native stack is missing"
+
+
+def test_deep_recursion_keeps_the_innermost_frames(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        import sys
+        sys.setrecursionlimit(5000)
+        def descend(depth):
+            if depth == 0:
+                return allocate(5 << 20)
+            return descend(depth - 1)
+        descend(1000)
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 5 * MiB]
+    frames = python_frames(site)
+    assert frames[0]["function"].split(".")[-1] == "allocate"
+    # GPULEAK_STACK_DEPTH (64 by default) caps the Python frames too: the innermost are kept.
+    assert 0 < len(frames) <= 64
+    assert all(frame["function"].split(".")[-1] == "descend" for frame in frames[1:])
+
+
+def test_allocations_during_interpreter_shutdown_are_recorded(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        import atexit
+        def at_exit():
+            allocate(7 << 20)
+        atexit.register(at_exit)
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 7 * MiB]
+    functions = [frame["function"].split(".")[-1] for frame in python_frames(site)]
+    assert functions[:2] == ["allocate", "at_exit"]
+
+
+def test_an_unsupported_python_gets_native_stacks_and_one_warning(tmp_path):
+    python = needed("GPULEAK_UNSUPPORTED_PYTHON")
+    process, report = record(tmp_path, "allocate(9 << 20)\n", python=python)
+    assert process.returncode == 0, process.stderr
+    warnings = [line for line in process.stderr.splitlines() if line.startswith("gpuleak:")]
+    assert len(warnings) == 1 and "not supported" in warnings[0], process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 9 * MiB]
+    assert python_frames(site) == []
+    assert site["frames"]

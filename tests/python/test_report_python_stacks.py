@@ -1,0 +1,274 @@
+"""gpuleak-report's Python frames against traceback.extract_stack(), end to end, on this interpreter.
+
+A script with known nesting (module level, a function, a method, a nested closure, a lambda, a
+generator, a coroutine under asyncio, a function in a file whose name is not ASCII, a loop that keeps
+what it allocates) runs under LD_PRELOAD=libgpuleak.so on the simulated device. Each scenario leaks one
+cudaMalloc made through ctypes, which releases the GIL, and writes down traceback.extract_stack() taken
+on the line of that call, with each frame's qualified name. gpuleak-report must show each leak's Python
+frames as exactly those frames, innermost first: file, line, function.
+
+ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt) with
+GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR and GPULEAK_TEST_REPORT naming the build's files; the
+tests skip when they are not set.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+MiB = 1 << 20
+LOOP_ROUNDS = 5
+
+SCRIPT = textwrap.dedent(
+    """\
+    import asyncio, ctypes, importlib.util, json, os, sys, time, traceback
+
+    cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+    cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    cudart.cudaMalloc.restype = ctypes.c_int
+    MiB = 1 << 20
+    expected = {}
+
+    def leak(scenario, size):
+        pointer = ctypes.c_void_p()
+        # One line: the stack taken and the allocation made are at the same instruction's line.
+        stack, status = traceback.extract_stack(), cudart.cudaMalloc(ctypes.byref(pointer), size)
+        assert status == 0, status
+        qualnames, frame = [], sys._getframe()
+        while frame is not None:
+            qualnames.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
+            frame = frame.f_back
+        frames = [[entry.filename, entry.lineno, entry.name] for entry in reversed(stack)]
+        entry = expected.setdefault(scenario, {"bytes": 0})
+        entry.update(bytes=entry["bytes"] + size, frames=frames, qualnames=qualnames)
+
+    leak("module", 1 * MiB)
+
+    def function():
+        leak("function", 2 * MiB)
+
+    class Model:
+        def forward(self):
+            leak("method", 3 * MiB)
+
+    def outer():
+        def inner():
+            leak("closure", 4 * MiB)
+        inner()
+
+    square = lambda: leak("lambda", 5 * MiB)
+
+    def generator():
+        yield leak("generator", 6 * MiB)
+
+    async def leaf():
+        await asyncio.sleep(0)
+        leak("coroutine", 7 * MiB)
+
+    async def coroutine():
+        await leaf()
+
+    def keep_history(rounds):
+        for _ in range(rounds):
+            leak("loop", 16 * MiB)
+            time.sleep(0.2)
+
+    function()
+    Model().forward()
+    outer()
+    square()
+    next(generator())
+    asyncio.run(coroutine())
+
+    directory = os.path.dirname(sys.argv[1])
+    path = os.path.join(directory, "модуль_模块_😀.py")
+    with open(path, "w", encoding="utf-8") as source:
+        source.write("def 函数(leak):\\n    leak('non_ascii', 8 * (1 << 20))\\n")
+    spec = importlib.util.spec_from_file_location("non_ascii_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.函数(leak)
+
+    keep_history(int(sys.argv[2]))
+
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        json.dump(expected, out)
+    """
+)
+
+SCENARIOS = {
+    "module": ["<module>"],
+    "function": ["function", "<module>"],
+    "method": ["Model.forward", "<module>"],
+    "closure": ["outer.<locals>.inner", "outer", "<module>"],
+    "lambda": ["<lambda>", "<module>"],
+    "generator": ["generator", "<module>"],
+    "coroutine": ["leaf", "coroutine"],
+    "non_ascii": ["函数", "<module>"],
+    "loop": ["keep_history", "<module>"],
+}
+
+
+def build_file(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set (ctest sets it)" % name)
+    return value
+
+
+def run_report(trace, *options):
+    completed = subprocess.run(
+        [build_file("GPULEAK_TEST_REPORT"), *options, str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("report_python_stacks")
+    script = directory / "scenarios.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    result = directory / "expected.json"
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
+    environment.update(
+        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
+        SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(directory / "trace.%p"),
+        GPULEAK_STACK_DEPTH="256",  # native frames deep enough to reach every evaluation loop
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_QUIET="1",
+        PYTHONIOENCODING="utf-8",
+    )
+    build_file("GPULEAK_TEST_REPORT")
+    completed = subprocess.run(
+        [sys.executable, str(script), str(result), str(LOOP_ROUNDS)],
+        env=environment,
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    (trace,) = directory.glob("trace.*")
+    expected = json.loads(result.read_text(encoding="utf-8"))
+    assert sorted(expected) == sorted(SCENARIOS)
+    return trace, expected
+
+
+def process_of(report):
+    (process,) = json.loads(report)["processes"]
+    return process
+
+
+def site_of(process, entry):
+    sites = [site for site in process["leaks"] if site["bytes"] == entry["bytes"]]
+    assert len(sites) == 1, [site["bytes"] for site in process["leaks"]]
+    return sites[0]
+
+
+def python_frames(site):
+    return [frame for frame in site["frames"] if frame["python"]]
+
+
+def test_every_leak_shows_the_python_stack_taken_at_its_call(recorded):
+    trace, expected = recorded
+    process = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024"))
+    assert process["warnings"] == []
+    for scenario, entry in expected.items():
+        frames = python_frames(site_of(process, entry))
+        wanted = entry["frames"]
+        assert len(frames) == len(wanted), (scenario, frames, wanted)
+        for index, (frame, (filename, line, name), qualname) in enumerate(zip(frames, wanted, entry["qualnames"])):
+            where = (scenario, index, frame, filename, line, name)
+            assert frame["file"] == filename, where
+            assert frame["line"] == line, where
+            # co_qualname from 3.11; 3.10 has only co_name, which extract_stack() gives everywhere.
+            assert frame["function"] == qualname, where
+            assert frame["function"].rsplit(".", 1)[-1] == name, where
+            assert frame["module"] == "" and frame["module_offset"] == 0, where
+
+
+def test_the_scenarios_nest_as_written(recorded):
+    _, expected = recorded
+    for scenario, callers in SCENARIOS.items():
+        qualnames = expected[scenario]["qualnames"]
+        wanted = callers if sys.version_info >= (3, 11) else [name.rsplit(".", 1)[-1] for name in callers]
+        assert qualnames[0] == "leak"
+        assert qualnames[1 : 1 + len(wanted)] == wanted, scenario
+    assert expected["non_ascii"]["frames"][0][0].endswith("scenarios.py")
+    assert expected["non_ascii"]["frames"][1][0].endswith("модуль_模块_😀.py")
+
+
+def test_a_line_reached_again_and_again_is_one_growing_site(recorded):
+    trace, expected = recorded
+    process = process_of(run_report(trace, "--format", "json", "--top", "100"))
+    site = site_of(process, expected["loop"])
+    assert site["count"] == LOOP_ROUNDS and site["growing"]
+    assert process["diagnosis"]["kind"] == "leak"
+
+
+def test_native_frames_between_python_frames_are_left_out_by_default(recorded):
+    trace, expected = recorded
+    process = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024"))
+    for scenario, entry in expected.items():
+        frames = site_of(process, entry)["frames"]
+        first = next(index for index, frame in enumerate(frames) if frame["python"])
+        assert first > 0, "the native frames that made the call come first"
+        assert all(frame["python"] for frame in frames[first:]), scenario
+        assert all(not frame["function"].startswith("_PyEval") for frame in frames[:first]), scenario
+
+
+def test_native_shows_every_frame_with_the_python_frames_at_the_evaluation_loops(recorded):
+    trace, expected = recorded
+    default = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024"))
+    native = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024", "--native"))
+    for scenario, entry in expected.items():
+        frames = site_of(native, entry)["frames"]
+        assert python_frames(site_of(native, entry)) == python_frames(site_of(default, entry))
+        assert len(frames) > len(site_of(default, entry)["frames"])
+        for index, frame in enumerate(frames):
+            if not frame["python"]:
+                continue
+            before = frames[index - 1]
+            loop = before["function"] == "_PyEval_EvalFrameDefault"
+            if sys.version_info < (3, 11):
+                assert loop, (scenario, index)  # every Python frame has an evaluation loop of its own
+            else:
+                assert loop or before["python"], (scenario, index)
+        # Frames that are outside the interpreter, at the bottom of the process.
+        assert any(frame["function"] in ("main", "__libc_start_main", "_start") or frame["function"].startswith(
+            "__libc_start") for frame in frames), scenario
+
+
+def test_the_text_report_names_the_leaking_line(recorded):
+    trace, expected = recorded
+    text = run_report(trace, "--top", "100", "--no-color")
+
+    def name(frame_index, entry):
+        filename, line, _ = entry["frames"][frame_index]
+        return "%s:%d in %s" % (filename, line, entry["qualnames"][frame_index])
+
+    for scenario, entry in expected.items():
+        # The leaking line (in leak()) and its caller, one after the other in the site's stack. From 3.11
+        # the frames are matched to evaluation loops by a guess (python_interleave.h): a C function that
+        # called back into Python (asyncio's Task) may be counted between them instead of further out.
+        between = "" if sys.version_info < (3, 11) else r"(        \.\.\. \d+ native frames\n)?"
+        pattern = "        %s\n%s        %s\n" % (re.escape(name(0, entry)), between, re.escape(name(1, entry)))
+        assert re.search(pattern, text), scenario
+    diagnosis = text.split("Diagnosis: ", 1)[1].split("\n\n", 1)[0]
+    assert diagnosis.startswith("leak")
+    assert name(0, expected["loop"]) in " ".join(diagnosis.split())
+    growing = text.split("Growing, fastest first:\n", 1)[1].split("\n", 1)[0]
+    assert growing.endswith("  " + name(0, expected["loop"]))

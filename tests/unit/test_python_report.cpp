@@ -1,0 +1,475 @@
+// The report of a Python program, from hand-built traces: Python frames resolved to file, qualified name
+// and line, placed among the native frames, the default and --native views of a stack, leak origins
+// grouped by Python stack, and how the text and JSON reports name them.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <map>
+#include <string>
+
+#include "process_model.h"
+#include "python_interleave.h"
+#include "python_stacks.h"
+#include "render_json.h"
+#include "render_text.h"
+#include "report.h"
+#include "stack_view.h"
+#include "symbolized_stacks.h"
+#include "trace_builder.h"
+#include "trace_reader.h"
+
+using namespace gpuleak::analyzer;
+using gpuleak::test::TraceBuilder;
+using gpuleak::test::TraceLayout;
+namespace format = gpuleak::format;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kSecond = 1'000'000'000;
+constexpr uint64_t kStart = 1000;
+constexpr uint32_t kBeforeFirst = format::kPythonOffsetBeforeFirstInstruction;
+
+// 3.10's format, first line 80: [0, 6) line 81, [6, 10) no line, [10, 18) line 82.
+const std::vector<uint8_t> kLineTable = {6, 1, 0, 2, 4, 0x80, 8, 0xff};
+
+TraceReader parse(const TraceBuilder& builder) {
+    return TraceReader::parse(builder.bytes(), "trace.bin");
+}
+
+format::LiveSlot live(uint64_t address, uint64_t size, uint32_t stack_id, uint64_t seconds) {
+    format::LiveSlot slot{};
+    slot.state = format::kSlotLive;
+    slot.address = address;
+    slot.size = size;
+    slot.kind = static_cast<uint8_t>(format::MemoryKind::Device);
+    slot.stack_id = stack_id;
+    slot.time_ns = kStart + seconds * kSecond;
+    return slot;
+}
+
+format::EventRecord allocation_event(const format::LiveSlot& slot) {
+    format::EventRecord event{};
+    event.type = static_cast<uint16_t>(format::EventType::Alloc);
+    event.kind = slot.kind;
+    event.address = slot.address;
+    event.size = slot.size;
+    event.stack_id = slot.stack_id;
+    event.time_ns = slot.time_ns;
+    return event;
+}
+
+ReportFrame native(const std::string& function, const std::string& module, uint32_t line = 10) {
+    return {function, function + ".c", line, module, 0x100, false, false};
+}
+
+ReportFrame python(const std::string& qualname, const std::string& file, uint32_t line) {
+    return {qualname, file, line, {}, 0, false, true};
+}
+
+std::vector<std::string> functions(const std::vector<ReportFrame>& frames) {
+    std::vector<std::string> names;
+    for (const ReportFrame& frame : frames)
+        names.push_back((frame.python ? "py:" : "") + frame.function);
+    return names;
+}
+
+// What a view shows, one string a line: the function of a frame, or "... N" for frames left out.
+std::vector<std::string> shown(const std::vector<ReportFrame>& frames, size_t depth,
+                               bool all_native = false) {
+    ReportOptions options;
+    options.stack_depth = depth;
+    options.native = all_native;
+    std::vector<std::string> lines;
+    for (const StackLine& line : stack_lines(frames, options)) {
+        switch (line.kind) {
+        case StackLine::Kind::Frame:
+            lines.push_back((line.frame->python ? "py:" : "") + line.frame->function);
+            break;
+        case StackLine::Kind::NativeLeftOut:
+            lines.push_back(fmt::format("... {} native", line.count));
+            break;
+        case StackLine::Kind::MoreLeftOut:
+            lines.push_back(fmt::format("... {} more", line.count));
+            break;
+        case StackLine::Kind::MorePythonLeftOut:
+            lines.push_back(fmt::format("... {} more Python", line.count));
+            break;
+        }
+    }
+    return lines;
+}
+
+const std::string kPython = "/usr/bin/python3.12";
+const std::string kTorch = "/site-packages/torch/lib/libtorch_cuda.so";
+
+// A PyTorch-like stack, innermost first: an operator allocates, called from Trainer.step through the
+// binding; step was called by a hook that a C++ extension ran, called from main.
+std::vector<ReportFrame> torch_stack() {
+    return {
+        native("c10::cuda::allocate", kTorch),
+        native("at::empty", kTorch),
+        native("pybind11::dispatch", "/site-packages/torch/lib/libtorch_python.so"),
+        native("_PyObject_MakeTpCall", kPython),
+        native("_PyEval_EvalFrameDefault", kPython),
+        python("Trainer.step", "/srv/train.py", 81),
+        native("_PyEval_Vector", kPython),
+        native("_PyEval_EvalFrameDefault", kPython),
+        python("hook", "/srv/hooks.py", 5),
+        native("PyObject_Call", kPython),
+        native("torch::autograd::call_hook", kTorch),
+        native("_PyObject_MakeTpCall", kPython),
+        native("_PyEval_EvalFrameDefault", kPython),
+        python("main", "/srv/train.py", 102),
+        native("Py_RunMain", kPython),
+        native("__libc_start_main", "/lib/libc.so.6"),
+    };
+}
+
+// Stacks given as they are, for the renderers.
+class FixedStacks : public StackFrames {
+  public:
+    explicit FixedStacks(std::map<uint32_t, std::vector<ReportFrame>> stacks) : stacks_(std::move(stacks)) {}
+    const std::vector<ReportFrame>& frames(uint32_t stack_id) override { return stacks_[stack_id]; }
+
+  private:
+    std::map<uint32_t, std::vector<ReportFrame>> stacks_;
+};
+
+// Code objects: Trainer.step and main in train.py, and another main in other.py.
+void add_code(TraceBuilder& builder) {
+    builder.header().python_version = format::python_version(3, 10);
+    builder.add_code(1, "/srv/train.py", "Trainer.step", 80, kLineTable);
+    builder.add_code(2, "/srv/train.py", "main", 100, kLineTable);
+    builder.add_code(3, "/srv/other.py", "main", 10, kLineTable);
+}
+
+// Live at the end: a Python line reached through two native paths (stacks 1 and 2), the same line from
+// another caller (3), another line of the same function (4), native stacks (5, 6) and Python stacks
+// whose code objects were not recorded (7, 8). A failure at 9.5 s sees all of it live.
+TraceBuilder grouping_trace() {
+    TraceLayout layout;
+    layout.ring_capacity = 16;
+    TraceBuilder builder(layout);
+    builder.header().start_monotonic_ns = kStart;
+    add_code(builder);
+    builder.add_stack(1, {0x1, 0x2}, {{1, 0}, {2, 12}});
+    builder.add_stack(2, {0x3}, {{1, 4}, {2, 14}});
+    builder.add_stack(3, {0x1, 0x2}, {{1, 0}, {3, 12}});
+    builder.add_stack(4, {0x1}, {{1, 12}, {2, 12}});
+    builder.add_stack(5, {0x9});
+    builder.add_stack(6, {0x9});
+    builder.add_stack(7, {0x1}, {{0, 0}});
+    builder.add_stack(8, {0x1}, {{0, 0}});
+    const std::vector<format::LiveSlot> slots = {
+        live(0x1000, 1 * kMiB, 1, 1),  live(0x2000, 1 * kMiB, 1, 5),  live(0x3000, 3 * kMiB, 2, 9),
+        live(0x4000, 512 << 10, 3, 2), live(0x5000, 256 << 10, 4, 2), live(0x6000, 128 << 10, 5, 2),
+        live(0x7000, 128 << 10, 6, 2), live(0x8000, 64 << 10, 7, 2),  live(0x9000, 64 << 10, 8, 2),
+    };
+    for (size_t i = 0; i < slots.size(); ++i) {
+        builder.set_live(i, slots[i]);
+        builder.append_event(allocation_event(slots[i]));
+    }
+    format::EventRecord failure{};
+    failure.type = static_cast<uint16_t>(format::EventType::AllocFailed);
+    failure.kind = static_cast<uint8_t>(format::MemoryKind::Device);
+    failure.address = UINT64_MAX;
+    failure.size = 8 << 30;
+    failure.result = 2;
+    failure.stack_id = 1;
+    failure.time_ns = kStart + 9 * kSecond + kSecond / 2;
+    builder.append_event(failure);
+    builder.add_notable(failure);
+    builder.header().accounting.live_bytes[0][1] = 5 * kMiB + (1152 << 10);
+    builder.end_exited(0, kStart + 10 * kSecond);
+    return builder;
+}
+
+ProcessReport report_of(const TraceReader& trace) {
+    ProcessReport report;
+    report.model = build_model("trace.bin", trace);
+    report.stacks = std::make_unique<SymbolizedStacks>(trace, "");
+    StackFrames& stacks = *report.stacks;
+    report.diagnosis = diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
+    return report;
+}
+
+} // namespace
+
+TEST_CASE("Python frames resolve to file, qualified name and the line of their instruction") {
+    TraceBuilder builder;
+    add_code(builder);
+    builder.add_code(4, "/srv/cut.py", "cut", 7, {6, 1}, static_cast<uint32_t>(format::CodeFlag::Truncated));
+    builder.add_stack(1, {0x1}, {{1, 4}, {1, 8}, {1, 12}, {2, kBeforeFirst}, {4, 2}, {4, 40}});
+    builder.add_stack(2, {0x1}, {{0, 4}, {99, 4}});
+    builder.add_stack(3, {0x1});
+    const TraceReader trace = parse(builder);
+    const PythonStacks stacks(trace);
+
+    const auto& frames = stacks.of(1);
+    REQUIRE(frames.size() == 6);
+    CHECK(stacks.function(frames[0].function).file == "/srv/train.py");
+    CHECK(stacks.function(frames[0].function).qualname == "Trainer.step");
+    CHECK(frames[0].line == 81);
+    CHECK(frames[1].line == 0); // a range CPython gives no line
+    CHECK(frames[2].line == 82);
+    CHECK(frames[2].function == frames[0].function);
+    CHECK(stacks.function(frames[3].function).qualname == "main");
+    CHECK(frames[3].line == 100); // before the first instruction: the first line
+    CHECK(frames[4].line == 8);
+    CHECK(frames[5].line == 0); // past what the truncated table holds
+    CHECK(stacks.function(frames[5].function).file == "/srv/cut.py");
+
+    // Code id 0 (did not fit) and an id the trace lacks: unknown frames, not an error.
+    REQUIRE(stacks.of(2).size() == 2);
+    CHECK_FALSE(PythonStacks::known(stacks.of(2)[0]));
+    CHECK_FALSE(PythonStacks::known(stacks.of(2)[1]));
+    CHECK(stacks.function(stacks.of(2)[0].function).file.empty());
+    CHECK(stacks.of(3).empty());
+    CHECK(stacks.of(42).empty());
+}
+
+TEST_CASE("without the Python version no Python line is known") {
+    TraceBuilder builder;
+    add_code(builder);
+    builder.header().python_version = 0;
+    builder.add_stack(1, {}, {{1, 4}, {1, kBeforeFirst}});
+    const TraceReader trace = parse(builder);
+    const PythonStacks stacks(trace);
+    CHECK(stacks.of(1)[0].line == 0);
+    CHECK(stacks.of(1)[1].line == 0);
+    CHECK(stacks.function(stacks.of(1)[0].function).qualname == "Trainer.step");
+}
+
+TEST_CASE("symbolized stacks carry their Python frames, unknown ones included") {
+    TraceBuilder builder;
+    add_code(builder);
+    builder.add_stack(1, {0x401000, 0x402000}, {{1, 4}, {0, 0}, {2, 14}});
+    const TraceReader trace = parse(builder);
+    SymbolizedStacks stacks(trace, "");
+    const std::vector<ReportFrame>& frames = stacks.frames(1);
+    REQUIRE(frames.size() == 5);
+    // Without a module map the native frames name no evaluation loop: the Python frames follow them all.
+    CHECK_FALSE(frames[0].python);
+    CHECK(frames[0].module_offset == 0x401000);
+    CHECK_FALSE(frames[1].python);
+    CHECK(frames[2].python);
+    CHECK(frames[2].function == "Trainer.step");
+    CHECK(frames[2].file == "/srv/train.py");
+    CHECK(frames[2].line == 81);
+    CHECK(frames[2].module.empty());
+    CHECK(frames[3].python);
+    CHECK(frames[3].function.empty());
+    CHECK(frames[3].file.empty());
+    CHECK(frames[3].line == 0);
+    CHECK(frames[4].function == "main");
+    CHECK(frames[4].line == 102);
+    CHECK(python_frame_name(frames[2]) == "/srv/train.py:81 in Trainer.step");
+    CHECK(python_frame_name(frames[3]) == "a Python frame whose code object was not recorded");
+    CHECK(stacks.describe(1) == "/srv/train.py:81 in Trainer.step");
+}
+
+TEST_CASE("a Python frame without a line is named by file and function") {
+    CHECK(python_frame_name(python("Model.forward", "/srv/model.py", 0)) == "/srv/model.py in Model.forward");
+    CHECK(python_frame_name(python("<module>", "/srv/模型.py", 3)) == "/srv/模型.py:3 in <module>");
+}
+
+TEST_CASE("Python frames go after the evaluation loops that ran them") {
+    const auto loop = [](int n) { return native("_PyEval_EvalFrameDefault", kPython, n); };
+    const std::vector<ReportFrame> inner = {python("leak", "a.py", 1), python("f", "a.py", 2),
+                                            python("<module>", "a.py", 3)};
+    SECTION("one loop per frame (3.10): one to one") {
+        const std::vector<ReportFrame> frames = interleave_python_frames(
+            {native("ffi_call", "libffi"), loop(1), native("_PyEval_Vector", kPython), loop(2),
+             native("_PyEval_Vector", kPython), loop(3), native("main", kPython)},
+            inner);
+        CHECK(functions(frames) ==
+              std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak", "_PyEval_Vector",
+                                       "_PyEval_EvalFrameDefault", "py:f", "_PyEval_Vector",
+                                       "_PyEval_EvalFrameDefault", "py:<module>", "main"});
+    }
+    SECTION("one loop for all (3.11+): every frame after it") {
+        const std::vector<ReportFrame> frames =
+            interleave_python_frames({native("ffi_call", "libffi"), loop(1), native("main", kPython)}, inner);
+        CHECK(functions(frames) == std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak",
+                                                            "py:f", "py:<module>", "main"});
+    }
+    SECTION("fewer loops than frames: one each from the innermost, the rest at the outermost") {
+        const std::vector<ReportFrame> frames =
+            interleave_python_frames({loop(1), native("PyObject_Call", kPython), loop(2)}, inner);
+        CHECK(functions(frames) == std::vector<std::string>{"_PyEval_EvalFrameDefault", "py:leak",
+                                                            "PyObject_Call", "_PyEval_EvalFrameDefault",
+                                                            "py:f", "py:<module>"});
+    }
+    SECTION("more loops than frames: the outer loops run none") {
+        const std::vector<ReportFrame> frames =
+            interleave_python_frames({loop(1), loop(2), loop(3), loop(4)}, {python("leak", "a.py", 1)});
+        CHECK(functions(frames) ==
+              std::vector<std::string>{"_PyEval_EvalFrameDefault", "py:leak", "_PyEval_EvalFrameDefault",
+                                       "_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault"});
+    }
+    SECTION("no loop among the native frames: the Python frames follow them all") {
+        const std::vector<ReportFrame> frames =
+            interleave_python_frames({native("", "python"), native("", "python")}, inner);
+        CHECK(functions(frames) == std::vector<std::string>{"", "", "py:leak", "py:f", "py:<module>"});
+    }
+    SECTION("the loop's cold part counts, a function that only starts with its name does not") {
+        const std::vector<ReportFrame> frames = interleave_python_frames(
+            {native("_PyEval_EvalFrameDefaultHelper", kPython),
+             native("_PyEval_EvalFrameDefault.cold", kPython), native("main", kPython)},
+            {python("leak", "a.py", 1)});
+        CHECK(functions(frames) == std::vector<std::string>{"_PyEval_EvalFrameDefaultHelper",
+                                                            "_PyEval_EvalFrameDefault.cold", "py:leak",
+                                                            "main"});
+    }
+    SECTION("no Python frames: the native stack as it is") {
+        CHECK(functions(interleave_python_frames({loop(1), native("main", kPython)}, {})) ==
+              std::vector<std::string>{"_PyEval_EvalFrameDefault", "main"});
+    }
+}
+
+TEST_CASE("the default view: the native frames that made the call, then the Python frames") {
+    const std::vector<ReportFrame> frames = torch_stack();
+    SECTION("the interpreter's frames are left out silently, other native frames as one line a run") {
+        CHECK(shown(frames, 8) == std::vector<std::string>{"c10::cuda::allocate", "at::empty",
+                                                           "pybind11::dispatch", "py:Trainer.step", "py:hook",
+                                                           "... 4 native", "py:main", "... 2 native"});
+    }
+    SECTION("the native frames above are limited to the depth, and so are the Python frames, each") {
+        CHECK(shown(frames, 1) == std::vector<std::string>{"c10::cuda::allocate", "... 4 native",
+                                                           "py:Trainer.step", "... 2 more Python"});
+        CHECK(shown(frames, 2) == std::vector<std::string>{"c10::cuda::allocate", "at::empty", "... 3 native",
+                                                           "py:Trainer.step", "py:hook",
+                                                           "... 1 more Python"});
+    }
+    SECTION("--native: every frame in order, up to the depth") {
+        std::vector<std::string> all = functions(frames);
+        CHECK(shown(frames, 100, true) == all);
+        all.resize(5);
+        all.push_back("... 11 more");
+        CHECK(shown(frames, 5, true) == all);
+    }
+    SECTION("a native stack is shown as before") {
+        const std::vector<ReportFrame> native_only = {native("a", "x"), native("b", "x"), native("c", "x")};
+        CHECK(shown(native_only, 2) == std::vector<std::string>{"a", "b", "... 1 more"});
+        CHECK(shown(native_only, 3) == std::vector<std::string>{"a", "b", "c"});
+    }
+    SECTION("without a loop to tell the interpreter by, every native frame left out is counted") {
+        const std::vector<ReportFrame> unsymbolized = {native("", "python"), python("leak", "a.py", 1),
+                                                       native("", "python"), python("f", "a.py", 2)};
+        CHECK(shown(unsymbolized, 8) == std::vector<std::string>{"", "py:leak", "... 1 native", "py:f"});
+    }
+}
+
+TEST_CASE("leak origins group by Python stack, native stacks by stack") {
+    const TraceReader trace = parse(grouping_trace());
+    const ProcessModel model = build_model("trace.bin", trace);
+    struct Site {
+        uint32_t stack_id;
+        uint64_t bytes;
+        uint64_t count;
+        bool operator==(const Site&) const = default;
+    };
+    std::vector<Site> sites;
+    for (const LeakSite& site : model.leak_sites)
+        sites.push_back({site.stack_id, site.bytes, site.count});
+    // Stacks 1 and 2 are one site, shown with stack 2, which holds more of its bytes; the same line
+    // from another caller (3) and another line (4) are sites of their own.
+    CHECK(sites == std::vector<Site>{{2, 5 * kMiB, 3},
+                                     {3, 512 << 10, 1},
+                                     {4, 256 << 10, 1},
+                                     {5, 128 << 10, 1},
+                                     {6, 128 << 10, 1},
+                                     {7, 64 << 10, 1},
+                                     {8, 64 << 10, 1}});
+    const LeakSite& top = model.leak_sites.front();
+    CHECK(top.growing);
+    CHECK(top.first_ns == 1 * kSecond);
+    CHECK(top.last_ns == 9 * kSecond);
+    REQUIRE(model.growth_sites == std::vector<size_t>{0});
+
+    // What was held at the failure groups the same way.
+    REQUIRE(model.failures.size() == 1);
+    std::vector<Site> held;
+    for (const LiveSiteAt& site : model.failures[0].top_sites_then)
+        held.push_back({site.stack_id, site.bytes, site.count});
+    CHECK(held ==
+          std::vector<Site>{
+              {2, 5 * kMiB, 3}, {3, 512 << 10, 1}, {4, 256 << 10, 1}, {5, 128 << 10, 1}, {6, 128 << 10, 1}});
+}
+
+TEST_CASE("the text report names the Python line of a leak, in the diagnosis and the stacks") {
+    const TraceReader trace = parse(grouping_trace());
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(trace));
+    CHECK(reports[0].diagnosis.kind == DiagnosisKind::Leak);
+    CHECK_THAT(reports[0].diagnosis.text, Catch::Contains("from /srv/train.py:81 in Trainer.step."));
+    ReportOptions options;
+    const std::string text = render_text(reports, options);
+    CHECK_THAT(text, Catch::Contains("        +0x3\n"
+                                     "        /srv/train.py:81 in Trainer.step\n"
+                                     "        /srv/train.py:102 in main\n"));
+    CHECK_THAT(text, Catch::Contains("        /srv/train.py:81 in Trainer.step\n"
+                                     "        /srv/other.py:12 in main\n"));
+    CHECK_THAT(text, Catch::Contains("        a Python frame whose code object was not recorded\n"));
+    CHECK_THAT(text, Catch::Contains("/s  /srv/train.py:81 in Trainer.step\n"));              // growing
+    CHECK_THAT(text, Catch::Contains("allocations from /srv/train.py:81 in Trainer.step\n")); // held then
+}
+
+TEST_CASE("the text report collapses native frames by default and shows them all with --native") {
+    const TraceReader trace = parse(grouping_trace());
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(trace));
+    reports[0].stacks =
+        std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, torch_stack()}});
+    ReportOptions options;
+    options.top = 1;
+    std::string text = render_text(reports, options);
+    CHECK_THAT(text, Catch::Contains("        at::empty                    at::empty.c:10\n"
+                                     "        pybind11::dispatch           pybind11::dispatch.c:10\n"
+                                     "        /srv/train.py:81 in Trainer.step\n"
+                                     "        /srv/hooks.py:5 in hook\n"
+                                     "        ... 4 native frames\n"
+                                     "        /srv/train.py:102 in main\n"
+                                     "        ... 2 native frames\n"));
+    options.native = true;
+    options.stack_depth = 6;
+    text = render_text(reports, options);
+    CHECK_THAT(text, Catch::Contains("        _PyEval_EvalFrameDefault     _PyEval_EvalFrameDefault.c:10\n"
+                                     "        /srv/train.py:81 in Trainer.step\n"
+                                     "        ... 10 more frames\n"));
+}
+
+TEST_CASE("JSON frames say which are Python frames and follow the same view") {
+    const TraceReader trace = parse(grouping_trace());
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(trace));
+    reports[0].stacks =
+        std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, torch_stack()}});
+    ReportOptions options;
+    options.top = 1;
+    nlohmann::json frames = render_json(reports, options)["processes"][0]["leaks"][0]["frames"];
+    REQUIRE(frames.size() == 6);
+    CHECK(frames[0] == nlohmann::json{{"function", "c10::cuda::allocate"},
+                                      {"file", "c10::cuda::allocate.c"},
+                                      {"line", 10},
+                                      {"module", kTorch},
+                                      {"module_offset", 0x100},
+                                      {"inlined", false},
+                                      {"python", false}});
+    CHECK(frames[4] == nlohmann::json{{"function", "hook"},
+                                      {"file", "/srv/hooks.py"},
+                                      {"line", 5},
+                                      {"module", ""},
+                                      {"module_offset", 0},
+                                      {"inlined", false},
+                                      {"python", true}});
+    std::vector<bool> python_flags;
+    for (const auto& frame : frames)
+        python_flags.push_back(frame["python"]);
+    CHECK(python_flags == std::vector<bool>{false, false, false, true, true, true});
+    options.native = true;
+    options.stack_depth = 100;
+    frames = render_json(reports, options)["processes"][0]["leaks"][0]["frames"];
+    CHECK(frames.size() == torch_stack().size());
+}
