@@ -1,5 +1,6 @@
 #include "python_code_table.h"
 
+#include <array>
 #include <cstring>
 #include <span>
 #include <sys/mman.h>
@@ -27,14 +28,7 @@ constinit DescriptionBuffers g_buffers{};
 // The code objects a thread met last, by address: a thread allocating from the same Python code again
 // and again finds its ids here, in memory of its own, instead of probing the shared index. The dynamic
 // TLS model keeps the 3 KiB out of the static TLS block that a dlopen'ed libgpuleak.so would need.
-struct RecentCode {
-    uint64_t address;
-    PythonCodeIdentity identity;
-    uint32_t id;
-    uint32_t generation;
-};
 constexpr uint32_t kRecentCodes = 64;
-constinit thread_local RecentCode t_recent_codes[kRecentCodes] = {};
 
 uint64_t hash_address(uint64_t address) {
     uint64_t h = address * 0x9e3779b97f4a7c15ull;
@@ -45,6 +39,17 @@ uint64_t align8(uint64_t bytes) {
     return (bytes + 7) & ~uint64_t{7};
 }
 
+} // namespace
+
+struct PythonCodeTable::RecentCode {
+    uint64_t address;
+    PythonCodeIdentity identity;
+    uint32_t id;
+    uint32_t generation;
+};
+
+namespace {
+constinit thread_local std::array<PythonCodeTable::RecentCode, kRecentCodes> t_recent_codes{};
 } // namespace
 
 bool PythonCodeTable::attach(TraceWriter& writer) {
@@ -72,11 +77,19 @@ void PythonCodeTable::detach() {
     insert_lock_.reset_after_fork();
 }
 
-uint32_t PythonCodeTable::id_of(uint64_t code_object) {
+void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
+                                 format::PythonFrameRecord* records) {
+    // One look-up of the thread's dynamic TLS for the whole stack, not one a frame.
+    RecentCode* recent_codes = t_recent_codes.data();
+    for (uint32_t i = 0; i < count; ++i)
+        records[i] = {id_of(frames[i].code_object, recent_codes), frames[i].instruction_offset};
+}
+
+uint32_t PythonCodeTable::id_of(uint64_t code_object, RecentCode* recent_codes) {
     PythonCodeIdentity identity;
     if (entries_ == nullptr || !read_python_code_identity(code_object, identity))
         return 0;
-    RecentCode& recent = t_recent_codes[hash_address(code_object) % kRecentCodes];
+    RecentCode& recent = recent_codes[hash_address(code_object) % kRecentCodes];
     if (recent.address == code_object && recent.generation == generation_ && recent.identity == identity)
         return recent.id;
     const uint32_t id = find_or_add(code_object, identity);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "python_code_object.h"
+#include "python_frame.h"
 #include "spin_lock.h"
 #include "trace_writer.h"
 
@@ -17,10 +18,14 @@ class PythonCodeTable {
     bool attach(TraceWriter& writer);
     void detach();
 
-    // The id of the code object at `code_object`, adding it when new. Only for code objects of the
-    // calling thread's Python stack captured in the same hook call (see python_code_object.h). 0 when
-    // it cannot be read or did not fit in the file or the index.
-    uint32_t id_of(uint64_t code_object);
+    // The trace's record of each of `frames`: its code object's id, added when new (0 when the code
+    // object cannot be read or did not fit in the file or the index), and its instruction offset.
+    // Only for the calling thread's Python stack captured in the same hook call: those code objects are
+    // alive (see python_code_object.h).
+    void records_of(const PythonFrame* frames, uint32_t count, format::PythonFrameRecord* records);
+
+    // A thread's memory of the code objects it met last (python_code_table.cpp).
+    struct RecentCode;
 
   private:
     struct Entry {
@@ -28,6 +33,7 @@ class PythonCodeTable {
         PythonCodeIdentity identity;
         uint32_t id;
     };
+    uint32_t id_of(uint64_t code_object, RecentCode* recent_codes);
     uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
     uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
 

@@ -192,8 +192,7 @@ uint32_t capture_python_stack(format::PythonFrameRecord* records) {
         return 0;
     PythonFrame frames[kMaxStackDepthSetting];
     const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth));
-    for (uint32_t i = 0; i < count; ++i)
-        records[i] = {g_code.id_of(frames[i].code_object), frames[i].instruction_offset};
+    g_code.records_of(frames, count, records);
     return count;
 }
 

@@ -60,9 +60,11 @@ bool StackTable::matches(const Entry& entry, const uint64_t* frames, uint32_t co
     const auto* record = reinterpret_cast<const format::StackRecord*>(
         writer_->stream_data(TraceWriter::Stream::Stacks, uint64_t{entry.offset_words} * 8));
     const auto* native = reinterpret_cast<const uint8_t*>(record + 1);
+    // memcmp and memcpy must not see the null pointer of an empty stack part, even for 0 bytes.
     return record->native_count == count && record->python_count == python_count &&
-           std::memcmp(native, frames, count * sizeof(uint64_t)) == 0 &&
-           std::memcmp(native + count * sizeof(uint64_t), python, python_count * sizeof(*python)) == 0;
+           (count == 0 || std::memcmp(native, frames, count * sizeof(uint64_t)) == 0) &&
+           (python_count == 0 ||
+            std::memcmp(native + count * sizeof(uint64_t), python, python_count * sizeof(*python)) == 0);
 }
 
 uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, const format::PythonFrameRecord* python,
@@ -105,8 +107,10 @@ uint32_t StackTable::intern(const uint64_t* frames, uint32_t count, const format
         record->native_count = static_cast<uint16_t>(count);
         record->python_count = static_cast<uint16_t>(python_count);
         auto* native = reinterpret_cast<uint8_t*>(record + 1);
-        std::memcpy(native, frames, count * sizeof(uint64_t));
-        std::memcpy(native + count * sizeof(uint64_t), python, python_count * sizeof(*python));
+        if (count > 0)
+            std::memcpy(native, frames, count * sizeof(uint64_t));
+        if (python_count > 0)
+            std::memcpy(native + count * sizeof(uint64_t), python, python_count * sizeof(*python));
     });
     if (offset < 0) {
         __atomic_fetch_add(&header.stacks_dropped, 1, __ATOMIC_RELAXED);
