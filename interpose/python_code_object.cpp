@@ -101,14 +101,19 @@ bool copy_bytes(const PythonRuntime& python, uintptr_t bytes, std::span<uint8_t>
     return true;
 }
 
-bool read_identity(const PythonRuntime& python, uintptr_t code, PythonCodeIdentity& identity) {
-    if (!has_type(python, code, python.code_type))
-        return false;
-    const PythonLayout& layout = python.layout;
+PythonCodeIdentity read_fields(const PythonLayout& layout, uintptr_t code) {
+    PythonCodeIdentity identity;
     identity.filename = read_at<uintptr_t>(code + layout.code_filename);
     identity.qualname = read_at<uintptr_t>(code + layout.code_qualname);
     identity.line_table = read_at<uintptr_t>(code + layout.code_line_table);
     identity.first_line = read_at<int32_t>(code + layout.code_first_line);
+    return identity;
+}
+
+bool read_identity(const PythonRuntime& python, uintptr_t code, PythonCodeIdentity& identity) {
+    if (!has_type(python, code, python.code_type))
+        return false;
+    identity = read_fields(python.layout, code);
     return true;
 }
 
@@ -117,6 +122,10 @@ bool read_identity(const PythonRuntime& python, uintptr_t code, PythonCodeIdenti
 bool read_python_code_identity(uint64_t code_object, PythonCodeIdentity& identity) {
     const PythonRuntime* python = python_runtime();
     return python != nullptr && read_identity(*python, code_object, identity);
+}
+
+PythonCodeIdentity read_captured_code_identity(const PythonRuntime& python, uint64_t code_object) {
+    return read_fields(python.layout, code_object);
 }
 
 bool describe_python_code(uint64_t code_object, const PythonCodeBuffers& buffers,

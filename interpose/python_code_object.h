@@ -24,6 +24,12 @@ struct PythonCodeIdentity {
 // False when `code_object` is not a code object, or Python frames cannot be read in this process.
 bool read_python_code_identity(uint64_t code_object, PythonCodeIdentity& identity);
 
+struct PythonRuntime;
+
+// The same for a code object that capture_python_frames returned, which checked its type already: the
+// recorder's hot path reads one identity per frame of every stack.
+PythonCodeIdentity read_captured_code_identity(const PythonRuntime& python, uint64_t code_object);
+
 // Where describe_python_code copies the strings (UTF-8, no terminator; lone surrogates U+DC80-U+DCFF,
 // which stand for undecodable bytes of file names, become those bytes again, as os.fsencode does) and
 // the line table (co_linetable's bytes, decoded by analyzer/python_line_table.h).

@@ -79,16 +79,19 @@ void PythonCodeTable::detach() {
 
 void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
                                  format::PythonFrameRecord* records) {
+    const PythonRuntime* python = python_runtime();
     // One look-up of the thread's dynamic TLS for the whole stack, not one a frame.
     RecentCode* recent_codes = t_recent_codes.data();
-    for (uint32_t i = 0; i < count; ++i)
-        records[i] = {id_of(frames[i].code_object, recent_codes), frames[i].instruction_offset};
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint32_t id = python != nullptr ? id_of(*python, frames[i].code_object, recent_codes) : 0;
+        records[i] = {id, frames[i].instruction_offset};
+    }
 }
 
-uint32_t PythonCodeTable::id_of(uint64_t code_object, RecentCode* recent_codes) {
-    PythonCodeIdentity identity;
-    if (entries_ == nullptr || !read_python_code_identity(code_object, identity))
+uint32_t PythonCodeTable::id_of(const PythonRuntime& python, uint64_t code_object, RecentCode* recent_codes) {
+    if (entries_ == nullptr)
         return 0;
+    const PythonCodeIdentity identity = read_captured_code_identity(python, code_object);
     RecentCode& recent = recent_codes[hash_address(code_object) % kRecentCodes];
     if (recent.address == code_object && recent.generation == generation_ && recent.identity == identity)
         return recent.id;

@@ -8,6 +8,7 @@
 
 #include "python_code_object.h"
 #include "python_frame.h"
+#include "python_runtime.h"
 #include "spin_lock.h"
 #include "trace_writer.h"
 
@@ -33,7 +34,7 @@ class PythonCodeTable {
         PythonCodeIdentity identity;
         uint32_t id;
     };
-    uint32_t id_of(uint64_t code_object, RecentCode* recent_codes);
+    uint32_t id_of(const PythonRuntime& python, uint64_t code_object, RecentCode* recent_codes);
     uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
     uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
 
