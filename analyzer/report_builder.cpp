@@ -22,11 +22,11 @@ class DebugInfoReadAhead {
   public:
     explicit DebugInfoReadAhead(SymbolizedStacks& stacks) {
         try {
-            thread_ = std::jthread([&stacks](std::stop_token stop) {
+            thread_ = std::jthread([&stacks](const std::stop_token& stop) {
                 // What failed here is left undone, and the report does it when it needs it, failing
                 // where it did without the read-ahead: an exception must not end the process here.
                 try {
-                    stacks.read_ahead(std::move(stop));
+                    stacks.read_ahead(stop);
                 } catch (...) {
                 }
             });

@@ -28,11 +28,11 @@ std::vector<ReportFrame> report_frames(const PythonStacks& python,
 SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path)
     : addresses_(trace.stacks()), python_(trace), symbolizer_(trace.modules(), debuginfo_path) {}
 
-void SymbolizedStacks::read_ahead(std::stop_token stop) {
+void SymbolizedStacks::read_ahead(const std::stop_token& stop) {
     std::vector<uint64_t> addresses;
     for (const auto& [stack_id, stack] : addresses_)
         addresses.insert(addresses.end(), stack.begin(), stack.end());
-    symbolizer_.read_ahead(addresses, std::move(stop));
+    symbolizer_.read_ahead(addresses, stop);
 }
 
 const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {

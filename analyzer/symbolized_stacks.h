@@ -20,7 +20,7 @@ class SymbolizedStacks : public StackFrames {
 
     // Reads the debug info of the modules the stacks pass through (Symbolizer::read_ahead), for a
     // second thread to do while the model is built; nothing else may use this object meanwhile.
-    void read_ahead(std::stop_token stop);
+    void read_ahead(const std::stop_token& stop);
 
   private:
     std::map<uint32_t, std::vector<uint64_t>> addresses_;

@@ -51,7 +51,7 @@ const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
     return frames;
 }
 
-void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, std::stop_token stop) {
+void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, const std::stop_token& stop) {
     std::vector<size_t> hits(slots_.size());
     for (uint64_t address : return_addresses) {
         if (const size_t* slot_index = index_.find(address))

@@ -50,7 +50,7 @@ class Symbolizer {
     // that the first symbolize() in each would pay, so that a second thread can pay it while the
     // caller's thread does other work. The modules most addresses fall in go first; it returns early
     // once `stop` is requested. What symbolize() and warnings() give afterwards is unchanged.
-    void read_ahead(const std::vector<uint64_t>& return_addresses, std::stop_token stop);
+    void read_ahead(const std::vector<uint64_t>& return_addresses, const std::stop_token& stop);
 
   private:
     struct Slot {

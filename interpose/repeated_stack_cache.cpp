@@ -27,8 +27,8 @@ __attribute__((no_sanitize("address"))) bool words_unchanged(const VerifiedStack
     for (uint32_t i = 0; i < entry.word_count; ++i) {
         // The addresses are slots of this thread's stack that the unwinder read from.
         // NOLINTNEXTLINE(performance-no-int-to-ptr)
-        difference |=
-            *reinterpret_cast<const volatile uint64_t*>(entry.words[i].address) ^ entry.words[i].value;
+        const auto* word = reinterpret_cast<const volatile uint64_t*>(entry.words[i].address);
+        difference |= *word ^ entry.words[i].value;
     }
     return difference == 0;
 }
