@@ -101,31 +101,32 @@ uint32_t PythonCodeTable::id_of(const PythonRuntime& python, uint64_t code_objec
     return id;
 }
 
-uint32_t PythonCodeTable::find_or_add(uint64_t code_object, const PythonCodeIdentity& identity) {
+uint32_t PythonCodeTable::probe(uint64_t code_object, const PythonCodeIdentity& identity,
+                                uint64_t& position) const {
     const uint64_t mask = entry_count_ - 1;
     // Entries are never changed once published: a code object that replaced another at the same
     // address gets an entry of its own further along the probe.
-    for (uint64_t position = hash_address(code_object) & mask;; position = (position + 1) & mask) {
-        const uint64_t seen = __atomic_load_n(&entries_[position].address, __ATOMIC_ACQUIRE);
-        if (seen == 0)
-            return add(code_object, identity, position);
-        if (seen == code_object && entries_[position].identity == identity)
-            return entries_[position].id;
-    }
-}
-
-uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position) {
-    SpinGuard guard(insert_lock_);
-    const uint64_t mask = entry_count_ - 1;
-    // Another thread may have added it, or other code objects, since the lock-free probe ended.
     for (;; position = (position + 1) & mask) {
         const Entry& entry = entries_[position];
         const uint64_t seen = __atomic_load_n(&entry.address, __ATOMIC_ACQUIRE);
         if (seen == 0)
-            break;
+            return 0;
         if (seen == code_object && entry.identity == identity)
             return entry.id;
     }
+}
+
+uint32_t PythonCodeTable::find_or_add(uint64_t code_object, const PythonCodeIdentity& identity) {
+    uint64_t position = hash_address(code_object) & (entry_count_ - 1);
+    const uint32_t id = probe(code_object, identity, position);
+    return id != 0 ? id : add(code_object, identity, position);
+}
+
+uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position) {
+    SpinGuard guard(insert_lock_);
+    // Another thread may have added it, or other code objects, since the lock-free probe ended.
+    if (const uint32_t id = probe(code_object, identity, position); id != 0)
+        return id;
     format::FileHeader& header = *writer_->header();
     PythonCodeDescription description;
     const PythonCodeBuffers buffers{std::span(g_buffers.filename), std::span(g_buffers.qualname),

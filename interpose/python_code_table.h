@@ -37,6 +37,9 @@ class PythonCodeTable {
     uint32_t id_of(const PythonRuntime& python, uint64_t code_object, RecentCode* recent_codes);
     uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
     uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
+    // The id of the entry for this code object from `position` on, or 0 with `position` at the empty
+    // entry that ends the probe.
+    uint32_t probe(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t& position) const;
 
     TraceWriter* writer_ = nullptr;
     Entry* entries_ = nullptr;
