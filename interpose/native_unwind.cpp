@@ -161,14 +161,9 @@ __attribute__((noinline)) void remember_verified(RepeatedStackCache& cache, uint
     if (step < 0 || candidate.frame_count != expected_count ||
         std::memcmp(candidate.frames, expected, expected_count * sizeof(uint64_t)) != 0)
         return;
-    VerifiedStack& entry = cache.entry_to_fill();
-    const uint64_t last_use = entry.last_use;
-    const uint64_t serial = entry.serial;
-    entry = candidate;
-    entry.serial = serial;
-    entry.anchor = anchor;
-    entry.max_frames = max_frames;
-    entry.last_use = last_use;
+    candidate.anchor = anchor;
+    candidate.max_frames = max_frames;
+    cache.remember(candidate);
 }
 
 } // namespace

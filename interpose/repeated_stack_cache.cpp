@@ -117,16 +117,15 @@ bool RepeatedStackCache::worth_learning(uint64_t anchor, const uint64_t* frames,
     return true;
 }
 
-VerifiedStack& RepeatedStackCache::entry_to_fill() {
+void RepeatedStackCache::remember(const VerifiedStack& learned) {
     VerifiedStack* oldest = &entries_[0];
     for (VerifiedStack& entry : entries_) {
         if (entry.last_use < oldest->last_use)
             oldest = &entry;
     }
-    *oldest = VerifiedStack{};
+    *oldest = learned;
     oldest->last_use = ++use_clock_;
     oldest->serial = ++fill_serial_;
-    return *oldest;
 }
 
 RepeatedStackCache* thread_stack_cache() {

@@ -49,8 +49,9 @@ class RepeatedStackCache {
 
     [[nodiscard]] uint64_t learning_attempts() const { return attempts_; }
 
-    // The entry a new verified stack replaces (the least recently used), emptied.
-    VerifiedStack& entry_to_fill();
+    // Keeps `learned` (anchor, depth limit, frames and words filled in) in place of the least recently
+    // used entry, with a serial of its own.
+    void remember(const VerifiedStack& learned);
 
     [[nodiscard]] bool on_thread_stack(uint64_t address) const {
         return address >= stack_low_ && address + sizeof(uint64_t) <= stack_high_;
