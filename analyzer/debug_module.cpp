@@ -166,6 +166,7 @@ bool DebugModule::open(const std::string& file, uint64_t load_address) {
         return false;
     }
     dwfl_report_end(dwfl_, nullptr, nullptr);
+    file_ = file;
     return true;
 }
 
@@ -208,6 +209,31 @@ void DebugModule::read_debug_info() {
     Dwarf_Addr bias = 0;
     if (dwfl_module_getdwarf(module_, &bias) == nullptr && symbols_ == nullptr)
         symbols_ = std::make_unique<SymbolTable>(module_);
+}
+
+std::vector<std::string> DebugModule::frame_sources() {
+    Dwarf_Addr bias = 0;
+    if (dwfl_module_getdwarf(module_, &bias) == nullptr)
+        return {};
+    std::vector<std::string> files{file_};
+    const char* debug_file = nullptr;
+    dwfl_module_info(module_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &debug_file);
+    // libdwfl looks for a separate debug file only when the module's own file has no DWARF, and then
+    // by build id first: a debug file installed there later would be chosen over the one used now.
+    if (debug_file != nullptr && file_ != debug_file) {
+        files.emplace_back(debug_file);
+        const unsigned char* bits = nullptr;
+        GElf_Addr vaddr = 0;
+        const int length = dwfl_module_build_id(module_, &bits, &vaddr);
+        if (length > 0) {
+            for (const std::string& candidate :
+                 files_with_build_id(std::vector<uint8_t>(bits, bits + length), debuginfo_path_)) {
+                if (candidate.ends_with(".debug"))
+                    files.push_back(candidate);
+            }
+        }
+    }
+    return files;
 }
 
 const UnitScopes& DebugModule::scopes_of(Dwarf_Die* unit) {

@@ -52,6 +52,15 @@ class DebugModule {
     // named from. Requires state() == Usable.
     void read_debug_info();
 
+    // The file opened for the module: its recorded path, or a file with its build id. Requires
+    // state() == Usable.
+    [[nodiscard]] const std::string& file() const { return file_; }
+    // The files whose contents or absence the frames depend on (the module's file, the file its DWARF
+    // is in, the build-id places a separate debug file is looked for first), for telling later whether
+    // frames kept from this module still hold; empty when the module has no DWARF, whose frames come
+    // from its symbol table alone and are cheap to find again. Reads the debug info.
+    std::vector<std::string> frame_sources();
+
   private:
     // Reports `file` to a fresh libdwfl session, as module_; on failure says why in open_error_.
     bool open(const std::string& file, uint64_t load_address);
@@ -62,6 +71,7 @@ class DebugModule {
     const std::string& symbol_name(uint64_t address);
 
     std::string debuginfo_path_;
+    std::string file_;
     char* debuginfo_path_pointer_ = nullptr; // what callbacks_ points to: libdwfl wants a char**
     Dwfl_Callbacks callbacks_{};
     Dwfl* dwfl_ = nullptr;

@@ -58,15 +58,16 @@ std::string StackFrames::describe(uint32_t stack_id) {
 }
 
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const std::string& debuginfo_path, bool read_ahead) {
+                                         const SymbolizeOptions& options) {
     std::vector<ProcessReport> reports;
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
         ProcessReport report;
-        auto symbolized = std::make_unique<SymbolizedStacks>(trace, debuginfo_path);
+        auto symbolized =
+            std::make_unique<SymbolizedStacks>(trace, options.debuginfo_path, options.cache_directory);
         {
             std::optional<DebugInfoReadAhead> reading;
-            if (read_ahead)
+            if (options.read_ahead)
                 reading.emplace(*symbolized);
             report.model = build_model(path, trace);
         }

@@ -8,11 +8,18 @@
 
 namespace gpuleak::analyzer {
 
-// Throws TraceError for a file that cannot be read as a trace at all. `debuginfo_path` says where
-// separate debug info is looked for (elfutils' syntax; empty: its default). `read_ahead`: a second
-// thread reads the debug info of each trace's modules while its model is built, sooner than the
-// report needs it and perhaps some that it never needs; the reports are the same either way.
+struct SymbolizeOptions {
+    // Where separate debug info is looked for (elfutils' syntax; empty: its default).
+    std::string debuginfo_path;
+    // Where frames are kept between reports (symbol_cache.h); empty: nowhere.
+    std::string cache_directory;
+    // A second thread reads the debug info of each trace's modules while its model is built, sooner
+    // than the report needs it and perhaps some that it never needs; the reports are the same either way.
+    bool read_ahead = true;
+};
+
+// Throws TraceError for a file that cannot be read as a trace at all.
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const std::string& debuginfo_path = {}, bool read_ahead = true);
+                                         const SymbolizeOptions& options = {});
 
 } // namespace gpuleak::analyzer

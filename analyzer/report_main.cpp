@@ -8,6 +8,7 @@
 #include "render_json.h"
 #include "render_text.h"
 #include "report_builder.h"
+#include "symbol_cache.h"
 #include "trace_error.h"
 #include "trace_set.h"
 
@@ -24,7 +25,8 @@ int run(int argc, char** argv) {
     ReportOptions options;
     bool no_color = false;
     bool use_debuginfod = false;
-    std::string debuginfo_path;
+    bool no_symbol_cache = false;
+    SymbolizeOptions symbolize;
     app.add_option("traces", inputs,
                    "trace files, or directories of trace files (children are found beside "
                    "their parent's trace)")
@@ -40,10 +42,13 @@ int run(int argc, char** argv) {
                  "show every native frame of a Python program's stacks, the Python frames among them");
     app.add_flag("--no-color", no_color, "no colour, even on a terminal");
     app.add_option(
-        "--debug-dir", debuginfo_path,
+        "--debug-dir", symbolize.debuginfo_path,
         "where separate debug info is looked for, elfutils' syntax (default :.debug:/usr/lib/debug)");
     app.add_flag("--debuginfod", use_debuginfod,
                  "let elfutils fetch missing debug info from the servers in DEBUGINFOD_URLS");
+    app.add_flag("--no-symbol-cache", no_symbol_cache,
+                 "neither use nor keep the frames of earlier reports (kept in $GPULEAK_CACHE_DIR, else "
+                 "$XDG_CACHE_HOME/gpuleak/symbols or ~/.cache/gpuleak/symbols)");
     CLI11_PARSE(app, argc, argv);
 
     // Debian sets DEBUGINFOD_URLS in login shells: without this a report would quietly go to the network.
@@ -54,8 +59,10 @@ int run(int argc, char** argv) {
     try {
         // Reading ahead could fetch debug info over the network that the report never shows, and would
         // move the lines that libdebuginfod writes to stderr when its lookups are traced.
-        const bool read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
-        reports = build_reports(collect_traces(inputs), debuginfo_path, read_ahead);
+        symbolize.read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
+        if (!no_symbol_cache)
+            symbolize.cache_directory = default_symbol_cache_directory();
+        reports = build_reports(collect_traces(inputs), symbolize);
     } catch (const TraceError& error) {
         std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
         return kBadInput;

@@ -25,8 +25,10 @@ std::vector<ReportFrame> report_frames(const PythonStacks& python,
 
 } // namespace
 
-SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path)
-    : addresses_(trace.stacks()), python_(trace), symbolizer_(trace.modules(), debuginfo_path) {}
+SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path,
+                                   const std::string& cache_directory)
+    : addresses_(trace.stacks()), python_(trace),
+      symbolizer_(trace.modules(), debuginfo_path, cache_directory) {}
 
 void SymbolizedStacks::read_ahead(const std::stop_token& stop) {
     std::vector<uint64_t> addresses;

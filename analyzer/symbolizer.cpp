@@ -5,23 +5,34 @@
 #include <numeric>
 
 #include "debug_module.h"
+#include "symbol_cache.h"
 
 namespace gpuleak::analyzer {
 
-Symbolizer::Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path)
-    : debuginfo_path_(std::move(debuginfo_path)) {
+Symbolizer::Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path,
+                       std::string cache_directory)
+    : debuginfo_path_(std::move(debuginfo_path)), cache_directory_(std::move(cache_directory)) {
     std::vector<AddressIndex<size_t>::Entry> ranges;
     for (const Module& module : modules) {
         if (module.low >= module.high)
             continue;
         ranges.push_back({module.low, module.high, slots_.size()});
-        slots_.push_back({module, nullptr});
+        slots_.emplace_back().module = module;
     }
     // A range given later wins a tie: the module recorded last is the one loaded there most recently.
     index_ = AddressIndex<size_t>(std::move(ranges));
 }
 
-Symbolizer::~Symbolizer() = default;
+Symbolizer::~Symbolizer() {
+    // The cache only saves time: failing to write it must not end the report.
+    try {
+        for (Slot& slot : slots_) {
+            if (slot.cache != nullptr && slot.cache->has_additions())
+                slot.cache->save({debuginfo_path_, slot.debug->file(), slot.debug->frame_sources()});
+        }
+    } catch (...) {
+    }
+}
 
 const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
     auto [cached, added] = frames_.try_emplace(return_address);
@@ -40,9 +51,15 @@ const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
         warnings_.push_back(
             fmt::format("{}: {}; its frames are shown as module+offset", slot.module.path, debug.problem()));
     slot.reached = true;
-    if (debug.state() == DebugModule::State::Usable)
-        frames = debug.frames_at(return_address - 1);
-    else
+    if (ModuleFrameCache* cache = frame_cache(slot)) {
+        const uint64_t module_offset = return_address - slot.module.load_address;
+        if (const ModuleFrameCache::Frames* cached_frames = cache->find(module_offset)) {
+            frames = *cached_frames;
+        } else {
+            frames = debug.frames_at(return_address - 1);
+            cache->add(module_offset, frames);
+        }
+    } else
         frames.emplace_back().stale = debug.state() == DebugModule::State::Stale;
     for (SourceFrame& frame : frames) {
         frame.module = slot.module.path;
@@ -53,9 +70,18 @@ const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
 
 void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, const std::stop_token& stop) {
     std::vector<size_t> hits(slots_.size());
+    std::vector<bool> uncached(slots_.size());
     for (uint64_t address : return_addresses) {
-        if (const size_t* slot_index = index_.find(address))
-            ++hits[*slot_index];
+        const size_t* slot_index = index_.find(address);
+        if (slot_index == nullptr)
+            continue;
+        Slot& slot = slots_[*slot_index];
+        ++hits[*slot_index];
+        if (!uncached[*slot_index]) {
+            const ModuleFrameCache* cache = frame_cache(slot);
+            uncached[*slot_index] =
+                cache != nullptr && cache->find(address - slot.module.load_address) == nullptr;
+        }
     }
     // Most hits first: libc and the program are at the bottom of every stack, so when the caller stops
     // this early, what was read is what its report is most likely to need.
@@ -65,9 +91,8 @@ void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, const
     for (size_t slot_index : order) {
         if (hits[slot_index] == 0 || stop.stop_requested())
             return;
-        DebugModule& debug = debug_module(slots_[slot_index]);
-        if (debug.state() == DebugModule::State::Usable)
-            debug.read_debug_info();
+        if (uncached[slot_index])
+            debug_module(slots_[slot_index]).read_debug_info();
     }
 }
 
@@ -75,6 +100,17 @@ DebugModule& Symbolizer::debug_module(Slot& slot) {
     if (slot.debug == nullptr)
         slot.debug = std::make_unique<DebugModule>(slot.module, debuginfo_path_);
     return *slot.debug;
+}
+
+ModuleFrameCache* Symbolizer::frame_cache(Slot& slot) {
+    if (slot.cache == nullptr) {
+        const DebugModule& debug = debug_module(slot);
+        if (debug.state() != DebugModule::State::Usable)
+            return nullptr;
+        slot.cache = std::make_unique<ModuleFrameCache>(cache_directory_, slot.module.build_id,
+                                                        debuginfo_path_, debug.file());
+    }
+    return slot.cache.get();
 }
 
 } // namespace gpuleak::analyzer

@@ -6,8 +6,9 @@
 // recorder never stores the interrupted program counter, so no frame is exempt.
 //
 // A module is opened when an address first falls in it (see DebugModule for which file is used), and
-// each address is resolved once: stacks of a trace share most of their frames. Not thread-safe: one
-// thread at a time, read_ahead() included.
+// each address is resolved once: stacks of a trace share most of their frames. With a cache directory,
+// the frames of modules with DWARF are also kept there between reports (symbol_cache.h), and written
+// when the Symbolizer is destroyed. Not thread-safe: one thread at a time, read_ahead() included.
 #pragma once
 
 #include <cstdint>
@@ -24,13 +25,16 @@
 namespace gpuleak::analyzer {
 
 class DebugModule;
+class ModuleFrameCache;
 
 class Symbolizer {
   public:
     // `debuginfo_path`: where separate debug info is looked for, in elfutils' syntax (see
     // dwfl_standard_find_debuginfo in elfutils/libdwfl.h); its absolute directories are searched by
     // build id (".build-id/xx/yyyy.debug"). Empty means elfutils' default, ":.debug:/usr/lib/debug".
-    explicit Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path = {});
+    // `cache_directory`: where frames are kept between reports; empty for none.
+    explicit Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path = {},
+                        std::string cache_directory = {});
     ~Symbolizer();
     Symbolizer(const Symbolizer&) = delete;
     Symbolizer& operator=(const Symbolizer&) = delete;
@@ -48,20 +52,25 @@ class Symbolizer {
 
     // Opens the modules that `return_addresses` fall in and reads their debug info, the fixed cost
     // that the first symbolize() in each would pay, so that a second thread can pay it while the
-    // caller's thread does other work. The modules most addresses fall in go first; it returns early
-    // once `stop` is requested. What symbolize() and warnings() give afterwards is unchanged.
+    // caller's thread does other work. The modules most addresses fall in go first, and those whose
+    // cached frames cover every address in them are left unread; it returns early once `stop` is
+    // requested. What symbolize() and warnings() give afterwards is unchanged.
     void read_ahead(const std::vector<uint64_t>& return_addresses, const std::stop_token& stop);
 
   private:
     struct Slot {
         Module module;
-        std::unique_ptr<DebugModule> debug; // null until an address falls in the module, or read_ahead()
-        bool reached = false;               // by symbolize(), which warns then if the module is unusable
+        std::unique_ptr<DebugModule> debug;      // null until an address falls in the module, or read_ahead()
+        bool reached = false;                    // by symbolize(), which warns then if the module is unusable
+        std::unique_ptr<ModuleFrameCache> cache; // null until the module is found usable
     };
 
     DebugModule& debug_module(Slot& slot);
+    // Null when the module is not usable.
+    ModuleFrameCache* frame_cache(Slot& slot);
 
     std::string debuginfo_path_;
+    std::string cache_directory_;
     std::vector<Slot> slots_;
     AddressIndex<size_t> index_; // address range -> slot
     std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_;

@@ -24,7 +24,7 @@ namespace {
 // The text report followed by the JSON one.
 std::string rendered(const std::vector<std::string>& traces, const std::string& debuginfo_path,
                      bool read_ahead) {
-    std::vector<ProcessReport> reports = build_reports(traces, debuginfo_path, read_ahead);
+    std::vector<ProcessReport> reports = build_reports(traces, {debuginfo_path, {}, read_ahead});
     const ReportOptions options;
     return gpuleak::analyzer::render_text(reports, options) +
            gpuleak::analyzer::render_json(reports, options).dump(2);
@@ -92,6 +92,6 @@ TEST_CASE("a trace that cannot be read is refused also after one whose debug inf
     std::vector<std::string> traces = run.traces();
     traces.push_back(not_a_trace);
 
-    CHECK_THROWS_AS(build_reports(traces, {}, true), gpuleak::analyzer::TraceError);
-    CHECK_THROWS_AS(build_reports({not_a_trace}, {}, true), gpuleak::analyzer::TraceError);
+    CHECK_THROWS_AS(build_reports(traces), gpuleak::analyzer::TraceError);
+    CHECK_THROWS_AS(build_reports({not_a_trace}), gpuleak::analyzer::TraceError);
 }

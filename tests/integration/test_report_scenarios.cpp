@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -191,4 +192,30 @@ TEST_CASE("a forked worker that leaks is found from its parent's trace and diagn
     REQUIRE(!worker["leaks"].empty());
     CHECK(names_site(worker["leaks"][0]["frames"], "worker_keeps_batch", "scenario_worker_leak.cpp",
                      line_of("scenario_worker_leak.cpp", "worker leak site")));
+}
+
+TEST_CASE("a second report of a trace takes the frames the first kept and says the same") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_leak"), {"5"});
+    REQUIRE(run.exited_with(0));
+    const std::string cache = dir.path() + "/symbol-cache";
+    RunOptions options;
+    options.preload = false;
+    options.environment = {"GPULEAK_CACHE_DIR=" + cache};
+    std::vector<std::string> arguments{"--format", "json", "--no-symbol-cache", run.traces().at(0)};
+
+    const TracedRun uncached = run_traced(dir, GPULEAK_REPORT, arguments, options);
+    REQUIRE(uncached.exited_with(0));
+    CHECK_FALSE(std::filesystem::exists(cache));
+
+    arguments.erase(arguments.begin() + 2);
+    const TracedRun first = run_traced(dir, GPULEAK_REPORT, arguments, options);
+    REQUIRE(first.exited_with(0));
+    REQUIRE(std::filesystem::exists(cache));
+    CHECK_FALSE(std::filesystem::is_empty(cache));
+    const TracedRun second = run_traced(dir, GPULEAK_REPORT, arguments, options);
+    REQUIRE(second.exited_with(0));
+    CHECK(first.out == uncached.out);
+    CHECK(second.out == uncached.out);
+    CHECK(second.err == uncached.err);
 }

@@ -3,18 +3,22 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 #include <link.h>
 #include <stop_token>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
 #include "loaded_object.h"
+#include "symbol_cache.h"
 #include "symbolizer.h"
 #include "symbolizer_fixture.h"
 #include "temp_dir.h"
@@ -342,4 +346,197 @@ TEST_CASE("reading ahead stops when asked and leaves the rest to symbolize") {
     REQUIRE(frames.size() == 1);
     CHECK(frames[0].function == "fixture::Widget::make(int)");
     CHECK(frames[0].line == static_cast<uint32_t>(site.line));
+}
+
+namespace {
+
+using gpuleak::analyzer::ModuleFrameCache;
+
+// A copy of the stripped fixture in `dir`, so that a test may change its file without touching the
+// build's, and a debug root that finds its separate debug file by build id.
+struct CachedFixture {
+    TempDir dir;
+    TempDir debug_root;
+    TempDir cache;
+    // Called first: it loads the fixture, which the module map must hold.
+    FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> modules = loaded_modules();
+    Module* module = nullptr;
+    uint64_t offset = 0;
+
+    CachedFixture() {
+        module = &fixture_module(modules);
+        module->path = dir.path() + "/libfixture.so";
+        std::filesystem::copy_file(GPULEAK_SYMBOLIZER_FIXTURE_STRIPPED, module->path);
+        install_debug_file(debug_root.path(), *module);
+        offset = site.return_address - module->load_address;
+    }
+
+    // The frames a symbolizer with the cache gives, written to the cache when it goes.
+    std::vector<SourceFrame> symbolize(const std::string& debuginfo_path) const {
+        Symbolizer symbolizer(modules, debuginfo_path, cache.path());
+        return symbolizer.symbolize(site.return_address);
+    }
+    // What the cache holds for the module's return address, read as a symbolizer with
+    // `debuginfo_path` would read it.
+    [[nodiscard]] const ModuleFrameCache::Frames* kept(const ModuleFrameCache& kept_frames) const {
+        return kept_frames.find(offset);
+    }
+    [[nodiscard]] ModuleFrameCache read_cache(const std::string& debuginfo_path) const {
+        return {cache.path(), module->build_id, debuginfo_path, module->path};
+    }
+    [[nodiscard]] std::string cache_file() const {
+        std::string name;
+        for (uint8_t byte : module->build_id)
+            name += fmt::format("{:02x}", byte);
+        return cache.path() + "/" + name + ".frames";
+    }
+};
+
+void set_modified(const std::string& path, time_t seconds) {
+    const timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+} // namespace
+
+TEST_CASE("frames read from debug info are kept in the cache directory for the next symbolizer") {
+    CachedFixture fixture;
+    const std::vector<SourceFrame> frames = fixture.symbolize(fixture.debug_root.path());
+    REQUIRE(frames.size() == 1);
+    REQUIRE(frames[0].function == "fixture::Widget::make(int)");
+
+    const ModuleFrameCache cache = fixture.read_cache(fixture.debug_root.path());
+    const ModuleFrameCache::Frames* kept = fixture.kept(cache);
+    REQUIRE(kept != nullptr);
+    REQUIRE(kept->size() == 1);
+    CHECK((*kept)[0].function == frames[0].function);
+    CHECK((*kept)[0].file == frames[0].file);
+    CHECK((*kept)[0].line == frames[0].line);
+    CHECK((*kept)[0].symbolized);
+    CHECK_FALSE((*kept)[0].inlined);
+    // The next symbolizer gives the same frames, with the module filled in as from debug info.
+    const std::vector<SourceFrame> again = fixture.symbolize(fixture.debug_root.path());
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].function == frames[0].function);
+    CHECK(again[0].line == frames[0].line);
+    CHECK(again[0].module == fixture.module->path);
+    CHECK(again[0].module_offset == frames[0].module_offset);
+}
+
+TEST_CASE("a symbolizer takes kept frames instead of reading the debug info while its files are unchanged") {
+    CachedFixture fixture;
+    set_modified(fixture.module->path, 1'000'000'000);
+    {
+        ModuleFrameCache cache = fixture.read_cache(fixture.debug_root.path());
+        SourceFrame kept;
+        kept.function = "kept::frame()";
+        kept.symbolized = true;
+        cache.add(fixture.offset, {kept});
+        cache.save({fixture.debug_root.path(), fixture.module->path, {fixture.module->path}});
+    }
+    CHECK(fixture.symbolize(fixture.debug_root.path())[0].function == "kept::frame()");
+
+    SECTION("not once the module's file has changed") {
+        set_modified(fixture.module->path, 1'000'000'001);
+        CHECK(fixture.symbolize(fixture.debug_root.path())[0].function == "fixture::Widget::make(int)");
+    }
+    SECTION("not with another debug info search path") {
+        TempDir other_root;
+        install_debug_file(other_root.path(), *fixture.module);
+        CHECK(fixture.symbolize(other_root.path())[0].function == "fixture::Widget::make(int)");
+    }
+    SECTION("not without a cache directory") {
+        Symbolizer symbolizer(fixture.modules, fixture.debug_root.path());
+        CHECK(symbolizer.symbolize(fixture.site.return_address)[0].function == "fixture::Widget::make(int)");
+    }
+}
+
+TEST_CASE("kept frames are dropped when their debug file changes or one is installed where it is looked for "
+          "first") {
+    CachedFixture fixture;
+    TempDir first_root;
+    const std::string search_path = first_root.path() + ":" + fixture.debug_root.path();
+    fixture.symbolize(search_path);
+    REQUIRE(fixture.kept(fixture.read_cache(search_path)) != nullptr);
+
+    SECTION("the debug file changed") {
+        const std::vector<uint8_t>& id = fixture.module->build_id;
+        std::string rest;
+        for (size_t i = 1; i < id.size(); ++i)
+            rest += fmt::format("{:02x}", id[i]);
+        set_modified(fmt::format("{}/.build-id/{:02x}/{}.debug", fixture.debug_root.path(), id[0], rest), 1);
+        CHECK(fixture.kept(fixture.read_cache(search_path)) == nullptr);
+    }
+    SECTION("a debug file installed in a directory searched before it") {
+        install_debug_file(first_root.path(), *fixture.module);
+        CHECK(fixture.kept(fixture.read_cache(search_path)) == nullptr);
+    }
+    SECTION("but not by a symbolizer of another search path") {
+        CHECK(fixture.kept(fixture.read_cache(fixture.debug_root.path())) == nullptr);
+    }
+}
+
+TEST_CASE("a damaged cache file is ignored and rewritten") {
+    CachedFixture fixture;
+    const std::vector<SourceFrame> frames = fixture.symbolize(fixture.debug_root.path());
+    std::ifstream in(fixture.cache_file(), std::ios::binary);
+    const std::string whole{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    REQUIRE(whole.size() > 32);
+
+    for (size_t size = 0; size < whole.size(); ++size) {
+        std::ofstream(fixture.cache_file(), std::ios::binary | std::ios::trunc) << whole.substr(0, size);
+        INFO("cut at " << size);
+        REQUIRE(fixture.kept(fixture.read_cache(fixture.debug_root.path())) == nullptr);
+    }
+    std::ofstream(fixture.cache_file(), std::ios::binary | std::ios::trunc) << whole << "trailing bytes";
+    CHECK(fixture.kept(fixture.read_cache(fixture.debug_root.path())) == nullptr);
+
+    const std::vector<SourceFrame> again = fixture.symbolize(fixture.debug_root.path());
+    REQUIRE(again.size() == frames.size());
+    CHECK(again[0].function == frames[0].function);
+    CHECK(again[0].line == frames[0].line);
+    CHECK(fixture.kept(fixture.read_cache(fixture.debug_root.path())) != nullptr);
+}
+
+TEST_CASE("a cache directory that cannot be made leaves the frames as they are") {
+    CachedFixture fixture;
+    const std::string blocked = fixture.cache.path() + "/a-file";
+    std::ofstream(blocked) << "in the way\n";
+    Symbolizer symbolizer(fixture.modules, fixture.debug_root.path(), blocked + "/symbols");
+    CHECK(symbolizer.symbolize(fixture.site.return_address)[0].function == "fixture::Widget::make(int)");
+}
+
+TEST_CASE("modules without DWARF or without a recorded build id are not kept") {
+    CachedFixture fixture;
+    TempDir no_debug_files;
+    // Named from its dynamic symbols: cheap to do again, and a debug file may be installed later.
+    CHECK(fixture.symbolize(no_debug_files.path())[0].function == "fixture::Widget::make(int)");
+    CHECK_FALSE(std::filesystem::exists(fixture.cache_file()));
+
+    fixture.module->build_id.clear();
+    fixture.module->path = GPULEAK_SYMBOLIZER_FIXTURE;
+    CHECK(fixture.symbolize(no_debug_files.path())[0].function == "fixture::Widget::make(int)");
+    CHECK(std::filesystem::is_empty(fixture.cache.path()));
+}
+
+TEST_CASE("the cache directory keeps the modules written last") {
+    CachedFixture fixture;
+    for (int i = 0; i < 600; ++i) {
+        const std::string old = fmt::format("{}/{:040x}.frames", fixture.cache.path(), i);
+        std::ofstream(old) << "old";
+        set_modified(old, 1'000'000 + i);
+    }
+    const std::string unrelated = fixture.cache.path() + "/notes.txt";
+    std::ofstream(unrelated) << "not ours";
+    fixture.symbolize(fixture.debug_root.path());
+
+    size_t modules = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(fixture.cache.path()))
+        modules += entry.path().extension() == ".frames" ? 1 : 0;
+    CHECK(modules == 512);
+    CHECK(std::filesystem::exists(fixture.cache_file()));
+    CHECK(std::filesystem::exists(fmt::format("{}/{:040x}.frames", fixture.cache.path(), 599)));
+    CHECK_FALSE(std::filesystem::exists(fmt::format("{}/{:040x}.frames", fixture.cache.path(), 88)));
+    CHECK(std::filesystem::exists(unrelated));
 }
