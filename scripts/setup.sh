@@ -9,6 +9,7 @@ packages=(
     heaptrack # the benchmark's point of comparison
     time zstd # the report benchmark: peak memory (GNU time), counting a heaptrack trace's events
     clang libclang-rt-dev llvm # the fuzz tier: clang, libFuzzer and the sanitizers' runtimes, llvm-symbolizer
+    python3-dbg # a debug build of CPython, which the Python stack walker must recognise and leave alone
 )
 
 install_packages() {

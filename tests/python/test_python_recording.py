@@ -1,12 +1,13 @@
 """Python stacks recorded by libgpuleak.so in situations that are hard on a stack walker: several
 Python threads allocating at once, a thread C++ started that never ran Python, 1000-deep recursion,
-allocations while the interpreter shuts down, and a Python the walker does not support. Each runs a
-script under LD_PRELOAD=libgpuleak.so on the simulated device and reads its trace back with
-gpuleak-report --format json.
+allocations while the interpreter shuts down, and Pythons the walker does not support (too old, a
+debug build). Each runs a script under LD_PRELOAD=libgpuleak.so on the simulated device and reads its
+trace back with gpuleak-report --format json.
 
 ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt) with
-GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_REPORT, GPULEAK_TEST_NATIVE_THREAD and
-GPULEAK_UNSUPPORTED_PYTHON naming what it needs; tests skip when those are not set.
+GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_REPORT, GPULEAK_TEST_NATIVE_THREAD,
+GPULEAK_UNSUPPORTED_PYTHON and GPULEAK_DEBUG_PYTHON naming what it needs; tests skip when those are not
+set.
 """
 
 import json
@@ -117,6 +118,18 @@ def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
     assert process.returncode == 0, process.stderr
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
     assert python_frames(site) == []
+    assert site["frames"]
+
+
+def test_a_debug_build_gets_native_stacks_and_one_warning(tmp_path):
+    python = needed("GPULEAK_DEBUG_PYTHON")
+    process, report = record(tmp_path, "allocate(9 << 20)\nprint('done')\n", python=python)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "done\n"
+    warnings = [line for line in process.stderr.splitlines() if line.startswith("gpuleak:")]
+    assert len(warnings) == 1 and "is a debug build" in warnings[0], process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 9 * MiB]
+    assert python_frames(site) == []
     assert site["frames"], "the native stack is missing"
 
 
@@ -164,6 +177,18 @@ def test_an_unsupported_python_gets_native_stacks_and_one_warning(tmp_path):
     assert process.returncode == 0, process.stderr
     warnings = [line for line in process.stderr.splitlines() if line.startswith("gpuleak:")]
     assert len(warnings) == 1 and "not supported" in warnings[0], process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 9 * MiB]
+    assert python_frames(site) == []
+    assert site["frames"]
+
+
+def test_a_debug_build_gets_native_stacks_and_one_warning(tmp_path):
+    python = needed("GPULEAK_DEBUG_PYTHON")
+    process, report = record(tmp_path, "allocate(9 << 20)\nprint('done')\n", python=python)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "done\n"
+    warnings = [line for line in process.stderr.splitlines() if line.startswith("gpuleak:")]
+    assert len(warnings) == 1 and "is a debug build" in warnings[0], process.stderr
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 9 * MiB]
     assert python_frames(site) == []
     assert site["frames"]
