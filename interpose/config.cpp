@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <unistd.h>
 
 namespace gpuleak {
@@ -85,14 +86,29 @@ Config read_config() {
     config.max_bytes = number_setting("GPULEAK_MAX_MB", kDefaultMaxMb, kMinMaxMb, kMaxMaxMb) << 20;
     config.stack_depth = static_cast<uint32_t>(
         number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
-    config.sample_interval_ms =
-        static_cast<uint32_t>(number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, 1, 60000));
+    config.sample_interval_ms = static_cast<uint32_t>(
+        number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, kMinSampleMs, kMaxSampleMs));
     config.quiet = flag_setting("GPULEAK_QUIET", false);
     config.python_stacks = flag_setting("GPULEAK_PYTHON", true);
     return config;
 }
 
-bool expand_output_pattern(const char* pattern, int pid, char* out, unsigned long capacity) {
+const char* rank_from_environment() {
+    // Distributed launchers (torchrun, DeepSpeed, Accelerate) set RANK for the run and LOCAL_RANK per
+    // node; a value that is not a plain number could put a '/' or ".." into the file name, so it counts
+    // as unset.
+    for (const char* name : {"RANK", "LOCAL_RANK"}) {
+        const char* value = std::getenv(name);
+        uint64_t ignored = 0;
+        if (value != nullptr && std::strlen(value) <= kMaxRankDigits &&
+            parse_number(value, 0, UINT64_MAX, ignored))
+            return value;
+    }
+    return nullptr;
+}
+
+bool expand_output_pattern(const char* pattern, int pid, const char* rank, char* out,
+                           unsigned long capacity) {
     unsigned long used = 0;
     auto append = [&](const char* text, size_t length) {
         if (used + length >= capacity)
@@ -107,6 +123,12 @@ bool expand_output_pattern(const char* pattern, int pid, char* out, unsigned lon
             char digits[16];
             int n = std::snprintf(digits, sizeof digits, "%d", pid);
             ok = append(digits, static_cast<size_t>(n));
+            ++p;
+        } else if (p[0] == '%' && p[1] == 'r') {
+            // With its separator, so that one pattern names the traces of ranked and unranked runs alike:
+            // "gpuleak.%r%p.trace" is gpuleak.rank3.4242.trace or gpuleak.4242.trace.
+            if (rank != nullptr)
+                ok = append("rank", 4) && append(rank, std::strlen(rank)) && append(".", 1);
             ++p;
         } else if (p[0] == '%' && p[1] == '%') {
             ok = append("%", 1);

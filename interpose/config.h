@@ -1,12 +1,13 @@
 // Settings read from GPULEAK_* environment variables once, when the recorder starts in a process.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gpuleak {
 
 struct Config {
-    char output_pattern[1024];   // GPULEAK_OUTPUT, "%p" expands to the pid
+    char output_pattern[1024];   // GPULEAK_OUTPUT, "%p" expands to the pid, "%r" to the rank
     uint64_t max_bytes;          // GPULEAK_MAX_MB
     uint32_t stack_depth;        // GPULEAK_STACK_DEPTH, 0 = no stacks
     uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
@@ -20,6 +21,9 @@ inline constexpr uint64_t kMaxMaxMb = 65536;
 inline constexpr uint32_t kDefaultStackDepth = 64;
 inline constexpr uint32_t kMaxStackDepthSetting = 256;
 inline constexpr uint32_t kDefaultSampleMs = 100;
+inline constexpr uint32_t kMinSampleMs = 1;
+inline constexpr uint32_t kMaxSampleMs = 60000;
+inline constexpr size_t kMaxRankDigits = 9;
 
 // Reads the environment; a malformed value gets one warning on stderr and the default.
 Config read_config();
@@ -27,7 +31,11 @@ Config read_config();
 // One line on stderr, prefixed "gpuleak: ". Never allocates; safe in any thread.
 void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
-// Expands `pattern` ("%p" = pid, "%%" = "%") into `out`; false when it does not fit.
-bool expand_output_pattern(const char* pattern, int pid, char* out, unsigned long capacity);
+// RANK, else LOCAL_RANK, when it is a number of at most kMaxRankDigits digits; nullptr otherwise.
+const char* rank_from_environment();
+
+// Expands `pattern` into `out`: "%p" = pid, "%r" = "rank<rank>." (nothing when `rank` is nullptr),
+// "%%" = "%". False when it does not fit.
+bool expand_output_pattern(const char* pattern, int pid, const char* rank, char* out, unsigned long capacity);
 
 } // namespace gpuleak

@@ -101,7 +101,8 @@ Layout compute_layout(uint64_t max_bytes) {
 
 bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) {
     char base_path[sizeof path_ - 8];
-    if (!expand_output_pattern(config.output_pattern, identity.pid, base_path, sizeof base_path)) {
+    if (!expand_output_pattern(config.output_pattern, identity.pid, rank_from_environment(), base_path,
+                               sizeof base_path)) {
         warn("GPULEAK_OUTPUT expands to a path that is too long; not recording");
         return false;
     }

@@ -125,6 +125,7 @@ TracedRun run_traced(const TempDir& directory, const std::string& program,
     bool out_open = true;
     bool err_open = true;
     bool killed = false;
+    bool signalled = false;
     while (out_open || err_open) {
         pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
         int timeout = -1;
@@ -141,6 +142,11 @@ TracedRun run_traced(const TempDir& directory, const std::string& program,
         }
         if (out_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0)
             drain(out_pipe[0], run.out, out_open);
+        if (options.signal_on_output && !signalled &&
+            run.out.find(options.signal_on_output->text) != std::string::npos) {
+            ::kill(child, options.signal_on_output->signal);
+            signalled = true;
+        }
         if (err_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
             drain(err_pipe[0], run.err, err_open);
     }

@@ -15,6 +15,12 @@ struct RunOptions {
     std::vector<std::string> unset;       // variables removed afterwards (an empty value is not unset)
     std::optional<std::chrono::milliseconds> kill_after; // then SIGKILL the program
     std::string working_directory;                       // default: the run's trace directory
+    // Once the program's stdout holds `text`, `signal` is sent to it (to the program started, not its group).
+    struct SignalOnOutput {
+        std::string text;
+        int signal = 0;
+    };
+    std::optional<SignalOnOutput> signal_on_output;
 };
 
 struct TracedRun {

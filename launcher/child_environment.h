@@ -1,0 +1,24 @@
+// The command's environment: the launcher's own, with libgpuleak.so preloaded, GPULEAK_OUTPUT naming a
+// trace per process in the run's directory, and the recorder settings given as options. Every process
+// the command starts inherits it: forked workers, exec'd children, multiprocessing's spawned
+// interpreters, torchrun's ranks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "command_line.h"
+
+namespace gpuleak::launcher {
+
+// GPULEAK_OUTPUT for traces in `directory`: gpuleak.<pid>.trace, gpuleak.rank<N>.<pid>.trace in a process
+// that has RANK or LOCAL_RANK set. Throws LauncherError when the recorder could not hold the pattern.
+std::string output_pattern(const std::string& directory);
+
+// `current` (KEY=VALUE entries, in their order) with LD_PRELOAD, GPULEAK_OUTPUT and the settings
+// `request` gives replaced or appended; everything else as it was.
+std::vector<std::string> child_environment(const std::vector<std::string>& current,
+                                           const std::string& library, const std::string& pattern,
+                                           const RunRequest& request);
+
+} // namespace gpuleak::launcher

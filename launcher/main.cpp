@@ -1,0 +1,31 @@
+// gpuleak: the launcher. `gpuleak run -- python train.py` records the GPU memory of a command and of
+// every process it starts, then reports on the run.
+#include <cstdio>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+#include "command_line.h"
+#include "launcher_error.h"
+#include "run_command.h"
+
+int main(int argc, char** argv) {
+    using namespace gpuleak::launcher;
+    try {
+        const Invocation invocation = parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+        switch (invocation.subcommand) {
+        case Subcommand::Run:
+            return run_command(invocation.run);
+        case Subcommand::None:
+            break;
+        }
+        return 0;
+    } catch (const LauncherError& error) {
+        fmt::print(stderr, "gpuleak: {}\n", error.what());
+        return error.exit_status();
+    } catch (const std::exception& error) {
+        // A bug or exhaustion, before the command ran or while it did: still one line.
+        fmt::print(stderr, "gpuleak: internal error: {}\n", error.what());
+        return kLauncherFailed;
+    }
+}

@@ -1,0 +1,98 @@
+#include "run_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "child_environment.h"
+#include "child_process.h"
+#include "launcher_error.h"
+#include "preload_library.h"
+#include "run_directory.h"
+#include "run_summary.h"
+#include "signal_forwarding.h"
+#include "trace_error.h"
+
+extern char** environ;
+
+namespace gpuleak::launcher {
+
+namespace {
+
+// Only stderr: stdout belongs to the command.
+void say(const std::string& line) {
+    fmt::print(stderr, "gpuleak: {}\n", line);
+}
+
+std::vector<std::string> current_environment() {
+    std::vector<std::string> entries;
+    for (char** entry = environ; *entry != nullptr; ++entry)
+        entries.emplace_back(*entry);
+    return entries;
+}
+
+// The report is gpuleak's business: whatever goes wrong in it, the launcher still ends with the
+// command's status, and says where the traces are.
+void report_on(const CommandEnd& end, const RunDirectory& directory) {
+    std::error_code error;
+    if (std::filesystem::is_empty(directory.path, error) && !error) {
+        say("no process of the run allocated GPU memory: nothing was recorded");
+        remove_if_unused(directory);
+        return;
+    }
+    try {
+        RunReport report = write_run_report(directory.path);
+        for (const std::string& line : report_lines(end, report))
+            say(line);
+    } catch (const analyzer::TraceError& failure) {
+        say(fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path));
+    } catch (const LauncherError& failure) {
+        say(fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path));
+    } catch (const std::exception& failure) {
+        say(fmt::format("no report: internal error: {}; the traces are in {}", failure.what(),
+                        directory.path));
+    }
+}
+
+} // namespace
+
+int run_command(const RunRequest& request) {
+    const std::string library = find_preload_library();
+    const RunDirectory directory =
+        make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
+    CommandEnd end;
+    end.name = request.command[0];
+    pid_t child = 0;
+    Supervision supervision;
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        const std::vector<std::string> environment =
+            child_environment(current_environment(), library, output_pattern(directory.path), request);
+        end.oom_kills_before = cgroup_oom_kills();
+        child = start_command(request.command, environment, supervision);
+    } catch (const LauncherError&) {
+        remove_if_unused(directory);
+        throw;
+    }
+    end.pid = child;
+    end.wait_status = supervision.wait_forwarding(child);
+    end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const int status = exit_status_of(end.wait_status);
+    supervision.exit_on_signal(
+        fmt::format("gpuleak: interrupted before the report was written; the traces are in {}",
+                    directory.path),
+        status);
+
+    end.oom_kills_after = cgroup_oom_kills();
+    if (killed_by_sigkill(end))
+        end.kernel_log = kernel_log_oom_kill(child);
+    for (const std::string& line : ending_lines(end))
+        say(line);
+    report_on(end, directory);
+    return status;
+}
+
+} // namespace gpuleak::launcher

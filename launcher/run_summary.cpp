@@ -1,0 +1,186 @@
+#include "run_summary.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include "diagnosis.h"
+
+namespace gpuleak::launcher {
+
+namespace {
+
+using analyzer::DiagnosisKind;
+using analyzer::ProcessReport;
+
+std::string bytes(uint64_t value) {
+    return analyzer::human_bytes(static_cast<double>(value));
+}
+
+std::string plural(uint64_t count, const std::string& noun) {
+    const bool sibilant = noun.back() == 's';
+    return fmt::format("{} {}{}", count, noun, count == 1 ? "" : sibilant ? "es" : "s");
+}
+
+std::optional<uint64_t> oom_kills_during(const CommandEnd& end) {
+    if (!end.oom_kills_before || !end.oom_kills_after || *end.oom_kills_after <= *end.oom_kills_before)
+        return std::nullopt;
+    return *end.oom_kills_after - *end.oom_kills_before;
+}
+
+std::string sigkill_cause(const CommandEnd& end) {
+    if (const auto kills = oom_kills_during(end))
+        return fmt::format("the OOM killer (its memory cgroup counted {} during the run)",
+                           plural(*kills, "OOM kill"));
+    if (end.kernel_log == KernelLogVerdict::Names)
+        return "the OOM killer (the kernel log says so)";
+    std::string reason;
+    if (end.oom_kills_before && end.oom_kills_after)
+        reason = "its memory cgroup counted no OOM kill during the run, so something else may have sent it";
+    else if (end.kernel_log == KernelLogVerdict::Unreadable)
+        reason = "neither a cgroup OOM-kill count nor the kernel log can be read here";
+    else
+        reason = "the kernel log does not name it";
+    return fmt::format("probably the OOM killer (not confirmed: {})", reason);
+}
+
+uint64_t peak_reserved(const ProcessReport& process) {
+    uint64_t total = 0;
+    for (const analyzer::DeviceSummary& device : process.model.devices)
+        total += device.peak_reserved;
+    return total;
+}
+
+uint64_t peak_allocated(const ProcessReport& process) {
+    uint64_t total = 0;
+    for (const analyzer::DeviceSummary& device : process.model.devices)
+        total += device.peak_allocated;
+    return total;
+}
+
+// Lower is more serious: what the user must fix first, down to memory gpuleak cannot attribute.
+int seriousness(DiagnosisKind kind) {
+    switch (kind) {
+    case DiagnosisKind::Leak:
+        return 0;
+    case DiagnosisKind::CacheGrowth:
+        return 1;
+    case DiagnosisKind::HostRamGrowth:
+        return 2;
+    case DiagnosisKind::OutsideAllocators:
+        return 3;
+    case DiagnosisKind::Stable:
+        break;
+    }
+    return 4;
+}
+
+// The process the summary's diagnosis is about: the most serious diagnosis, of those the process that
+// reserved the most. The report has every process's.
+ProcessReport& focus_process(std::vector<ProcessReport>& processes) {
+    return *std::min_element(processes.begin(), processes.end(),
+                             [](const ProcessReport& a, const ProcessReport& b) {
+                                 if (a.diagnosis.kind != b.diagnosis.kind)
+                                     return seriousness(a.diagnosis.kind) < seriousness(b.diagnosis.kind);
+                                 return peak_reserved(a) > peak_reserved(b);
+                             });
+}
+
+// The last timeline sample of the command's own trace (the newest image of its pid, after any exec).
+std::optional<std::string> last_samples(const CommandEnd& end, const std::vector<ProcessReport>& processes) {
+    const ProcessReport* own = nullptr;
+    for (const ProcessReport& process : processes)
+        if (process.model.header.pid == end.pid &&
+            (own == nullptr || process.model.header.start_realtime_ns > own->model.header.start_realtime_ns))
+            own = &process;
+    if (own == nullptr || own->model.timeline.empty())
+        return std::nullopt;
+    const analyzer::TimelinePoint& last = own->model.timeline.back();
+    const std::string rss = last.rss ? fmt::format("host RSS {}, ", bytes(*last.rss)) : std::string();
+    return fmt::format("last samples, at {:.1f} s: {}device memory reserved {}, allocated {}",
+                       analyzer::seconds_of(last.time_ns), rss, bytes(last.reserved), bytes(last.allocated));
+}
+
+std::string site_text(ProcessReport& process, const analyzer::LeakSite& site) {
+    return fmt::format("{}: {} in {} still alive", process.stacks->describe(site.stack_id), bytes(site.bytes),
+                       plural(site.count, "allocation"));
+}
+
+std::optional<std::string> top_leak_origin(ProcessReport& process) {
+    const analyzer::ProcessModel& model = process.model;
+    if (model.leak_sites.empty())
+        return std::nullopt;
+    // A site that kept growing is the leak; without one, the site that holds the most at the end is
+    // named for what it is.
+    if (model.growth_sites.empty())
+        return "most held at the end: " + site_text(process, model.leak_sites.front());
+    const analyzer::LeakSite& site = model.leak_sites[model.growth_sites.front()];
+    // Per marker interval where the program marks its progress, as the report says it.
+    const std::string rate = site.bytes_per_marker_interval > 0
+                                 ? fmt::format("{} per marker interval",
+                                               bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
+                                 : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
+    return fmt::format("top leak origin: {}, growing {}", site_text(process, site), rate);
+}
+
+} // namespace
+
+bool killed_by_sigkill(const CommandEnd& end) {
+    return WIFSIGNALED(end.wait_status) && WTERMSIG(end.wait_status) == SIGKILL;
+}
+
+std::vector<std::string> ending_lines(const CommandEnd& end) {
+    std::vector<std::string> lines;
+    if (WIFEXITED(end.wait_status)) {
+        lines.push_back(fmt::format("{} exited with status {} after {:.1f} s", end.name,
+                                    WEXITSTATUS(end.wait_status), end.seconds));
+    } else if (killed_by_sigkill(end)) {
+        lines.push_back(fmt::format("{} was killed by SIGKILL after {:.1f} s: {}", end.name, end.seconds,
+                                    sigkill_cause(end)));
+    } else {
+        const int signal_number = WTERMSIG(end.wait_status);
+        const char* name = sigabbrev_np(signal_number);
+        lines.push_back(fmt::format("{} was killed by signal {} (SIG{}){} after {:.1f} s", end.name,
+                                    signal_number, name != nullptr ? name : "?",
+                                    WCOREDUMP(end.wait_status) ? ", core dumped" : "", end.seconds));
+    }
+    // A worker killed for memory often shows only as an error in its parent.
+    if (const auto kills = oom_kills_during(end); kills && !killed_by_sigkill(end))
+        lines.push_back(fmt::format("the OOM killer killed {} in this memory cgroup during the run",
+                                    plural(*kills, "process")));
+    return lines;
+}
+
+std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) {
+    std::vector<ProcessReport>& processes = report.processes;
+    std::vector<std::string> lines;
+    if (killed_by_sigkill(end))
+        if (auto samples = last_samples(end, processes))
+            lines.push_back(*samples);
+
+    const bool several = processes.size() > 1;
+    const bool simulated = std::any_of(processes.begin(), processes.end(), [](const ProcessReport& process) {
+        return process.model.header.simulated_device();
+    });
+    const ProcessReport& largest = *std::max_element(
+        processes.begin(), processes.end(),
+        [](const ProcessReport& a, const ProcessReport& b) { return peak_reserved(a) < peak_reserved(b); });
+    lines.push_back(
+        fmt::format("{} traced{}; peak reserved {}, allocated {}{}", plural(processes.size(), "process"),
+                    simulated ? " (simulated CUDA device: no real GPU was used)" : "",
+                    bytes(peak_reserved(largest)), bytes(peak_allocated(largest)),
+                    several ? fmt::format(" (pid {}, the most of any)", largest.model.header.pid) : ""));
+
+    ProcessReport& focus = focus_process(processes);
+    lines.push_back(fmt::format("diagnosis{}: {}: {}",
+                                several ? fmt::format(" of pid {}", focus.model.header.pid) : "",
+                                analyzer::diagnosis_kind_name(focus.diagnosis.kind), focus.diagnosis.text));
+    if (auto origin = top_leak_origin(focus))
+        lines.push_back(*origin);
+    lines.push_back(fmt::format("full report: {} (and report.json beside it)", report.text_path));
+    return lines;
+}
+
+} // namespace gpuleak::launcher

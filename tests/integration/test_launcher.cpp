@@ -1,0 +1,346 @@
+// gpuleak run: the command runs as it would alone (status, signals, stdout, environment) with every
+// process it starts recorded into the run's directory, and the summary and report come out at the end.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "traced_run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The launcher, started by the test as a user would start it: no LD_PRELOAD of the test's own; the
+// simulated device found through LD_LIBRARY_PATH, which the command inherits.
+TracedRun launch(const TempDir& dir, const std::vector<std::string>& arguments, RunOptions options = {}) {
+    options.preload = false;
+    return run_traced(dir, GPULEAK_LAUNCHER, arguments, options);
+}
+
+std::vector<std::string> run_directories(const std::string& parent) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(parent))
+        if (entry.is_directory() && entry.path().filename().string().rfind("gpuleak-", 0) == 0)
+            found.push_back(entry.path().string());
+    return found;
+}
+
+// The one run directory the launcher made under `parent`.
+std::string only_run_directory(const std::string& parent) {
+    const std::vector<std::string> found = run_directories(parent);
+    REQUIRE(found.size() == 1);
+    return found[0];
+}
+
+std::vector<std::string> traces_in(const std::string& directory) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(directory))
+        if (entry.path().extension() == ".trace")
+            found.push_back(entry.path().filename().string());
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+json report_of(const std::string& directory) {
+    std::ifstream file(directory + "/report.json");
+    REQUIRE(file.good());
+    return json::parse(file);
+}
+
+std::set<int> reported_pids(const json& report) {
+    std::set<int> pids;
+    for (const json& process : report["processes"])
+        pids.insert(process["pid"].get<int>());
+    return pids;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+// The value of "NAME=" on its own line of the show mode's output.
+std::string shown(const std::string& out, const std::string& name) {
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind(name + "=", 0) == 0)
+            return line.substr(name.size() + 1);
+    return "<unset>";
+}
+
+bool one_line(const std::string& text) {
+    return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
+}
+
+} // namespace
+
+TEST_CASE("the launcher exits with the command's status and adds nothing to its stdout") {
+    for (const int code : {0, 3}) {
+        TempDir dir;
+        TracedRun run =
+            launch(dir, {"run", "--", program_path("launched_command"), "exit", std::to_string(code)});
+        INFO(run.err);
+        CHECK(run.exited_with(code));
+        CHECK(run.out == "hello\n");
+        CHECK(run.err.find("launched_command exited with status " + std::to_string(code)) !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("a command killed by a signal ends the launcher with 128 + the signal's number") {
+    TempDir dir;
+    TracedRun run =
+        launch(dir, {"run", "--", program_path("launched_command"), "raise", std::to_string(SIGTERM)});
+    INFO(run.err);
+    CHECK(run.exited_with(128 + SIGTERM));
+    CHECK(run.err.find("was killed by signal 15 (SIGTERM)") != std::string::npos);
+}
+
+TEST_CASE("a command killed by SIGKILL is reported as a probable OOM kill with its last samples") {
+    TempDir dir;
+    TracedRun run =
+        launch(dir, {"run", "--", program_path("launched_command"), "raise", std::to_string(SIGKILL)});
+    INFO(run.err);
+    CHECK(run.exited_with(128 + SIGKILL));
+    CHECK(run.err.find("launched_command was killed by SIGKILL") != std::string::npos);
+    // Confirmed only where this test's cgroup or the kernel log saw an OOM kill; probable otherwise.
+    CHECK(run.err.find("OOM killer") != std::string::npos);
+    CHECK(run.err.find("last samples") != std::string::npos);
+    CHECK(run.err.find("device memory reserved 2.0 MiB") != std::string::npos);
+    const json report = report_of(only_run_directory(dir.path()));
+    REQUIRE(report["processes"].size() == 1);
+    CHECK(report["processes"][0]["ended"]["how"] == "killed");
+}
+
+TEST_CASE("SIGINT sent to the launcher reaches a command that traps it") {
+    TempDir dir;
+    RunOptions options;
+    options.signal_on_output = RunOptions::SignalOnOutput{"ready\n", SIGINT};
+    TracedRun run = launch(dir, {"run", "--", program_path("launched_command"), "trap"}, options);
+    INFO(run.err);
+    CHECK(run.exited_with(42));
+    CHECK(run.out.find("caught SIGINT from ") != std::string::npos);
+    // Sent on by the launcher: the test signalled the launcher alone.
+    CHECK(run.out.find("caught SIGINT from " + std::to_string(getpid())) == std::string::npos);
+    CHECK(run.err.find("exited with status 42") != std::string::npos);
+}
+
+TEST_CASE("a forked worker is traced beside its parent and both are in the run's report") {
+    TempDir dir;
+    const std::string log = dir.path() + "/log";
+    TracedRun run = launch(dir, {"run", "--", program_path("fork_worker"), log, "fork", "exit", "1", "3"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(3));
+    int parent = 0;
+    int worker = 0;
+    int status = 0;
+    std::istringstream lines(read_text(log));
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("child ", 0) == 0)
+            std::sscanf(line.c_str(), "child %d %d %d", &parent, &worker, &status);
+    REQUIRE(worker != 0);
+    const std::string directory = only_run_directory(dir.path());
+    CHECK(traces_in(directory).size() == 2);
+    CHECK(reported_pids(report_of(directory)) == std::set<int>{parent, worker});
+    CHECK(run.err.find("2 processes traced") != std::string::npos);
+}
+
+TEST_CASE("an exec'd grandchild is traced and in the run's report") {
+    TempDir dir;
+    const std::string log = dir.path() + "/log";
+    TracedRun run = launch(dir, {"run", "--", program_path("exec_child"), log, "spawn"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    int leaf = 0;
+    int leaf_parent = 0;
+    std::istringstream lines(read_text(log));
+    for (std::string line; std::getline(lines, line);)
+        if (line.rfind("leaf ", 0) == 0)
+            std::sscanf(line.c_str(), "leaf %d %d", &leaf, &leaf_parent);
+    REQUIRE(leaf != 0);
+    const std::string directory = only_run_directory(dir.path());
+    const std::set<int> pids = reported_pids(report_of(directory));
+    CHECK(pids.size() == 2);
+    CHECK(pids.count(leaf) == 1);
+    CHECK(pids.count(leaf_parent) == 1);
+}
+
+TEST_CASE("an LD_PRELOAD already set is kept, after libgpuleak.so") {
+    TempDir dir;
+    const std::string other = program_path("libnext_interposer.so");
+    RunOptions options;
+    options.environment = {"LD_PRELOAD=" + other};
+    TracedRun run = launch(dir, {"run", "--", program_path("launched_command"), "show"}, options);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(shown(run.out, "LD_PRELOAD") == library_path() + ":" + other);
+    CHECK(run.out.find("loaded " + library_path() + "\n") != std::string::npos);
+    CHECK(run.out.find("loaded " + other + "\n") != std::string::npos);
+}
+
+TEST_CASE("a command that cannot be run gets a shell's status and one line") {
+    TempDir dir;
+    TracedRun missing = launch(dir, {"run", "--", "gpuleak-no-such-command"});
+    CHECK(missing.exited_with(127));
+    CHECK(missing.err == "gpuleak: gpuleak-no-such-command: command not found\n");
+    CHECK(missing.out.empty());
+
+    const std::string not_executable = dir.path() + "/not-executable";
+    std::ofstream(not_executable) << "data\n";
+    TracedRun refused = launch(dir, {"run", "--", not_executable});
+    CHECK(refused.exited_with(126));
+    CHECK(one_line(refused.err));
+    CHECK(refused.err.find("Permission denied") != std::string::npos);
+    // No run took place: no directory is left behind.
+    CHECK(run_directories(dir.path()).empty());
+}
+
+TEST_CASE("-o DIR receives the traces and the report") {
+    TempDir dir;
+    const std::string directory = dir.path() + "/runs/first";
+    TracedRun run =
+        launch(dir, {"run", "-o", directory, "--", program_path("launched_command"), "exit", "0"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(traces_in(directory).size() == 1);
+    CHECK(fs::exists(directory + "/report.txt"));
+    CHECK(report_of(directory)["processes"].size() == 1);
+    CHECK(run.err.find("full report: " + directory + "/report.txt") != std::string::npos);
+    CHECK(run_directories(dir.path()).empty());
+
+    // A directory that holds anything would mix two runs in one report.
+    TracedRun again =
+        launch(dir, {"run", "-o", directory, "--", program_path("launched_command"), "exit", "0"});
+    CHECK(again.exited_with(125));
+    CHECK(one_line(again.err));
+    CHECK(again.err.find("not empty") != std::string::npos);
+}
+
+TEST_CASE("without -o the run gets a new directory named after the command and the time") {
+    TempDir dir;
+    TracedRun run = launch(dir, {"run", program_path("launched_command"), "exit", "0"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    const std::string directory = only_run_directory(dir.path());
+    CHECK(std::regex_match(fs::path(directory).filename().string(),
+                           std::regex("gpuleak-launched_command-[0-9]{8}-[0-9]{6}")));
+    CHECK(traces_in(directory).size() == 1);
+    CHECK(fs::exists(directory + "/report.txt"));
+    CHECK(fs::exists(directory + "/report.json"));
+    CHECK(run.err.find(directory) != std::string::npos);
+}
+
+TEST_CASE("the summary names the function that leaks") {
+    TempDir dir;
+    TracedRun run = launch(dir, {"run", program_path("scenario_leak"), "20"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(run.err.find("diagnosis: leak") != std::string::npos);
+    CHECK(run.err.find("top leak origin: keep_history") != std::string::npos);
+    CHECK(run.out.empty());
+    const std::string text = read_text(only_run_directory(dir.path()) + "/report.txt");
+    CHECK(text.find("keep_history") != std::string::npos);
+}
+
+TEST_CASE("the options become the recorder's settings, validated") {
+    TempDir dir;
+    TracedRun run = launch(dir, {"run", "--max-mb", "8", "--stack-depth", "5", "--sample-ms", "50",
+                                 "--no-python", "--quiet", program_path("launched_command"), "show"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(shown(run.out, "GPULEAK_MAX_MB") == "8");
+    CHECK(shown(run.out, "GPULEAK_STACK_DEPTH") == "5");
+    CHECK(shown(run.out, "GPULEAK_SAMPLE_MS") == "50");
+    CHECK(shown(run.out, "GPULEAK_PYTHON") == "0");
+    CHECK(shown(run.out, "GPULEAK_QUIET") == "1");
+    CHECK(shown(run.out, "GPULEAK_OUTPUT").find("/gpuleak.%r%p.trace") != std::string::npos);
+
+    // In effect: an 8 MiB trace, and no line from the recorder.
+    TracedRun small = launch(dir, {"run", "-o", dir.path() + "/small", "--max-mb", "8", "--quiet",
+                                   program_path("launched_command"), "exit", "0"});
+    REQUIRE(small.exited_with(0));
+    const std::vector<std::string> traces = traces_in(dir.path() + "/small");
+    REQUIRE(traces.size() == 1);
+    CHECK(fs::file_size(dir.path() + "/small/" + traces[0]) <= (uint64_t{8} << 20));
+    CHECK(small.err.find("recording GPU memory") == std::string::npos);
+
+    for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+             {"--max-mb", "3"}, {"--stack-depth", "257"}, {"--sample-ms", "0"}, {"--max-mb", "lots"}}) {
+        std::vector<std::string> arguments{"run"};
+        arguments.insert(arguments.end(), bad.begin(), bad.end());
+        arguments.push_back(program_path("launched_command"));
+        TracedRun refused = launch(dir, arguments);
+        INFO(bad[0] << " " << bad[1] << ": " << refused.err);
+        CHECK(refused.exited_with(125));
+        CHECK(one_line(refused.err));
+        CHECK(refused.err.find(bad[0]) != std::string::npos);
+    }
+}
+
+TEST_CASE("a process with a rank in its environment writes a trace named with it") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"RANK=3"};
+    TracedRun run = launch(dir, {"run", program_path("launched_command"), "exit", "0"}, options);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    const std::vector<std::string> traces = traces_in(only_run_directory(dir.path()));
+    REQUIRE(traces.size() == 1);
+    CHECK(std::regex_match(traces[0], std::regex("gpuleak\\.rank3\\.[0-9]+\\.trace")));
+}
+
+TEST_CASE("a command that allocates no GPU memory leaves no directory") {
+    TempDir dir;
+    TracedRun run = launch(dir, {"run", program_path("launched_command"), "show"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(run.err.find("nothing was recorded") != std::string::npos);
+    CHECK(run_directories(dir.path()).empty());
+}
+
+TEST_CASE("installed as <prefix>/bin/gpuleak, the launcher preloads <prefix>/lib/libgpuleak.so") {
+    TempDir dir;
+    const fs::path prefix = fs::path(dir.path()) / "prefix";
+    fs::create_directories(prefix / "bin");
+    const fs::path launcher = prefix / "bin" / "gpuleak";
+    fs::copy_file(GPULEAK_LAUNCHER, launcher);
+    RunOptions options;
+    options.preload = false;
+
+    TracedRun without_library =
+        run_traced(dir, launcher.string(), {"run", program_path("launched_command"), "show"}, options);
+    CHECK(without_library.exited_with(125));
+    CHECK(one_line(without_library.err));
+    CHECK(without_library.err.find("cannot find libgpuleak.so") != std::string::npos);
+
+    fs::create_directories(prefix / "lib");
+    fs::copy_file(library_path(), prefix / "lib" / "libgpuleak.so");
+    TracedRun installed =
+        run_traced(dir, launcher.string(), {"run", program_path("launched_command"), "show"}, options);
+    INFO(installed.err);
+    REQUIRE(installed.exited_with(0));
+    CHECK(shown(installed.out, "LD_PRELOAD") == (prefix / "lib" / "libgpuleak.so").string());
+
+    // GPULEAK_LIBRARY wins over both; one that is not there is an error.
+    options.environment = {"GPULEAK_LIBRARY=" + library_path()};
+    TracedRun overridden =
+        run_traced(dir, launcher.string(), {"run", program_path("launched_command"), "show"}, options);
+    REQUIRE(overridden.exited_with(0));
+    CHECK(shown(overridden.out, "LD_PRELOAD") == library_path());
+    options.environment = {"GPULEAK_LIBRARY=" + dir.path() + "/nothing.so"};
+    TracedRun missing =
+        run_traced(dir, launcher.string(), {"run", program_path("launched_command"), "show"}, options);
+    CHECK(missing.exited_with(125));
+    CHECK(missing.err == "gpuleak: GPULEAK_LIBRARY=" + dir.path() + "/nothing.so: no such file\n");
+}

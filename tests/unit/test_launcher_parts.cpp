@@ -1,0 +1,231 @@
+// The launcher's decisions, each on its own: the command line, where libgpuleak.so is and how it is
+// preloaded, the command's environment, the run's directory, which signals go on to the command, the
+// OOM evidence and the words of the summary.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child_environment.h"
+#include "command_line.h"
+#include "launcher_error.h"
+#include "oom_evidence.h"
+#include "preload_library.h"
+#include "run_directory.h"
+#include "run_summary.h"
+#include "signal_forwarding.h"
+#include "temp_dir.h"
+
+using namespace gpuleak::launcher;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Strings = std::vector<std::string>;
+
+RunRequest parsed_run(const Strings& arguments) {
+    const Invocation invocation = parse_command_line(arguments);
+    REQUIRE(invocation.subcommand == Subcommand::Run);
+    return invocation.run;
+}
+
+siginfo_t signal_from(int code, pid_t sender) {
+    siginfo_t info{};
+    info.si_code = code;
+    info.si_pid = sender;
+    return info;
+}
+
+std::string join(const Strings& lines) {
+    std::string text;
+    for (const std::string& line : lines)
+        text += line + "\n";
+    return text;
+}
+
+} // namespace
+
+TEST_CASE("the command starts after -- or at the first argument that is not run's") {
+    CHECK(parsed_run({"run", "python", "train.py", "--lr", "1", "-o", "x"}).command ==
+          Strings{"python", "train.py", "--lr", "1", "-o", "x"});
+    const RunRequest request =
+        parsed_run({"run", "-o", "out", "--max-mb", "8", "--quiet", "--", "python", "-o", "--max-mb"});
+    CHECK(request.output_directory == "out");
+    CHECK(request.max_mb == 8u);
+    CHECK(request.quiet);
+    CHECK_FALSE(request.no_python);
+    CHECK_FALSE(request.stack_depth.has_value());
+    CHECK(request.command == Strings{"python", "-o", "--max-mb"});
+    CHECK(parsed_run({"run", "--output=d", "--stack-depth=0", "ls"}).stack_depth == 0u);
+    CHECK(parsed_run({"run", "-od", "ls"}).output_directory == "d");
+    CHECK(parsed_run({"run", "--", "--", "x"}).command == Strings{"--", "x"});
+}
+
+TEST_CASE("usage errors are one line each") {
+    for (const Strings& arguments :
+         {Strings{}, Strings{"run"}, Strings{"run", "--"}, Strings{"run", "--bogus", "ls"},
+          Strings{"run", "--max-mb", "65537", "ls"}, Strings{"run", "-o"}, Strings{"walk", "ls"}}) {
+        INFO(arguments.size());
+        try {
+            parse_command_line(arguments);
+            FAIL("accepted");
+        } catch (const LauncherError& error) {
+            CHECK(error.exit_status() == kLauncherFailed);
+            CHECK(std::string(error.what()).find('\n') == std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("libgpuleak.so is looked for in the build tree, then in the installed layout") {
+    const Strings candidates = library_candidates("/work/build/launcher/gpuleak");
+    REQUIRE(candidates.size() >= 2);
+    CHECK(candidates[0] == "/work/build/interpose/libgpuleak.so");
+    CHECK(std::find(candidates.begin(), candidates.end(), "/work/build/lib/libgpuleak.so") !=
+          candidates.end());
+    const Strings installed = library_candidates("/opt/gpuleak/bin/gpuleak");
+    CHECK(std::find(installed.begin(), installed.end(), "/opt/gpuleak/lib/libgpuleak.so") != installed.end());
+}
+
+TEST_CASE("LD_PRELOAD gets libgpuleak.so first, the entries already there after it") {
+    CHECK(preload_list("/g/libgpuleak.so", "") == "/g/libgpuleak.so");
+    CHECK(preload_list("/g/libgpuleak.so", "liba.so:/x/libb.so libc.so") ==
+          "/g/libgpuleak.so:liba.so:/x/libb.so:libc.so");
+    // Another copy would record every call twice.
+    CHECK(preload_list("/g/libgpuleak.so", "/old/libgpuleak.so::liba.so") == "/g/libgpuleak.so:liba.so");
+    // AddressSanitizer refuses to run unless its runtime comes first.
+    CHECK(preload_list("/g/libgpuleak.so", "liba.so:/usr/lib/libasan.so.8") ==
+          "/usr/lib/libasan.so.8:/g/libgpuleak.so:liba.so");
+}
+
+TEST_CASE("the command's environment changes only what the launcher sets") {
+    RunRequest request;
+    request.max_mb = 16;
+    request.no_python = true;
+    const Strings environment =
+        child_environment({"HOME=/h", "LD_PRELOAD=liba.so", "GPULEAK_OUTPUT=old", "PATH=/bin",
+                           "LD_PRELOAD=libz.so", "GPULEAK_STACK_DEPTH=9"},
+                          "/g/libgpuleak.so", "/r/gpuleak.%r%p.trace", request);
+    CHECK(environment == Strings{"HOME=/h", "LD_PRELOAD=/g/libgpuleak.so:liba.so",
+                                 "GPULEAK_OUTPUT=/r/gpuleak.%r%p.trace", "PATH=/bin", "GPULEAK_STACK_DEPTH=9",
+                                 "GPULEAK_MAX_MB=16", "GPULEAK_PYTHON=0"});
+}
+
+TEST_CASE("GPULEAK_OUTPUT escapes the directory's % and fits the recorder") {
+    CHECK(output_pattern("/tmp/100%/run") == "/tmp/100%%/run/gpuleak.%r%p.trace");
+    CHECK_THROWS_AS(output_pattern("/" + std::string(1100, 'd')), LauncherError);
+}
+
+TEST_CASE("a run directory is new, named after the command and the time, never one that exists") {
+    TempDir parent;
+    std::tm moment{};
+    moment.tm_year = 2026 - 1900;
+    moment.tm_mon = 10;
+    moment.tm_mday = 30;
+    moment.tm_hour = 9;
+    moment.tm_min = 30;
+    moment.tm_sec = 12;
+    moment.tm_isdst = -1;
+    const std::time_t started = std::mktime(&moment);
+    const RunDirectory first = make_run_directory("", "/usr/bin/python3", started, parent.path());
+    CHECK(first.path == parent.path() + "/gpuleak-python3-20261130-093012");
+    CHECK(first.created);
+    CHECK((fs::status(first.path).permissions() & fs::perms::all) == fs::perms::owner_all);
+    const RunDirectory second = make_run_directory("", "python3", started, parent.path());
+    CHECK(second.path == parent.path() + "/gpuleak-python3-20261130-093012-2");
+    CHECK(make_run_directory("", "my prog!", started, parent.path()).path ==
+          parent.path() + "/gpuleak-my_prog_-20261130-093012");
+
+    // Removed only while empty, and only when the launcher made it.
+    std::ofstream(second.path + "/trace") << "x";
+    remove_if_unused(first);
+    remove_if_unused(second);
+    CHECK_FALSE(fs::exists(first.path));
+    CHECK(fs::exists(second.path));
+}
+
+TEST_CASE("-o DIR is made if missing, taken if empty, refused if it holds anything") {
+    TempDir parent;
+    const RunDirectory made = make_run_directory(parent.path() + "/a/b", "ls", 0);
+    CHECK(made.created);
+    CHECK(fs::is_directory(parent.path() + "/a/b"));
+    const RunDirectory taken = make_run_directory(parent.path() + "/a/b", "ls", 0);
+    CHECK_FALSE(taken.created);
+    CHECK(taken.path == parent.path() + "/a/b");
+    CHECK_THROWS_AS(make_run_directory(parent.path() + "/a", "ls", 0), LauncherError);
+    std::ofstream(parent.path() + "/file") << "x";
+    CHECK_THROWS_AS(make_run_directory(parent.path() + "/file", "ls", 0), LauncherError);
+}
+
+TEST_CASE("signals go on to the command unless it has them already") {
+    const pid_t child = 4242;
+    // kill(2) from a user, a script, a job scheduler.
+    CHECK(should_forward(signal_from(SI_USER, 1000), child, true));
+    CHECK(should_forward(signal_from(SI_QUEUE, 1000), child, false));
+    // The terminal signals its whole foreground process group: Ctrl-C once, not twice.
+    CHECK_FALSE(should_forward(signal_from(SI_KERNEL, 0), child, true));
+    CHECK(should_forward(signal_from(SI_KERNEL, 0), child, false));
+    // The command signalling its own process group, the launcher included.
+    CHECK_FALSE(should_forward(signal_from(SI_USER, child), child, true));
+}
+
+TEST_CASE("the OOM-kill count comes from cgroup v2's memory.events or v1's memory.oom_control") {
+    TempDir root;
+    fs::create_directories(root.path() + "/user.slice/run");
+    std::ofstream(root.path() + "/user.slice/run/memory.events")
+        << "low 0\nhigh 0\nmax 4\noom 2\noom_kill 1\n";
+    CHECK(cgroup_oom_kills("0::/user.slice/run\n", root.path()) == 1u);
+    fs::create_directories(root.path() + "/memory/job");
+    std::ofstream(root.path() + "/memory/job/memory.oom_control")
+        << "oom_kill_disable 0\nunder_oom 0\noom_kill 7\n";
+    CHECK(cgroup_oom_kills("9:name=systemd:/\n4:memory:/job\n0::/\n", root.path()) == 7u);
+    CHECK_FALSE(cgroup_oom_kills("0::/elsewhere\n", root.path()).has_value());
+}
+
+TEST_CASE("the kernel log's OOM-kill records are matched by pid") {
+    CHECK(names_oom_kill("6,1234,5678,-;Out of memory: Killed process 4242 (python) total-vm:1kB", 4242));
+    CHECK(names_oom_kill("3,9,9,-;Memory cgroup out of memory: Killed process 4242 (python) anon-rss:2kB",
+                         4242));
+    CHECK_FALSE(names_oom_kill("6,1234,5678,-;Out of memory: Killed process 42421 (python)", 4242));
+    CHECK_FALSE(names_oom_kill("6,1,1,-;python[4242]: segfault at 0", 4242));
+}
+
+TEST_CASE("the summary says how the command ended, a SIGKILL weighed as an OOM kill") {
+    CommandEnd end;
+    end.name = "python";
+    end.seconds = 2.5;
+    end.wait_status = 3 << 8;
+    CHECK(join(ending_lines(end)) == "python exited with status 3 after 2.5 s\n");
+    end.wait_status = SIGTERM;
+    CHECK(join(ending_lines(end)) == "python was killed by signal 15 (SIGTERM) after 2.5 s\n");
+
+    end.wait_status = SIGKILL;
+    end.oom_kills_before = 2;
+    end.oom_kills_after = 3;
+    CHECK(join(ending_lines(end)) ==
+          "python was killed by SIGKILL after 2.5 s: the OOM killer (its memory cgroup "
+          "counted 1 OOM kill during the run)\n");
+    end.oom_kills_after = 2;
+    end.kernel_log = KernelLogVerdict::Names;
+    CHECK(join(ending_lines(end)).find(": the OOM killer (the kernel log says so)") != std::string::npos);
+    end.kernel_log = KernelLogVerdict::Silent;
+    CHECK(join(ending_lines(end))
+              .find(": probably the OOM killer (not confirmed: its memory "
+                    "cgroup counted no OOM kill") != std::string::npos);
+    end.oom_kills_before.reset();
+    end.oom_kills_after.reset();
+    end.kernel_log = KernelLogVerdict::Unreadable;
+    CHECK(
+        join(ending_lines(end)).find("(not confirmed: neither a cgroup OOM-kill count nor the kernel log") !=
+        std::string::npos);
+
+    // A worker killed for memory, its parent ending on an error.
+    end.wait_status = 1 << 8;
+    end.oom_kills_before = 0;
+    end.oom_kills_after = 2;
+    CHECK(join(ending_lines(end)) ==
+          "python exited with status 1 after 2.5 s\n"
+          "the OOM killer killed 2 processes in this memory cgroup during the run\n");
+}
