@@ -14,19 +14,22 @@ bool is_evaluation_loop(const ReportFrame& frame) {
 }
 
 std::vector<ReportFrame> interleave_python_frames(const std::vector<ReportFrame>& native,
-                                                  const std::vector<ReportFrame>& python) {
+                                                  const std::vector<ReportFrame>& python,
+                                                  const std::vector<bool>& loop_entries) {
     std::vector<ReportFrame> frames;
     frames.reserve(native.size() + python.size());
-    size_t loops_left = static_cast<size_t>(std::count_if(native.begin(), native.end(), is_evaluation_loop));
     auto next = python.begin();
+    auto next_entry = loop_entries.begin();
     for (const ReportFrame& frame : native) {
         frames.push_back(frame);
         if (!is_evaluation_loop(frame) || next == python.end())
             continue;
-        --loops_left;
-        const auto until = loops_left == 0 ? python.end() : next + 1;
-        frames.insert(frames.end(), next, until);
-        next = until;
+        // Up to and including the run's loop entry; a run cut by the depth has none and takes the rest.
+        const auto run_size =
+            std::min(std::find(next_entry, loop_entries.end(), true) - next_entry + 1, python.end() - next);
+        frames.insert(frames.end(), next, next + run_size);
+        next += run_size;
+        next_entry += run_size;
     }
     frames.insert(frames.end(), next, python.end());
     return frames;

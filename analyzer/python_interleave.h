@@ -1,14 +1,19 @@
 // One stack of a Python program, native and Python frames together: each Python frame goes after the
 // native frame of the interpreter's evaluation loop that ran it (_PyEval_EvalFrameDefault).
 //
-// The trace does not say which evaluation loop ran which Python frame. On 3.10 each Python frame has
-// its own loop, so the n-th loop from the innermost ran the n-th Python frame. From 3.11 one loop runs
-// a Python function and the Python functions it calls, and a new loop starts only where C code calls
-// back into Python; so frames are still matched to loops one to one from the innermost, and the
-// Python frames left when the loops run out all go at the outermost loop. That is exact on 3.10 and
-// for the common 3.11+ stack of one loop; elsewhere a Python frame may be shown a few native frames
-// away from its loop, never out of order. Without any loop among the native frames (they could not
-// be symbolized, or the native stack was cut before the interpreter) the Python frames follow them all.
+// A run of the evaluation loop (one native frame) runs a Python frame and, from 3.11, the Python
+// functions that frame calls, theirs, and so on; a new run starts only where C code calls back into
+// Python (on 3.10 every Python frame has a run of its own). The recorder marks the first frame of each
+// run, its loop entry (PythonFrame::loop_entry), so the Python frames, innermost first, are cut into
+// runs that each end, on the outermost side, at a loop entry, and the n-th run from the innermost goes
+// after the n-th loop frame from the innermost: where it ran.
+//
+// Where the counts disagree, the frames still keep their order. With more runs than loop frames (the
+// native stack was cut at its depth before the interpreter's outer loops, or no loop frame could be
+// named: an interpreter without symbols) the runs left over go after the last native frame, as the
+// loops that ran them are further out than every native frame kept. With fewer runs (the Python frames
+// were cut at their depth, and the outermost run kept may lack its loop entry) the outer loops are
+// left without Python frames.
 #pragma once
 
 #include <vector>
@@ -20,8 +25,10 @@ namespace gpuleak::analyzer {
 // A native frame of CPython's evaluation loop.
 bool is_evaluation_loop(const ReportFrame& frame);
 
-// Both innermost first; so is the result.
+// `native` and `python` innermost first, and so is the result; `loop_entries` tells for each of `python`
+// whether it is a loop entry, so it is as long.
 std::vector<ReportFrame> interleave_python_frames(const std::vector<ReportFrame>& native,
-                                                  const std::vector<ReportFrame>& python);
+                                                  const std::vector<ReportFrame>& python,
+                                                  const std::vector<bool>& loop_entries);
 
 } // namespace gpuleak::analyzer

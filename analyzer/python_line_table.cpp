@@ -81,6 +81,17 @@ std::optional<int32_t> line_3_11(std::span<const uint8_t> table, int32_t first_l
 
 } // namespace
 
+bool python_code_has_locations(std::span<const uint8_t> line_table, uint16_t python_version) {
+    if (python_version <= format::python_version(3, 10))
+        return !line_table.empty();
+    constexpr unsigned kNoLocation = 15;
+    for (const uint8_t byte : line_table) {
+        if ((byte & 0x80) != 0 && (byte >> 3 & 15) != kNoLocation)
+            return true;
+    }
+    return false;
+}
+
 std::optional<int32_t> python_line_at(std::span<const uint8_t> line_table, int32_t first_line,
                                       uint32_t instruction_offset, uint16_t python_version) {
     if (python_version < format::python_version(3, 10))

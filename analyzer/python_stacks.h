@@ -29,13 +29,20 @@ class PythonStacks {
 
     // Innermost first; empty for a stack without Python frames.
     [[nodiscard]] const std::vector<PythonLocation>& of(uint32_t stack_id) const;
+    // Whether each frame of of(stack_id) was the first its evaluation loop ran (PythonFrame::loop_entry).
+    // Kept apart from the locations: it places frames among native frames, it tells no two sites apart.
+    [[nodiscard]] const std::vector<bool>& loop_entries(uint32_t stack_id) const;
     // Functions are interned: two locations are in the same function exactly when their indices match.
     [[nodiscard]] const PythonFunction& function(uint32_t index) const { return functions_[index]; }
     [[nodiscard]] static bool known(const PythonLocation& location) { return location.function != 0; }
 
   private:
     std::vector<PythonFunction> functions_{PythonFunction{}};
-    std::map<uint32_t, std::vector<PythonLocation>> stacks_;
+    struct Stack {
+        std::vector<PythonLocation> locations;
+        std::vector<bool> loop_entries;
+    };
+    std::map<uint32_t, Stack> stacks_;
 };
 
 } // namespace gpuleak::analyzer

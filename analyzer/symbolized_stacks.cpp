@@ -55,7 +55,8 @@ const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
     }
     const std::vector<PythonLocation>& python = python_.of(stack_id);
     if (!python.empty())
-        frames = interleave_python_frames(frames, report_frames(python_, python));
+        frames =
+            interleave_python_frames(frames, report_frames(python_, python), python_.loop_entries(stack_id));
     return frames;
 }
 

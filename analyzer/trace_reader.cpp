@@ -366,7 +366,8 @@ class TraceReader::Decoder {
                 for (uint64_t i = 0; i < record.python_count; ++i) {
                     format::PythonFrameRecord frame{};
                     copy_out(bytes, sizeof(record) + native_bytes + i * sizeof(frame), frame);
-                    python.push_back({frame.code_id, frame.instruction_offset});
+                    python.push_back({frame.code_id, frame.offset_and_flags & format::kPythonOffsetMask,
+                                      (frame.offset_and_flags & format::kPythonFrameLoopEntry) != 0});
                 }
                 return nullptr;
             });

@@ -90,10 +90,12 @@ struct Module {
     uint64_t high = 0;
 };
 
-// A Python frame of a stack: the code object it ran and where in its bytecode.
+// A Python frame of a stack: the code object it ran, where in its bytecode, and whether it was the first
+// frame its evaluation loop ran (format::kPythonFrameLoopEntry).
 struct PythonFrame {
     uint32_t code_id = 0;            // in code_objects(); 0, or an id missing there, when it was not recorded
     uint32_t instruction_offset = 0; // bytes, or format::kPythonOffsetBeforeFirstInstruction
+    bool loop_entry = false;
     bool operator==(const PythonFrame&) const = default;
 };
 

@@ -84,7 +84,8 @@ void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
     RecentCode* recent_codes = t_recent_codes.data();
     for (uint32_t i = 0; i < count; ++i) {
         const uint32_t id = python != nullptr ? id_of(*python, frames[i].code_object, recent_codes) : 0;
-        records[i] = {id, frames[i].instruction_offset};
+        records[i] = {id, frames[i].instruction_offset |
+                              (frames[i].loop_entry ? format::kPythonFrameLoopEntry : 0)};
     }
 }
 

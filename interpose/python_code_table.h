@@ -20,7 +20,7 @@ class PythonCodeTable {
     void detach();
 
     // The trace's record of each of `frames`: its code object's id, added when new (0 when the code
-    // object cannot be read or did not fit in the file or the index), and its instruction offset.
+    // object cannot be read or did not fit in the file or the index), its instruction offset and flag.
     // Only for the calling thread's Python stack captured in the same hook call: those code objects are
     // alive (see python_code_object.h).
     void records_of(const PythonFrame* frames, uint32_t count, format::PythonFrameRecord* records);

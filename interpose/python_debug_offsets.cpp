@@ -69,7 +69,10 @@ struct DebugOffsets314 {
 constexpr uint32_t kCompactUnicodeExtra = 16;
 
 // Frame owners from which on a frame is the interpreter's, not Python code: FRAME_OWNED_BY_CSTACK (3) on
-// 3.13, FRAME_OWNED_BY_INTERPRETER (3, then FRAME_OWNED_BY_CSTACK 4) on 3.14.
+// 3.13, FRAME_OWNED_BY_INTERPRETER (3, then FRAME_OWNED_BY_CSTACK 4) on 3.14. The shim that
+// _PyEval_EvalFrameDefault pushes below the first frame it runs is owned by FRAME_OWNED_BY_CSTACK on
+// 3.13 and by FRAME_OWNED_BY_INTERPRETER on 3.14 (Python/ceval.c; frameobject.c's
+// _PyFrame_IsEntryFrame tests the same owners).
 constexpr uint8_t kFirstShimOwner = 3;
 
 // The state bits of a GIL build's PyASCIIObject since 3.12: interned:2, kind:3, compact:1, ascii:1.
@@ -109,6 +112,7 @@ template <class Offsets> void fill(const Offsets& d, bool code_tagged, PythonLay
     layout.frame_has_owner = true;
     layout.frame_owner = static_cast<uint32_t>(d.interpreter_frame.owner);
     layout.first_shim_owner = kFirstShimOwner;
+    layout.loop_entry_kind = PythonLoopEntryKind::above_shim;
     layout.code_filename = static_cast<uint32_t>(d.code_object.filename);
     layout.code_qualname = static_cast<uint32_t>(d.code_object.qualname);
     layout.code_first_line = static_cast<uint32_t>(d.code_object.firstlineno);

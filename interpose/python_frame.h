@@ -15,6 +15,7 @@ struct PythonFrame {
     uint64_t code_object;        // the PyCodeObject's address in this process
     uint32_t instruction_offset; // bytes from the start of the bytecode to the current instruction
                                  // (code units are 2 bytes), or kPythonOffsetBeforeFirstInstruction
+    bool loop_entry;             // the first frame its evaluation loop ran (format::kPythonFrameLoopEntry)
 };
 
 } // namespace gpuleak

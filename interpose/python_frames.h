@@ -13,11 +13,14 @@
 namespace gpuleak {
 
 // Fills `out` with up to `max` frames of the calling thread's Python stack, innermost first: with a
-// deeper stack the innermost `max` are kept. The interpreter's own entry frames are left out, so the
-// frames are those of traceback.extract_stack() at the same point, in reverse. Returns the count: 0
-// without a (supported) Python in the process, in threads that never ran Python, before the
-// interpreter starts and after it ends, and in threads other than the finalizing one while the
-// interpreter finalizes.
+// deeper stack the innermost `max` are kept. The interpreter's own shim frames are left out, so the
+// frames are those of traceback.extract_stack() at the same point, in reverse. Each frame says whether
+// it is a loop entry, the first frame its run of the evaluation loop ran: on 3.10 every frame; on 3.11
+// the frames whose is_entry is set; on 3.12+ the frame right above a shim (each run pushes one below
+// its first frame) and the outermost frame of the chain, so with a deeper stack the walk reads on past
+// the `max`-th frame to the next one to tell. Returns the count: 0 without a (supported) Python in the
+// process, in threads that never ran Python, before the interpreter starts and after it ends, and in
+// threads other than the finalizing one while the interpreter finalizes.
 size_t capture_python_frames(PythonFrame* out, size_t max);
 
 } // namespace gpuleak

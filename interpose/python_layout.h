@@ -23,6 +23,14 @@ enum class PythonInstructionKind : uint8_t {
     code_unit_ptr, // _Py_CODEUNIT*: an address inside the code object's bytecode (3.11+)
 };
 
+// How the walker tells a loop entry: the first frame that its run of the evaluation loop ran
+// (format::kPythonFrameLoopEntry).
+enum class PythonLoopEntryKind : uint8_t {
+    every_frame, // each frame has a loop of its own (3.10)
+    is_entry,    // the frame's is_entry flag (3.11)
+    above_shim,  // the frame whose previous frame is a shim, which each loop pushes first (3.12+)
+};
+
 struct PythonLayout {
     uint16_t version = 0;
 
@@ -40,9 +48,12 @@ struct PythonLayout {
     PythonInstructionKind instruction_kind = PythonInstructionKind::last_index;
     bool frame_has_owner = false; // 3.10 frames have no owner
     uint32_t frame_owner = 0;     // char
-    // Frames whose owner is at least this are the interpreter's entry frames, not Python code: the C
-    // stack's shim (3.12, 3.13) or the interpreter's trampolines (3.14). 0xff: no such frames (3.11).
+    // Frames whose owner is at least this are the interpreter's shims, not Python code: the C stack's
+    // (3.12, 3.13) or the interpreter's (3.14), which each evaluation loop pushes below the first frame
+    // it runs. 0xff: no such frames (3.11).
     uint8_t first_shim_owner = 0xff;
+    PythonLoopEntryKind loop_entry_kind = PythonLoopEntryKind::every_frame;
+    uint32_t frame_is_entry = 0; // bool, is_entry layouts only
 
     // PyCodeObject. 3.10 has no qualified name: code_qualname is co_name there.
     uint32_t code_filename = 0;

@@ -18,7 +18,7 @@ uint64_t hash_frames(const uint64_t* frames, uint32_t count, const format::Pytho
     for (uint32_t i = 0; i < count; ++i)
         h = mix(h, frames[i]);
     for (uint32_t i = 0; i < python_count; ++i)
-        h = mix(h, uint64_t{python[i].code_id} << 32 | python[i].instruction_offset);
+        h = mix(h, uint64_t{python[i].code_id} << 32 | python[i].offset_and_flags);
     h ^= h >> 29;
     return h == 0 ? 1 : h;
 }

@@ -63,7 +63,7 @@ FIELDS_3_10 = {
 }
 
 # 3.11 and 3.12: tstate->cframe->current_frame, a chain of _PyInterpreterFrame through `previous`.
-FIELDS_3_11 = {
+FIELDS_3_11_ON = {
     "thread_frame": "offsetof(PyThreadState, cframe)",
     "cframe_current_frame": "offsetof(_PyCFrame, current_frame)",
     "frame_previous": "offsetof(_PyInterpreterFrame, previous)",
@@ -74,8 +74,16 @@ FIELDS_3_11 = {
     "code_bytecode": "offsetof(PyCodeObject, co_code_adaptive)",
 }
 
-# 3.12 pushes a shim frame owned by the C stack when _PyEval_EvalFrameDefault is entered: not Python code.
-FIELDS_3_12 = {**FIELDS_3_11, "first_shim_owner": "FRAME_OWNED_BY_CSTACK"}
+# 3.11: _PyEval_EvalFrameDefault sets is_entry on the frame it starts with; frames it pushes for the
+# Python functions it calls inline get is_entry false.
+FIELDS_3_11 = {**FIELDS_3_11_ON, "frame_is_entry": "offsetof(_PyInterpreterFrame, is_entry)"}
+
+# 3.12 pushes a shim frame owned by the C stack when _PyEval_EvalFrameDefault is entered: not Python code,
+# and the frame above it is the first that loop ran.
+FIELDS_3_12 = {**FIELDS_3_11_ON, "first_shim_owner": "FRAME_OWNED_BY_CSTACK"}
+
+# How each version's walk tells a loop entry (PythonLoopEntryKind).
+LOOP_ENTRY_KINDS = {10: "every_frame", 11: "is_entry", 12: "above_shim"}
 
 # What the C program checks before printing: the walker reads these with these widths.
 ASSERTIONS = {
@@ -85,14 +93,14 @@ ASSERTIONS = {
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
     ],
-    11: [
+    12: [
         "sizeof(void*) == 8",
         "sizeof(((_PyInterpreterFrame*)0)->owner) == 1",
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
     ],
 }
-ASSERTIONS[12] = ASSERTIONS[11]
+ASSERTIONS[11] = ASSERTIONS[12] + ["sizeof(((_PyInterpreterFrame*)0)->is_entry) == 1"]
 
 C_PROGRAM = """\
 #define Py_BUILD_CORE 1
@@ -161,7 +169,11 @@ def measure(minor, prefix, compiler, scratch):
 
 
 def layout_initializer(minor, patch_version, values):
-    members = dict(values, version=f"python_version(3, {minor})")
+    members = dict(
+        values,
+        version=f"python_version(3, {minor})",
+        loop_entry_kind=f"PythonLoopEntryKind::{LOOP_ENTRY_KINDS[minor]}",
+    )
     if minor == 10:
         members.update(frame_link="PythonFrameLink::thread_state", instruction_kind="PythonInstructionKind::last_index")
     else:

@@ -40,8 +40,9 @@ namespace gpuleak::format {
 #endif
 
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
-// 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region.
-static const uint32_t kFormatVersion = 3;
+// 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region. 4: a
+// Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry).
+static const uint32_t kFormatVersion = 4;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -224,16 +225,24 @@ struct StackRecord {
     // followed by native_count uint64_t addresses, then python_count PythonFrameRecords
 };
 
-// A Python frame: the code object it runs (a CodeRecord id; 0 when the code object did not fit) and
-// where in its bytecode, in bytes (code units are 2 bytes). The line is the analyzer's to compute, from
-// the code record's line table.
+// A Python frame: the code object it runs (a CodeRecord id; 0 when the code object did not fit), where
+// in its bytecode, in bytes (code units are 2 bytes), and a flag: the low 31 bits of offset_and_flags
+// are the offset (kPythonOffsetMask), the top bit is kPythonFrameLoopEntry. The line is the analyzer's
+// to compute, from the code record's line table. Stacks that differ only in the flag are two stacks.
 struct PythonFrameRecord {
     uint32_t code_id;
-    uint32_t instruction_offset;
+    uint32_t offset_and_flags;
 };
+static const uint32_t kPythonOffsetMask = 0x7fffffffu;
+// The frame is the first that its run of CPython's evaluation loop (_PyEval_EvalFrameDefault, one
+// native frame) ran; the frames inner of it up to the next such frame ran in the same loop. From 3.11
+// one loop runs a Python function and the Python functions it calls, and a new one starts only where C
+// code calls back into Python; on 3.10 every frame has a loop of its own. This is what places Python
+// frames among the native frames.
+static const uint32_t kPythonFrameLoopEntry = 0x80000000u;
 // The frame has not begun its first instruction (3.10's f_lasti of -1, or 3.11/3.12's prev_instr
-// before the bytecode): CPython reports the code object's first line for it.
-static const uint32_t kPythonOffsetBeforeFirstInstruction = 0xffffffffu;
+// before the bytecode): CPython reports the code object's first line for it. An offset, under the mask.
+static const uint32_t kPythonOffsetBeforeFirstInstruction = 0x7fffffffu;
 
 // A Python code object, recorded the first time a stack holds it. Code objects are freed and their
 // addresses reused: another code object at the same address gets a record and an id of its own.

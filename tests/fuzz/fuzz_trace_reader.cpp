@@ -148,7 +148,9 @@ void check_trace(const TraceReader& trace) {
         require(!frames.empty() && frames.size() <= format::kMaxStackDepth,
                 "Python frames within the deepest stack");
         for (const auto& frame : frames) {
-            sink += frame.code_id + frame.instruction_offset;
+            require(frame.instruction_offset <= format::kPythonOffsetMask,
+                    "the flag is not part of the offset");
+            sink += frame.code_id + frame.instruction_offset + frame.loop_entry;
             auto code = trace.code_objects().find(frame.code_id);
             if (code == trace.code_objects().end())
                 continue;

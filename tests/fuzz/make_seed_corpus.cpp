@@ -215,9 +215,9 @@ TraceBuilder notable_overflow() {
     return builder;
 }
 
-// A Python program's stacks: native and Python frames, code objects with line tables in the format of
-// `version`, one truncated, and frames whose code objects did not fit (id 0) or are missing, so that
-// the line-table decoder runs on what the fuzzer makes of the tables.
+// A Python program's stacks: native and Python frames, some of them loop entries, code objects with
+// line tables in the format of `version`, one truncated, and frames whose code objects did not fit (id
+// 0) or are missing, so that the line-table decoder runs on what the fuzzer makes of the tables.
 TraceBuilder python_frames(uint16_t version) {
     TraceBuilder builder(small_layout());
     builder.header().python_version = version;
@@ -229,8 +229,9 @@ TraceBuilder python_frames(uint16_t version) {
     builder.add_code(2, "/srv/モデル.py", "<module>", 1, {table.begin(), table.begin() + 2},
                      static_cast<uint32_t>(format::CodeFlag::Truncated));
     builder.add_stack(1, {0x7f0000001111, 0x401234},
-                      {{1, 4}, {2, format::kPythonOffsetBeforeFirstInstruction}});
-    builder.add_stack(2, {}, {{0, 2}, {7, 0}, {1, 1000}});
+                      {{1, 4 | format::kPythonFrameLoopEntry},
+                       {2, format::kPythonOffsetBeforeFirstInstruction | format::kPythonFrameLoopEntry}});
+    builder.add_stack(2, {}, {{0, 2}, {7, 0 | format::kPythonFrameLoopEntry}, {1, 1000}});
     builder.set_live(0, live_slot(0xa000, format::MemoryKind::Device, 0));
     return builder;
 }

@@ -28,6 +28,7 @@ struct ProbeFrame {
     uint32_t qualname_size;
     uint8_t described; // 0: describe_python_code failed
     uint8_t truncated;
+    uint8_t loop_entry;
     char filename[1024];
     char qualname[512];
 };
@@ -36,6 +37,7 @@ ProbeFrame resolve(const PythonFrame& frame, uint16_t version) {
     ProbeFrame resolved{};
     resolved.code_object = frame.code_object;
     resolved.instruction_offset = frame.instruction_offset;
+    resolved.loop_entry = frame.loop_entry;
     resolved.line = INT32_MIN;
     uint8_t line_table[16384];
     PythonCodeDescription description;

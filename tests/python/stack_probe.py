@@ -11,7 +11,7 @@ import traceback
 from typing import NamedTuple, Optional
 
 NO_LINE = -(2**31)
-BEFORE_FIRST_INSTRUCTION = 2**32 - 1
+BEFORE_FIRST_INSTRUCTION = 2**31 - 1
 PYTHON_VERSION = sys.version_info.major << 8 | sys.version_info.minor
 MAX_FRAMES = 4096
 
@@ -25,6 +25,7 @@ class ProbeFrame(ctypes.Structure):
         ("qualname_size", ctypes.c_uint32),
         ("described", ctypes.c_uint8),
         ("truncated", ctypes.c_uint8),
+        ("loop_entry", ctypes.c_uint8),
         ("filename", ctypes.c_char * 1024),
         ("qualname", ctypes.c_char * 512),
     ]
@@ -95,6 +96,14 @@ def capture(limit=MAX_FRAMES):
         codes.append(frame.f_code)
         frame = frame.f_back
     return resolved(frames, count), summary, codes
+
+
+def loop_entries(limit=MAX_FRAMES):
+    """(qualified name, loop entry) of each frame the walker captures here, innermost first: whether the
+    frame is the first its evaluation loop ran."""
+    frames = (ProbeFrame * limit)()
+    count = probe.gpuleak_probe_stack(frames, limit)
+    return [(text(frame, "qualname"), bool(frame.loop_entry)) for frame in frames[:count]]
 
 
 def qualname_of(code):

@@ -168,6 +168,84 @@ def test_deep_recursion_keeps_the_innermost_frames():
     assert mismatch(*recurse(1000, stack_probe.MAX_FRAMES)[0]) is None
 
 
+def loop_entries_here(limit):
+    return stack_probe.loop_entries(limit)
+
+
+def called_back_by_c(call, limit=stack_probe.MAX_FRAMES):
+    """The walker's (qualified name, loop entry) of each frame, taken inside `key`, which `call` hands to
+    C code that calls it back."""
+    taken = []
+
+    def key(item):
+        taken.append(loop_entries_here(limit))
+        return item
+
+    call(key)
+    return taken[0]
+
+
+def sort_with(key):
+    sorted([0], key=key)
+
+
+def map_with(key):
+    list(map(key, [0]))
+
+
+def expected_entries(*frames):
+    """(qualified name, loop entry from 3.11) of each frame as this version has them: 3.10 runs every
+    frame in an evaluation loop of its own and has no qualified names."""
+    if sys.version_info >= (3, 11):
+        return list(frames)
+    return [(expected_qualname(name), True) for name, _ in frames]
+
+
+def called_back(call):
+    return [
+        ("loop_entries", False),
+        ("loop_entries_here", False),
+        ("called_back_by_c.<locals>.key", True),  # C called it: a new evaluation loop
+        (call.__name__, False),
+        ("called_back_by_c", False),
+    ]
+
+
+@pytest.mark.parametrize("call", [sort_with, map_with])
+def test_a_function_that_c_calls_back_is_a_loop_entry(call):
+    entries = called_back_by_c(call)
+    assert entries[:5] == expected_entries(*called_back(call))
+    # Whatever started the thread's outermost frame ran it in a loop of its own.
+    assert entries[-1][1]
+
+
+def test_functions_called_from_python_run_in_their_caller_s_loop():
+    def inner():
+        return loop_entries_here(stack_probe.MAX_FRAMES)
+
+    def generator():
+        yield loop_entries_here(stack_probe.MAX_FRAMES)
+
+    assert inner()[:3] == expected_entries(
+        ("loop_entries", False),
+        ("loop_entries_here", False),
+        ("test_functions_called_from_python_run_in_their_caller_s_loop.<locals>.inner", False),
+    )
+    # next() is C: it resumes the generator in a loop of its own.
+    assert next(generator())[:3] == expected_entries(
+        ("loop_entries", False),
+        ("loop_entries_here", False),
+        ("test_functions_called_from_python_run_in_their_caller_s_loop.<locals>.generator", True),
+    )
+
+
+@pytest.mark.parametrize("limit", [2, 3, 4])
+def test_the_outermost_frame_kept_under_a_cap_is_a_loop_entry_as_without_one(limit):
+    # From 3.12 a frame is known to be a loop entry from the frame below it, which the cap leaves out.
+    entries = called_back_by_c(sort_with, limit)
+    assert entries == expected_entries(*called_back(sort_with)[:limit])
+
+
 def code_objects(code):
     yield code
     for constant in code.co_consts:

@@ -2,10 +2,12 @@
 
 A script with known nesting (module level, a function, a method, a nested closure, a lambda, a
 generator, a coroutine under asyncio, a function in a file whose name is not ASCII, a loop that keeps
-what it allocates) runs under LD_PRELOAD=libgpuleak.so on the simulated device. Each scenario leaks one
+what it allocates, functions that C code calls back: sorted()'s key and a ctypes callback that qsort
+calls, and an __init__ called often enough to be specialized) runs under LD_PRELOAD=libgpuleak.so on the simulated device. Each scenario leaks one
 cudaMalloc made through ctypes, which releases the GIL, and writes down traceback.extract_stack() taken
 on the line of that call, with each frame's qualified name. gpuleak-report must show each leak's Python
-frames as exactly those frames, innermost first: file, line, function.
+frames as exactly those frames, innermost first: file, line, function; with --native, each after the
+evaluation loop that ran it.
 
 ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt) with
 GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR and GPULEAK_TEST_REPORT naming the build's files; the
@@ -73,6 +75,42 @@ SCRIPT = textwrap.dedent(
     async def coroutine():
         await leaf()
 
+    # C code that calls back into Python: sorted() calls key, qsort (through ctypes) calls compare.
+    def helper():
+        leak("callback", 9 * MiB)
+
+    def key(item):
+        helper()
+        return item
+
+    def sort_with_key():
+        sorted([0], key=key)
+
+    COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+    libc = ctypes.CDLL(None)
+    libc.qsort.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_size_t, ctypes.c_size_t, COMPARE]
+    libc.qsort.restype = None
+    compared = []
+
+    def compare(a, b):
+        if not compared:
+            compared.append(leak("ctypes_callback", 10 * MiB))
+        return a[0] - b[0]
+
+    def sort_in_c():
+        items = (ctypes.c_int * 2)(2, 1)
+        libc.qsort(items, len(items), ctypes.sizeof(ctypes.c_int), COMPARE(compare))
+
+    # Called often enough to be specialized: 3.13 then calls __init__ through a shim frame of its own.
+    class Layer:
+        def __init__(self, last):
+            if last:
+                leak("warm_init", 11 * MiB)
+
+    def build_layers():
+        for index in range(200):
+            Layer(index == 199)
+
     def keep_history(rounds):
         for _ in range(rounds):
             leak("loop", 16 * MiB)
@@ -84,6 +122,9 @@ SCRIPT = textwrap.dedent(
     square()
     next(generator())
     asyncio.run(coroutine())
+    sort_with_key()
+    sort_in_c()
+    build_layers()
 
     directory = os.path.dirname(sys.argv[1])
     path = os.path.join(directory, "модуль_模块_😀.py")
@@ -111,6 +152,28 @@ SCENARIOS = {
     "coroutine": ["leaf", "coroutine"],
     "non_ascii": ["函数", "<module>"],
     "loop": ["keep_history", "<module>"],
+    "callback": ["helper", "key", "sort_with_key", "<module>"],
+    "ctypes_callback": ["compare", "sort_in_c", "<module>"],
+    "warm_init": ["Layer.__init__", "build_layers", "<module>"],
+}
+
+# From 3.11, how many Python frames, innermost first, each evaluation loop of a scenario ran: a loop
+# starts where C code calls Python (next(), sorted()'s key, a ctypes callback). The coroutine's depend on
+# how far the interpreter has specialized asyncio's code. On 3.10 each frame has a loop of its own.
+RUNS_FROM_3_11 = {
+    "module": [2],
+    "function": [3],
+    "method": [3],
+    "closure": [4],
+    "lambda": [3],
+    "generator": [2, 1],
+    "coroutine": None,
+    "non_ascii": [3],
+    "loop": [3],
+    "callback": [3, 2],
+    "ctypes_callback": [2, 2],
+    # type.__call__ runs __init__ in a loop of its own, until 3.13 specializes the call to run it inline.
+    "warm_init": [2, 2] if sys.version_info < (3, 13) else [4],
 }
 
 
@@ -230,7 +293,33 @@ def test_native_frames_between_python_frames_are_left_out_by_default(recorded):
         assert all(not frame["function"].startswith("_PyEval") for frame in frames[:first]), scenario
 
 
-def test_native_shows_every_frame_with_the_python_frames_at_the_evaluation_loops(recorded):
+def is_evaluation_loop(frame):
+    function = frame["function"]
+    return not frame["python"] and (
+        function == "_PyEval_EvalFrameDefault" or function.startswith("_PyEval_EvalFrameDefault.")
+    )
+
+
+def runs_after_loops(frames):
+    """The functions of the Python frames after each evaluation loop, innermost first."""
+    runs = []
+    for index, frame in enumerate(frames):
+        if is_evaluation_loop(frame):
+            runs.append([])
+        elif frame["python"]:
+            before = frames[index - 1]
+            assert before["python"] or is_evaluation_loop(before), index
+            runs[-1].append(frame["function"])
+    return runs
+
+
+def between(frames, inner, outer):
+    """The native frames between the Python frames of functions `inner` and `outer`."""
+    functions = [frame["function"] if frame["python"] else None for frame in frames]
+    return frames[functions.index(inner) + 1 : functions.index(outer)]
+
+
+def test_native_shows_every_frame_with_the_python_frames_at_the_evaluation_loops_that_ran_them(recorded):
     trace, expected = recorded
     default = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024"))
     native = process_of(run_report(trace, "--format", "json", "--top", "100", "--stack-depth", "1024", "--native"))
@@ -238,18 +327,25 @@ def test_native_shows_every_frame_with_the_python_frames_at_the_evaluation_loops
         frames = site_of(native, entry)["frames"]
         assert python_frames(site_of(native, entry)) == python_frames(site_of(default, entry))
         assert len(frames) > len(site_of(default, entry)["frames"])
-        for index, frame in enumerate(frames):
-            if not frame["python"]:
-                continue
-            before = frames[index - 1]
-            loop = before["function"] == "_PyEval_EvalFrameDefault"
-            if sys.version_info < (3, 11):
-                assert loop, (scenario, index)  # every Python frame has an evaluation loop of its own
-            else:
-                assert loop or before["python"], (scenario, index)
+        runs = runs_after_loops(frames)
+        # Every loop ran Python frames, and they are the stack's, in order.
+        assert all(runs), (scenario, runs)
+        assert [function for run in runs for function in run] == entry["qualnames"], scenario
+        wanted = [1] * len(entry["qualnames"]) if sys.version_info < (3, 11) else RUNS_FROM_3_11[scenario]
+        if wanted is not None:
+            assert [len(run) for run in runs] == wanted, (scenario, runs)
         # Frames that are outside the interpreter, at the bottom of the process.
         assert any(frame["function"] in ("main", "__libc_start_main", "_start") or frame["function"].startswith(
             "__libc_start") for frame in frames), scenario
+
+    # The C code that called back sits between the callback's frames and its caller's.
+    sorted_frames = site_of(native, expected["callback"])["frames"]
+    called_back = between(sorted_frames, "key", "sort_with_key")
+    assert any(frame["function"] in ("builtin_sorted", "list_sort_impl") for frame in called_back), called_back
+    ctypes_frames = site_of(native, expected["ctypes_callback"])["frames"]
+    called_back = [frame["module"] for frame in between(ctypes_frames, "compare", "sort_in_c")]
+    assert any(os.path.basename(module).startswith("libffi.so") for module in called_back), called_back
+    assert any(os.path.basename(module) == "libc.so.6" for module in called_back), called_back
 
 
 def test_the_text_report_names_the_leaking_line(recorded):
@@ -261,12 +357,17 @@ def test_the_text_report_names_the_leaking_line(recorded):
         return "%s:%d in %s" % (filename, line, entry["qualnames"][frame_index])
 
     for scenario, entry in expected.items():
-        # The leaking line (in leak()) and its caller, one after the other in the site's stack. From 3.11
-        # the frames are matched to evaluation loops by a guess (python_interleave.h): a C function that
-        # called back into Python (asyncio's Task) may be counted between them instead of further out.
-        between = "" if sys.version_info < (3, 11) else r"(        \.\.\. \d+ native frames\n)?"
-        pattern = "        %s\n%s        %s\n" % (re.escape(name(0, entry)), between, re.escape(name(1, entry)))
+        # The leaking line (in leak()) and its caller, one after the other in the site's stack: the same
+        # evaluation loop ran them, or on 3.10 loops with only the interpreter's frames between them.
+        pattern = "        %s\n        %s\n" % (re.escape(name(0, entry)), re.escape(name(1, entry)))
         assert re.search(pattern, text), scenario
+    # Where C code called back, the native frames between its caller and the callback are one line.
+    entry = expected["ctypes_callback"]
+    pattern = r"        %s\n        \.\.\. \d+ native frames\n        %s\n" % (
+        re.escape(name(1, entry)),
+        re.escape(name(2, entry)),
+    )
+    assert re.search(pattern, text)
     diagnosis = text.split("Diagnosis: ", 1)[1].split("\n\n", 1)[0]
     assert diagnosis.startswith("leak")
     assert name(0, expected["loop"]) in " ".join(diagnosis.split())

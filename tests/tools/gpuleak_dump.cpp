@@ -124,7 +124,8 @@ void print_text(const TraceReader& trace) {
         auto python = trace.python_stacks().find(id);
         if (python != trace.python_stacks().end())
             for (const auto& frame : python->second)
-                fmt::print(" py:{}+{:#x}", frame.code_id, frame.instruction_offset);
+                fmt::print(" py:{}+{:#x}{}", frame.code_id, frame.instruction_offset,
+                           frame.loop_entry ? " (loop entry)" : "");
         fmt::print("\n");
     }
 
@@ -246,8 +247,9 @@ json to_json(const TraceReader& trace) {
         auto python_frames = trace.python_stacks().find(id);
         if (python_frames != trace.python_stacks().end())
             for (const auto& frame : python_frames->second)
-                python.push_back(
-                    {{"code_id", frame.code_id}, {"instruction_offset", frame.instruction_offset}});
+                python.push_back({{"code_id", frame.code_id},
+                                  {"instruction_offset", frame.instruction_offset},
+                                  {"loop_entry", frame.loop_entry}});
         out["stacks"].push_back({{"id", id}, {"frames", frames}, {"python", python}});
     }
 

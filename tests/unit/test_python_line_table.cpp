@@ -71,3 +71,16 @@ TEST_CASE("versions before 3.10 and malformed tables give no line") {
     const std::vector<uint8_t> odd_length = {4};
     CHECK(python_line_at(odd_length, 7, 0, k310) == std::nullopt);
 }
+
+TEST_CASE("code without any source location is told apart: the interpreter's trampolines") {
+    constexpr uint16_t k313 = python_version(3, 13);
+    // _Py_InitCleanup: one entry of 4 code units, no location.
+    const std::vector<uint8_t> trampoline{entry(15, 4)};
+    CHECK_FALSE(gpuleak::analyzer::python_code_has_locations(trampoline, k313));
+    CHECK_FALSE(gpuleak::analyzer::python_code_has_locations({}, k313));
+    // A function: a no-location entry, then one moving the line by one (code 11) with columns.
+    const std::vector<uint8_t> function{entry(15, 1), entry(11, 2), 0x04, 0x0a};
+    CHECK(gpuleak::analyzer::python_code_has_locations(function, k313));
+    const std::vector<uint8_t> table_3_10{0x02, 0x01};
+    CHECK(gpuleak::analyzer::python_code_has_locations(table_3_10, python_version(3, 10)));
+}

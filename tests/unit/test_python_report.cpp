@@ -13,6 +13,7 @@
 #include "render_json.h"
 #include "render_text.h"
 #include "report.h"
+#include "site_keys.h"
 #include "stack_view.h"
 #include "symbolized_stacks.h"
 #include "trace_builder.h"
@@ -282,50 +283,94 @@ TEST_CASE("Python frames go after the evaluation loops that ran them") {
         const std::vector<ReportFrame> frames = interleave_python_frames(
             {native("ffi_call", "libffi"), loop(1), native("_PyEval_Vector", kPython), loop(2),
              native("_PyEval_Vector", kPython), loop(3), native("main", kPython)},
-            inner);
+            inner, {true, true, true});
         CHECK(functions(frames) ==
               std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak", "_PyEval_Vector",
                                        "_PyEval_EvalFrameDefault", "py:f", "_PyEval_Vector",
                                        "_PyEval_EvalFrameDefault", "py:<module>", "main"});
     }
     SECTION("one loop for all (3.11+): every frame after it") {
-        const std::vector<ReportFrame> frames =
-            interleave_python_frames({native("ffi_call", "libffi"), loop(1), native("main", kPython)}, inner);
+        const std::vector<ReportFrame> frames = interleave_python_frames(
+            {native("ffi_call", "libffi"), loop(1), native("main", kPython)}, inner, {false, false, true});
         CHECK(functions(frames) == std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak",
                                                             "py:f", "py:<module>", "main"});
     }
-    SECTION("fewer loops than frames: one each from the innermost, the rest at the outermost") {
-        const std::vector<ReportFrame> frames =
-            interleave_python_frames({loop(1), native("PyObject_Call", kPython), loop(2)}, inner);
-        CHECK(functions(frames) == std::vector<std::string>{"_PyEval_EvalFrameDefault", "py:leak",
-                                                            "PyObject_Call", "_PyEval_EvalFrameDefault",
-                                                            "py:f", "py:<module>"});
+    // 3.11+: a key function that sorted() called back runs in a loop of its own, with what it calls.
+    const std::vector<ReportFrame> callback = {python("leak", "a.py", 1), python("helper", "a.py", 2),
+                                               python("key", "a.py", 3), python("caller", "a.py", 4),
+                                               python("<module>", "a.py", 5)};
+    const std::vector<bool> callback_entries = {false, false, true, false, true};
+    const std::vector<ReportFrame> sorted_native = {native("ffi_call", "libffi"),
+                                                    loop(1),
+                                                    native("_PyObject_VectorcallTstate", kPython),
+                                                    native("list_sort_impl", kPython),
+                                                    native("builtin_sorted", kPython),
+                                                    loop(2),
+                                                    native("PyEval_EvalCode", kPython),
+                                                    native("main", kPython)};
+    SECTION("runs of frames, each ending at a loop entry, one run a loop (3.11+)") {
+        CHECK(functions(interleave_python_frames(sorted_native, callback, callback_entries)) ==
+              std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak", "py:helper",
+                                       "py:key", "_PyObject_VectorcallTstate", "list_sort_impl",
+                                       "builtin_sorted", "_PyEval_EvalFrameDefault", "py:caller",
+                                       "py:<module>", "PyEval_EvalCode", "main"});
+    }
+    SECTION("more runs than loops, the native stack cut before the outer loops: the rest after it all") {
+        const std::vector<ReportFrame> cut(sorted_native.begin(), sorted_native.begin() + 4);
+        CHECK(functions(interleave_python_frames(cut, callback, callback_entries)) ==
+              std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak", "py:helper",
+                                       "py:key", "_PyObject_VectorcallTstate", "list_sort_impl", "py:caller",
+                                       "py:<module>"});
+    }
+    SECTION("fewer runs than loops, the Python frames cut: the outer loops run none") {
+        const std::vector<ReportFrame> cut(callback.begin(), callback.begin() + 2);
+        CHECK(functions(interleave_python_frames(sorted_native, cut, {false, false})) ==
+              std::vector<std::string>{"ffi_call", "_PyEval_EvalFrameDefault", "py:leak", "py:helper",
+                                       "_PyObject_VectorcallTstate", "list_sort_impl", "builtin_sorted",
+                                       "_PyEval_EvalFrameDefault", "PyEval_EvalCode", "main"});
     }
     SECTION("more loops than frames: the outer loops run none") {
-        const std::vector<ReportFrame> frames =
-            interleave_python_frames({loop(1), loop(2), loop(3), loop(4)}, {python("leak", "a.py", 1)});
+        const std::vector<ReportFrame> frames = interleave_python_frames({loop(1), loop(2), loop(3), loop(4)},
+                                                                         {python("leak", "a.py", 1)}, {true});
         CHECK(functions(frames) ==
               std::vector<std::string>{"_PyEval_EvalFrameDefault", "py:leak", "_PyEval_EvalFrameDefault",
                                        "_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault"});
     }
     SECTION("no loop among the native frames: the Python frames follow them all") {
         const std::vector<ReportFrame> frames =
-            interleave_python_frames({native("", "python"), native("", "python")}, inner);
+            interleave_python_frames({native("", "python"), native("", "python")}, inner, {true, true, true});
         CHECK(functions(frames) == std::vector<std::string>{"", "", "py:leak", "py:f", "py:<module>"});
     }
     SECTION("the loop's cold part counts, a function that only starts with its name does not") {
         const std::vector<ReportFrame> frames = interleave_python_frames(
             {native("_PyEval_EvalFrameDefaultHelper", kPython),
              native("_PyEval_EvalFrameDefault.cold", kPython), native("main", kPython)},
-            {python("leak", "a.py", 1)});
+            {python("leak", "a.py", 1)}, {true});
         CHECK(functions(frames) == std::vector<std::string>{"_PyEval_EvalFrameDefaultHelper",
                                                             "_PyEval_EvalFrameDefault.cold", "py:leak",
                                                             "main"});
     }
     SECTION("no Python frames: the native stack as it is") {
-        CHECK(functions(interleave_python_frames({loop(1), native("main", kPython)}, {})) ==
+        CHECK(functions(interleave_python_frames({loop(1), native("main", kPython)}, {}, {})) ==
               std::vector<std::string>{"_PyEval_EvalFrameDefault", "main"});
     }
+}
+
+TEST_CASE("the loop entries come from the trace and tell no two sites apart") {
+    TraceBuilder builder;
+    add_code(builder);
+    constexpr uint32_t kLoopEntry = format::kPythonFrameLoopEntry;
+    builder.add_stack(1, {0x1}, {{1, 4}, {2, 12 | kLoopEntry}});
+    builder.add_stack(2, {0x1}, {{1, 4 | kLoopEntry}, {2, 12 | kLoopEntry}});
+    builder.add_stack(3, {0x1});
+    const TraceReader trace = parse(builder);
+    const PythonStacks stacks(trace);
+    CHECK(stacks.loop_entries(1) == std::vector<bool>{false, true});
+    CHECK(stacks.loop_entries(2) == std::vector<bool>{true, true});
+    CHECK(stacks.loop_entries(3).empty());
+    CHECK(stacks.of(1) == stacks.of(2));
+    const SiteKeys sites(trace);
+    CHECK(sites.of(1) == sites.of(2));
 }
 
 TEST_CASE("the default view: the native frames that made the call, then the Python frames") {

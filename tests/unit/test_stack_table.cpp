@@ -57,6 +57,8 @@ TEST_CASE("the Python frames are part of a stack's identity and are stored after
     const uint64_t native[] = {0x401000, 0x402000};
     const gpuleak::format::PythonFrameRecord line_10[] = {{1, 10}, {2, 40}};
     const gpuleak::format::PythonFrameRecord line_12[] = {{1, 12}, {2, 40}};
+    const gpuleak::format::PythonFrameRecord line_10_loop_entry[] = {
+        {1, 10 | gpuleak::format::kPythonFrameLoopEntry}, {2, 40}};
     bool added = false;
     const uint32_t without_python = table.intern(native, 2, nullptr, 0, added);
     const uint32_t at_line_10 = table.intern(native, 2, line_10, 2, added);
@@ -68,6 +70,12 @@ TEST_CASE("the Python frames are part of a stack's identity and are stored after
     CHECK(table.intern(native, 2, line_10, 2, added) == at_line_10);
     CHECK_FALSE(added);
     CHECK(table.intern(native, 2, line_10, 1, added) != at_line_10); // fewer Python frames: another stack
+    // The same frames run by other evaluation loops: another stack, placed otherwise by the report.
+    const uint32_t loop_entry = table.intern(native, 2, line_10_loop_entry, 2, added);
+    CHECK(added);
+    CHECK(loop_entry != at_line_10);
+    CHECK(table.intern(native, 2, line_10_loop_entry, 2, added) == loop_entry);
+    CHECK_FALSE(added);
 
     // The record as a reader finds it: native addresses, then the Python frames.
     const gpuleak::format::StackRecord* found = nullptr;
@@ -87,8 +95,8 @@ TEST_CASE("the Python frames are part of a stack's identity and are stored after
     CHECK(addresses[1] == native[1]);
     const auto* python = reinterpret_cast<const gpuleak::format::PythonFrameRecord*>(addresses + 2);
     CHECK(python[0].code_id == 1);
-    CHECK(python[0].instruction_offset == 12);
-    CHECK(python[1].instruction_offset == 40);
+    CHECK(python[0].offset_and_flags == 12);
+    CHECK(python[1].offset_and_flags == 40);
 }
 
 TEST_CASE("threads interning the same stacks at once agree on their ids") {

@@ -622,6 +622,10 @@ TEST_CASE("header validation") {
         header.format_version = 1;
         message = "unsupported format version 1";
     }
+    SECTION("version 3 whose Python frames do not say which evaluation loop ran them") {
+        header.format_version = 3;
+        message = "unsupported format version 3";
+    }
     SECTION("version 0") {
         header.format_version = 0;
         message = "unsupported format version 0";

@@ -18,6 +18,7 @@ namespace {
 
 constexpr uint32_t kTruncated = static_cast<uint32_t>(format::CodeFlag::Truncated);
 constexpr uint32_t kBeforeFirst = format::kPythonOffsetBeforeFirstInstruction;
+constexpr uint32_t kLoopEntry = format::kPythonFrameLoopEntry;
 
 TraceReader parse(const std::vector<std::byte>& bytes) {
     return TraceReader::parse(bytes, "trace.bin");
@@ -40,8 +41,8 @@ TraceBuilder python_trace() {
     // Lengths that are not multiples of 8, one empty: the parts follow each other with no padding.
     builder.add_code(2, "/srv/モデル.py", "<module>", 1, {}, kTruncated);
     builder.add_code(3, "x.py", "", 0, {1, 2, 3});
-    builder.add_stack(1, {0x401234, 0x7f0000001111}, {{1, 8}, {2, kBeforeFirst}});
-    builder.add_stack(2, {}, {{1, 0}});
+    builder.add_stack(1, {0x401234, 0x7f0000001111}, {{1, 8}, {2, kBeforeFirst | kLoopEntry}});
+    builder.add_stack(2, {}, {{1, 0 | kLoopEntry}});
     builder.add_stack(3, {0x401000});
     builder.add_stack(4, {0x401000}, {{0, 4}, {99, 6}});
     return builder;
@@ -76,7 +77,7 @@ TEST_CASE("Python frames and code objects read back exactly") {
                                 {1, {0x401234, 0x7f0000001111}}, {2, {}}, {3, {0x401000}}, {4, {0x401000}}});
     CHECK(trace.python_stacks() ==
           std::map<uint32_t, std::vector<PythonFrame>>{
-              {1, {{1, 8}, {2, kBeforeFirst}}}, {2, {{1, 0}}}, {4, {{0, 4}, {99, 6}}}});
+              {1, {{1, 8, false}, {2, kBeforeFirst, true}}}, {2, {{1, 0, true}}}, {4, {{0, 4}, {99, 6}}}});
     const std::map<uint32_t, CodeObject> expected = {
         {1, {"/srv/train.py", "Trainer.step", 80, 0x7f0000000100, kLineTable, false}},
         {2, {"/srv/モデル.py", "<module>", 1, 0x7f0000000200, {}, true}},
