@@ -44,5 +44,15 @@ install_pytest() {
     done
 }
 
+# tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
+# downloaded once, 1.6 GB installed, both cached under ~/.cache/gpuleak). Without the toolkit there is
+# nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
+install_torch() {
+    [[ ${GPULEAK_SKIP_TORCH:-0} == 1 ]] && return
+    [[ -e ${GPULEAK_CUDA_LIB_DIR:-/usr/local/cuda/lib64}/libcublas.so.13 ]] || return
+    "$(dirname "${BASH_SOURCE[0]}")/setup-torch.sh" >/dev/null
+}
+
 install_packages
 install_pytest
+install_torch

@@ -20,6 +20,7 @@ struct CUmemPoolHandle_st {
 
 struct CUstream_st {
     int device;
+    int priority;
 };
 
 namespace gpuleak::sim {
@@ -129,6 +130,11 @@ bool release_primary_context(int device) {
     return true;
 }
 
+bool primary_context_active(int device) {
+    const std::lock_guard lock(g_mutex);
+    return g_devices[device].primary_retains > 0;
+}
+
 int context_device(CUcontext context) {
     for (int device = 0; device < g_device_count; ++device) {
         if (context == &g_devices[device].context) {
@@ -170,8 +176,9 @@ int pool_device(CUmemoryPool pool) {
     return -1;
 }
 
-CUstream create_stream(int device) {
-    auto* stream = new CUstream_st{device};
+CUstream create_stream(int device, int priority) {
+    auto* stream =
+        new CUstream_st{device, std::clamp(priority, kHighestStreamPriority, kLowestStreamPriority)};
     const std::lock_guard lock(g_mutex);
     g_streams.insert(stream);
     return stream;
@@ -200,6 +207,23 @@ CUresult stream_device(CUstream stream, int& device) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
     device = stream->device;
+    return CUDA_SUCCESS;
+}
+
+CUresult stream_priority(CUstream stream, int& priority) {
+    if (reinterpret_cast<std::uintptr_t>(stream) <= kLastSpecialStream) {
+        int device = 0;
+        priority = kLowestStreamPriority;
+        return current_device(device);
+    }
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    const std::lock_guard lock(g_mutex);
+    if (!g_streams.contains(stream)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    priority = stream->priority;
     return CUDA_SUCCESS;
 }
 

@@ -25,6 +25,7 @@ CUcontext primary_context(int device);
 // Retain counts are kept so that releasing an unretained context fails as on a GPU.
 void retain_primary_context(int device);
 bool release_primary_context(int device);
+bool primary_context_active(int device);
 // -1 when `context` is not one of ours.
 int context_device(CUcontext context);
 
@@ -38,8 +39,14 @@ CUmemoryPool default_pool(int device);
 // -1 when `pool` is not one of ours.
 int pool_device(CUmemoryPool pool);
 
-CUstream create_stream(int device);
+// Priorities run from kLowestStreamPriority (0, the default) down to kHighestStreamPriority, as on GPUs
+// since Volta; a priority outside that range is clamped into it, as the driver does.
+inline constexpr int kLowestStreamPriority = 0;
+inline constexpr int kHighestStreamPriority = -5;
+CUstream create_stream(int device, int priority = kLowestStreamPriority);
 bool destroy_stream(CUstream stream);
+// The priority `stream` was created with; the default streams have the lowest.
+CUresult stream_priority(CUstream stream, int& priority);
 // The device `stream` belongs to: the current context's for the NULL, legacy and per-thread streams,
 // INVALID_HANDLE for a stream that was never created or is destroyed.
 CUresult stream_device(CUstream stream, int& device);

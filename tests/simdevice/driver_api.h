@@ -5,7 +5,14 @@
 #include "cuda_abi.h"
 #include "sim_export.h"
 
+#include <cstdint>
+
 extern "C" {
+
+// Handles of the JIT path (driver_modules.cpp); enumerations in the signatures below are ints.
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUlinkState = struct CUlinkState_st*;
 
 #define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params) GPULEAK_SIM_EXPORT CUresult sym params;
 #define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)
@@ -18,9 +25,14 @@ GPULEAK_SIM_EXPORT CUresult cuDeviceGetCount(int* count);
 GPULEAK_SIM_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev);
+GPULEAK_SIM_EXPORT CUresult cuDeviceGetAttribute(int* pi, int attrib, CUdevice dev);
+GPULEAK_SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev);
+GPULEAK_SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev);
+GPULEAK_SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev);
 
 GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active);
 GPULEAK_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* device);
@@ -29,6 +41,10 @@ GPULEAK_SIM_EXPORT CUresult cuCtxSynchronize(void);
 GPULEAK_SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx);
 
 GPULEAK_SIM_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags);
+GPULEAK_SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority);
+GPULEAK_SIM_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int* priority);
+GPULEAK_SIM_EXPORT CUresult cuStreamQuery(CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
 GPULEAK_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream);
 
@@ -37,6 +53,54 @@ GPULEAK_SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const C
                                            size_t count);
 GPULEAK_SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
                                                           const CUmemAllocationProp* prop, int option);
+
+GPULEAK_SIM_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* fname);
+GPULEAK_SIM_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image);
+GPULEAK_SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                               int* options, void** optionValues);
+GPULEAK_SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod);
+GPULEAK_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name);
+GPULEAK_SIM_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, int* options, void** optionValues,
+                                            CUlinkState* stateOut);
+GPULEAK_SIM_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, int type, void* data, size_t size,
+                                             const char* name, unsigned int numOptions, int* options,
+                                             void** optionValues);
+GPULEAK_SIM_EXPORT CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut);
+GPULEAK_SIM_EXPORT CUresult cuLinkDestroy(CUlinkState state);
+GPULEAK_SIM_EXPORT CUresult cuFuncGetAttribute(int* pi, int attrib, CUfunction hfunc);
+GPULEAK_SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, int attrib, int value);
+GPULEAK_SIM_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, int config);
+GPULEAK_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                           unsigned int gridDimZ, unsigned int blockDimX,
+                                           unsigned int blockDimY, unsigned int blockDimZ,
+                                           unsigned int sharedMemBytes, CUstream hStream, void** kernelParams,
+                                           void** extra);
+GPULEAK_SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                      unsigned int gridDimY, unsigned int gridDimZ,
+                                                      unsigned int blockDimX, unsigned int blockDimY,
+                                                      unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                      CUstream hStream, void** kernelParams);
+GPULEAK_SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                                        int blockSize,
+                                                                        size_t dynamicSMemSize);
+GPULEAK_SIM_EXPORT CUresult cuTensorMapEncodeTiled(
+    void* tensorMap, int tensorDataType, std::uint32_t tensorRank, void* globalAddress,
+    const std::uint64_t* globalDim, const std::uint64_t* globalStrides, const std::uint32_t* boxDim,
+    const std::uint32_t* elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill);
+GPULEAK_SIM_EXPORT CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr);
+
+GPULEAK_SIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareableHandle,
+                                                         CUmemGenericAllocationHandle handle, int handleType,
+                                                         unsigned long long flags);
+GPULEAK_SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle,
+                                                           void* osHandle, int shHandleType);
+GPULEAK_SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr);
+GPULEAK_SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                                   CUmemGenericAllocationHandle handle);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                             CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, std::uint32_t value,
+                                                 unsigned int flags);
 
 GPULEAK_SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char** pStr);
 GPULEAK_SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char** pStr);

@@ -46,6 +46,22 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     return release_primary_context(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+// A primary context is active while retained; the simulator keeps no scheduling flags.
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (flags == nullptr || active == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!valid_device(dev)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *flags = 0;
+    *active = primary_context_active(dev) ? 1 : 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSetCurrent(CUcontext ctx) {
     if (!devices_initialized()) {
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -95,15 +111,45 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 }
 
 CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+    return cuStreamCreateWithPriority(phStream, Flags, kLowestStreamPriority);
+}
+
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
     int device = 0;
     if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
         return result;
     }
     // CU_STREAM_DEFAULT (0) and CU_STREAM_NON_BLOCKING (1) are the only flags.
-    if (phStream == nullptr || Flags > 1) {
+    if (phStream == nullptr || flags > 1) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *phStream = create_stream(device);
+    *phStream = create_stream(device, priority);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int* priority) {
+    if (priority == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int value = 0;
+    if (const CUresult result = stream_priority(hStream, value); result != CUDA_SUCCESS) {
+        return result;
+    }
+    *priority = value;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+    int device = 0;
+    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
+        return result;
+    }
+    if (leastPriority != nullptr) {
+        *leastPriority = kLowestStreamPriority;
+    }
+    if (greatestPriority != nullptr) {
+        *greatestPriority = kHighestStreamPriority;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -115,6 +161,12 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) {
+    int device = 0;
+    return stream_device(hStream, device);
+}
+
+// Work on a simulated stream completes when it is issued, so a valid stream is always idle.
+CUresult cuStreamQuery(CUstream hStream) {
     int device = 0;
     return stream_device(hStream, device);
 }

@@ -44,10 +44,19 @@ bool load(DriverFunctions& cu) {
     resolve(cu.driver_get_version, "cuDriverGetVersion", kLegacy);
     resolve(cu.device_get_count, "cuDeviceGetCount", kLegacy);
     resolve(cu.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool", kLegacy);
+    resolve(cu.device_get_attribute, "cuDeviceGetAttribute", kLegacy);
+    resolve(cu.device_get_name, "cuDeviceGetName", kLegacy);
+    resolve(cu.device_total_mem, "cuDeviceTotalMem", kLegacy);
+    resolve(cu.device_get_uuid, "cuDeviceGetUuid", kLegacy);
+    resolve(cu.device_get_pci_bus_id, "cuDeviceGetPCIBusId", kLegacy);
     resolve(cu.primary_ctx_retain, "cuDevicePrimaryCtxRetain", kLegacy);
     resolve(cu.ctx_set_current, "cuCtxSetCurrent", kLegacy);
     resolve(cu.ctx_synchronize, "cuCtxSynchronize", kLegacy);
     resolve(cu.stream_create, "cuStreamCreate", kLegacy);
+    resolve(cu.stream_create_with_priority, "cuStreamCreateWithPriority", kLegacy);
+    resolve(cu.stream_get_priority, "cuStreamGetPriority", kLegacy);
+    resolve(cu.stream_query, "cuStreamQuery", kLegacy);
+    resolve(cu.ctx_get_stream_priority_range, "cuCtxGetStreamPriorityRange", kLegacy);
     resolve(cu.stream_destroy, "cuStreamDestroy", kLegacy);
     resolve(cu.stream_synchronize, "cuStreamSynchronize", kLegacy);
     resolve(cu.mem_get_info, "cuMemGetInfo", kLegacy);
@@ -58,6 +67,8 @@ bool load(DriverFunctions& cu) {
     resolve(cu.mem_host_alloc, "cuMemHostAlloc", kLegacy);
     resolve(cu.mem_free, "cuMemFree", kLegacy);
     resolve(cu.mem_free_host, "cuMemFreeHost", kLegacy);
+    resolve(cu.mem_host_register, "cuMemHostRegister", kLegacy);
+    resolve(cu.mem_host_unregister, "cuMemHostUnregister", kLegacy);
     resolve(cu.mem_alloc_async, "cuMemAllocAsync", kLegacy);
     resolve(cu.mem_alloc_async_ptsz, "cuMemAllocAsync", kPerThread);
     resolve(cu.mem_free_async, "cuMemFreeAsync", kLegacy);

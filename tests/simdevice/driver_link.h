@@ -16,10 +16,19 @@ struct DriverFunctions {
     decltype(&cuDriverGetVersion) driver_get_version;
     decltype(&cuDeviceGetCount) device_get_count;
     decltype(&cuDeviceGetDefaultMemPool) device_get_default_mem_pool;
+    decltype(&cuDeviceGetAttribute) device_get_attribute;
+    decltype(&cuDeviceGetName) device_get_name;
+    decltype(&cuDeviceTotalMem_v2) device_total_mem;
+    decltype(&cuDeviceGetUuid_v2) device_get_uuid;
+    decltype(&cuDeviceGetPCIBusId) device_get_pci_bus_id;
     decltype(&cuDevicePrimaryCtxRetain) primary_ctx_retain;
     decltype(&cuCtxSetCurrent) ctx_set_current;
     decltype(&cuCtxSynchronize_v2) ctx_synchronize;
     decltype(&cuStreamCreate) stream_create;
+    decltype(&cuStreamCreateWithPriority) stream_create_with_priority;
+    decltype(&cuStreamGetPriority) stream_get_priority;
+    decltype(&cuStreamQuery) stream_query;
+    decltype(&cuCtxGetStreamPriorityRange) ctx_get_stream_priority_range;
     decltype(&cuStreamDestroy_v2) stream_destroy;
     decltype(&cuStreamSynchronize) stream_synchronize;
     decltype(&cuMemGetInfo_v2) mem_get_info;
@@ -30,6 +39,8 @@ struct DriverFunctions {
     decltype(&cuMemHostAlloc) mem_host_alloc;
     decltype(&cuMemFree_v2) mem_free;
     decltype(&cuMemFreeHost) mem_free_host;
+    decltype(&cuMemHostRegister_v2) mem_host_register;
+    decltype(&cuMemHostUnregister) mem_host_unregister;
     decltype(&cuMemAllocAsync) mem_alloc_async;
     decltype(&cuMemAllocAsync_ptsz) mem_alloc_async_ptsz;
     decltype(&cuMemFreeAsync) mem_free_async;

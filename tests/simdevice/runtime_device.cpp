@@ -1,4 +1,5 @@
-// Runtime calls about devices, versions and streams.
+// Runtime calls about devices, versions and the last error.
+#include "host_functions.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 
@@ -41,7 +42,13 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-    return with_context([](const DriverFunctions& cu) { return cu.ctx_synchronize(nullptr); });
+    return with_context([](const DriverFunctions& cu) {
+        const CUresult result = cu.ctx_synchronize(nullptr);
+        if (result == CUDA_SUCCESS) {
+            wait_for_host_functions();
+        }
+        return result;
+    });
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
@@ -72,18 +79,6 @@ cudaError_t cudaDriverGetVersion(int* driverVersion) {
         return cudaSuccess;
     }
     return record_error(from_driver(cu->driver_get_version(driverVersion)));
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
-    return with_context([&](const DriverFunctions& cu) { return cu.stream_create(pStream, 0); });
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-    return with_context([&](const DriverFunctions& cu) { return cu.stream_destroy(stream); });
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-    return with_context([&](const DriverFunctions& cu) { return cu.stream_synchronize(stream); });
 }
 
 cudaError_t cudaGetLastError(void) {

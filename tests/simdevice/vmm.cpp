@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -20,6 +22,8 @@ namespace {
 constexpr std::size_t kGranularity = std::size_t{2} << 20;
 // CU_MEM_ALLOC_GRANULARITY_MINIMUM and _RECOMMENDED
 constexpr int kLastGranularityOption = 1;
+// CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, the only shareable handle type simulated.
+constexpr int kPosixFileDescriptor = 1;
 
 struct Physical {
     int fd;
@@ -28,6 +32,9 @@ struct Physical {
     int mappings;
     // Released handles stay charged until their last mapping goes, as the CUDA documentation specifies.
     bool released;
+    // Handles handed out again by cuMemRetainAllocationHandle or cuMemImportFromShareableHandle: each
+    // takes one cuMemRelease more before the handle is released.
+    int retains;
 };
 
 struct Mapping {
@@ -158,7 +165,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     }
     const std::lock_guard lock(g_mutex);
     const CUmemGenericAllocationHandle created = g_next_handle++;
-    g_physical.emplace(created, Physical{fd, size, device, 0, false});
+    g_physical.emplace(created, Physical{fd, size, device, 0, false, 0});
     *handle = created;
     return CUDA_SUCCESS;
 }
@@ -171,6 +178,10 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
     const auto found = g_physical.find(handle);
     if (found == g_physical.end() || found->second.released) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (found->second.retains > 0) {
+        --found->second.retains;
+        return CUDA_SUCCESS;
     }
     // Existing mappings keep their own reference to the memfd's pages.
     close(found->second.fd);
@@ -295,6 +306,110 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
         --g_physical.at(handle).mappings;
         drop_physical_if_unused(handle);
     }
+    return CUDA_SUCCESS;
+}
+
+// Sharing a physical allocation as a file descriptor (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), as
+// PyTorch does to pass expandable segments between processes: the descriptor is the memfd itself.
+CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
+                                      int handleType, unsigned long long flags) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (shareableHandle == nullptr || flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (handleType != kPosixFileDescriptor) {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    const std::lock_guard lock(g_mutex);
+    const auto found = g_physical.find(handle);
+    if (found == g_physical.end() || found->second.released) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const int fd = fcntl(found->second.fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *static_cast<int*>(shareableHandle) = fd;
+    return CUDA_SUCCESS;
+}
+
+// Only descriptors of this process's own allocations can be imported (another process's memory would
+// need a device both processes share, which the simulator does not have): they yield the exporting
+// handle again, retained once more.
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
+                                        int shHandleType) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (handle == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (shHandleType != kPosixFileDescriptor) {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    // The descriptor travels in the pointer's bits, as the CUDA documentation specifies.
+    const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(osHandle));
+    struct stat imported {};
+    if (fstat(fd, &imported) != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::lock_guard lock(g_mutex);
+    for (auto& [existing, physical] : g_physical) {
+        struct stat own {};
+        if (!physical.released && fstat(physical.fd, &own) == 0 && own.st_dev == imported.st_dev &&
+            own.st_ino == imported.st_ino) {
+            ++physical.retains;
+            *handle = existing;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// The handle of the allocation mapped at `addr`, retained once more.
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (handle == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const auto address = reinterpret_cast<CUdeviceptr>(addr);
+    const std::lock_guard lock(g_mutex);
+    auto after = g_mappings.upper_bound(address);
+    if (after == g_mappings.begin()) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const auto& [base, mapping] = *std::prev(after);
+    auto physical = g_physical.find(mapping.handle);
+    if (address - base >= mapping.size || physical == g_physical.end() || physical->second.released) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    ++physical->second.retains;
+    *handle = mapping.handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                CUmemGenericAllocationHandle handle) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (prop == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::lock_guard lock(g_mutex);
+    const auto found = g_physical.find(handle);
+    if (found == g_physical.end() || found->second.released) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *prop = CUmemAllocationProp{};
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->requestedHandleTypes = kPosixFileDescriptor;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = found->second.device;
     return CUDA_SUCCESS;
 }
 

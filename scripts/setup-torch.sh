@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Installs the pinned PyTorch CUDA wheel, and only what `import torch` and the tests under tests/torch
+# need, into a virtual environment of its own; prints that environment's path on stdout. Idempotent: a
+# complete environment is reused without touching the network, and the downloaded wheels are cached, so
+# a rebuilt environment costs no download either.
+#
+# Why torch 2.11.0: it is the release whose default PyPI wheel is built against CUDA 13.0 (+cu130) and
+# whose CUDA dependencies are exactly the libraries of the CUDA 13.0 toolkit installed here (cuda-toolkit
+# 13.0.2: cuBLAS 13.1.0.3, cuFFT 12.0.0.61, cuSPARSE 12.6.3.3, ...; cuDNN 9.19.0.56 and NCCL 2.28.9,
+# see /usr/local/cuda/dist-info), so /usr/local/cuda/lib64 serves every CUDA library it links against
+# but three. Later releases (2.12-2.14 on CUDA 13.0, 2.15 on 13.2) want newer cuDNN and NCCL symbols
+# than the toolkit has. The three the toolkit lacks (cuSPARSELt, NVSHMEM, cuFile) come from their wheels,
+# which land where torch's RUNPATH looks ($ORIGIN/../../nvidia/...). The CUDA runtime is deliberately
+# not installed: tests/simdevice's libcudart.so.13 stands in for it.
+#
+# Environment: GPULEAK_TORCH_DIR (the environment; default ~/.cache/gpuleak/torch-<version>-py<X.Y>),
+# GPULEAK_TORCH_PYTHON (the interpreter; default pyenv's newest CPython 3.12, else 3.13, 3.11, 3.10),
+# GPULEAK_WHEEL_CACHE (downloaded wheels; default ~/.cache/gpuleak/wheels).
+set -euo pipefail
+
+readonly torch_version=2.11.0
+# Everything is installed with --no-deps from this list, so the environment is the same on every machine.
+readonly requirements=(
+    "torch==${torch_version}"
+    # The CUDA libraries torch links against that the CUDA 13.0 toolkit does not ship.
+    nvidia-cusparselt-cu13==0.8.0
+    nvidia-nvshmem-cu13==3.4.5
+    nvidia-cufile==1.15.1.6
+    # What `import torch` imports (its Requires-Dist without the CUDA wheels and triton).
+    filelock==4.3.1
+    typing-extensions==4.16.0
+    sympy==1.14.0
+    mpmath==1.3.0
+    networkx==3.7
+    jinja2==3.1.6
+    markupsafe==3.0.4
+    fsspec==2026.9.0
+    setuptools==81.0.0
+    # The tests.
+    pytest==9.2.0
+    iniconfig==2.3.1
+    packaging==26.4
+    pluggy==1.7.0
+    pygments==2.21.0
+)
+
+find_python() {
+    if [[ -n ${GPULEAK_TORCH_PYTHON:-} ]]; then
+        echo "$GPULEAK_TORCH_PYTHON"
+        return
+    fi
+    local minor candidate newest
+    for minor in 12 13 11 10; do
+        newest=""
+        for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3."$minor".*/bin/python3."$minor"; do
+            [[ -x $candidate ]] || continue
+            newest=$(printf '%s\n%s\n' "$newest" "$candidate" | sort -V | tail -n 1)
+        done
+        if [[ -n $newest ]]; then
+            echo "$newest"
+            return
+        fi
+    done
+    echo "setup-torch: no CPython 3.10-3.13 under pyenv; set GPULEAK_TORCH_PYTHON" >&2
+    exit 1
+}
+
+main() {
+    local python python_version dir wheels stamp
+    python=$(find_python)
+    python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+    dir=${GPULEAK_TORCH_DIR:-$HOME/.cache/gpuleak/torch-${torch_version}-py${python_version}}
+    wheels=${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}
+    # Written last, holding the list it was built from: an interrupted or outdated install is redone.
+    stamp=$dir/.gpuleak-torch-complete
+
+    mkdir -p "$(dirname "$dir")" "$wheels"
+    # Two concurrent runs (parallel ctest, two terminals) must not build the same environment at once.
+    exec {lock}>"$dir.lock"
+    flock "$lock"
+
+    if [[ -f $stamp && $(cat "$stamp") == "${requirements[*]}" ]]; then
+        echo "$dir"
+        return
+    fi
+
+    echo "setup-torch: installing torch ${torch_version} for Python ${python_version} into $dir" >&2
+    rm -rf "$dir"
+    # pip skips the wheels already in the cache (it still asks the index for their names).
+    PIP_ROOT_USER_ACTION=ignore "$python" -m pip download --quiet --no-deps --only-binary=:all: \
+        --dest "$wheels" "${requirements[@]}"
+    "$python" -m venv "$dir"
+    PIP_ROOT_USER_ACTION=ignore "$dir/bin/python" -m pip install --quiet --no-index --no-deps \
+        --find-links "$wheels" "${requirements[@]}"
+    echo "${requirements[*]}" >"$stamp"
+    echo "$dir"
+}
+
+main "$@"
