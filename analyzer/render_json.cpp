@@ -33,13 +33,18 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
         if (line.kind != StackLine::Kind::Frame)
             continue;
         const ReportFrame& frame = *line.frame;
-        frames.push_back({{"function", frame.function},
-                          {"file", frame.file},
-                          {"line", frame.line},
-                          {"module", frame.module},
-                          {"module_offset", frame.module_offset},
-                          {"inlined", frame.inlined},
-                          {"python", frame.python}});
+        json entry = {{"function", frame.function},
+                      {"file", frame.file},
+                      {"line", frame.line},
+                      {"module", frame.module},
+                      {"module_offset", frame.module_offset},
+                      {"inlined", frame.inlined},
+                      {"python", frame.python}};
+        if (!frame.source_name.empty()) {
+            entry["source_name"] = frame.source_name;
+            entry["source_line"] = frame.source_line;
+        }
+        frames.push_back(std::move(entry));
     }
     return frames;
 }

@@ -20,6 +20,10 @@ struct ReportFrame {
     uint64_t module_offset = 0;
     bool inlined = false; // inlined into the next (outer) frame
     bool python = false;
+    // A Python frame of a source the program named (named_sources.h): what it is called ("cell [12]")
+    // and the text of the frame's line (empty when unknown); both empty otherwise.
+    std::string source_name;
+    std::string source_line;
 };
 
 // Resolves the stacks of one trace to source frames, innermost first, without gpuleak's own frames: the

@@ -83,6 +83,13 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
 }
 
 std::string python_frame_name(const ReportFrame& frame) {
+    if (!frame.source_name.empty()) {
+        const std::string where =
+            frame.line == 0 ? frame.source_name : fmt::format("{}, line {}", frame.source_name, frame.line);
+        const std::string function = frame.function.empty() ? std::string("?") : frame.function;
+        return frame.source_line.empty() ? fmt::format("{} in {}", where, function)
+                                         : fmt::format("{} in {} (`{}`)", where, function, frame.source_line);
+    }
     if (frame.file.empty() && frame.function.empty())
         return "a Python frame whose code object was not recorded";
     const std::string file = frame.file.empty() ? std::string("?") : frame.file;

@@ -34,7 +34,9 @@ struct StackLine {
 // `frames`: the whole stack, innermost first (StackFrames::frames).
 std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const ReportOptions& options);
 
-// "train.py:88 in train_epoch"; without a line, "train.py in train_epoch".
+// "train.py:88 in train_epoch"; without a line, "train.py in train_epoch". A frame of a named source (a
+// notebook's cell) reads "cell [12], line 4 in <module> (`x = torch.empty(n)`)", the line's text shown
+// where it is known.
 std::string python_frame_name(const ReportFrame& frame);
 
 } // namespace gpuleak::analyzer

@@ -12,13 +12,21 @@ bool is_gpuleak_module(const std::string& path) {
     return std::filesystem::path(path).filename() == "libgpuleak.so";
 }
 
-std::vector<ReportFrame> report_frames(const PythonStacks& python,
+std::vector<ReportFrame> report_frames(const PythonStacks& python, const NamedSources& named,
                                        const std::vector<PythonLocation>& locations) {
     std::vector<ReportFrame> frames;
     frames.reserve(locations.size());
     for (const PythonLocation& location : locations) {
         const PythonFunction& function = python.function(location.function);
-        frames.push_back({function.qualname, function.file, location.line, {}, 0, false, true});
+        ReportFrame& frame = frames.emplace_back();
+        frame.function = function.qualname;
+        frame.file = function.file;
+        frame.line = location.line;
+        frame.python = true;
+        if (std::optional<NamedLine> source = named.find(function.file, location.line)) {
+            frame.source_name = std::move(source->name);
+            frame.source_line = std::move(source->text);
+        }
     }
     return frames;
 }
@@ -27,7 +35,7 @@ std::vector<ReportFrame> report_frames(const PythonStacks& python,
 
 SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path,
                                    const std::string& cache_directory)
-    : addresses_(trace.stacks()), python_(trace),
+    : addresses_(trace.stacks()), python_(trace), named_(trace),
       symbolizer_(trace.modules(), debuginfo_path, cache_directory) {}
 
 void SymbolizedStacks::read_ahead(const std::stop_token& stop) {
@@ -49,14 +57,19 @@ const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
         for (const SourceFrame& source : symbolizer_.symbolize(address)) {
             if (is_gpuleak_module(source.module))
                 continue;
-            frames.push_back({source.function, source.file, source.line, source.module, source.module_offset,
-                              source.inlined, false});
+            ReportFrame& frame = frames.emplace_back();
+            frame.function = source.function;
+            frame.file = source.file;
+            frame.line = source.line;
+            frame.module = source.module;
+            frame.module_offset = source.module_offset;
+            frame.inlined = source.inlined;
         }
     }
     const std::vector<PythonLocation>& python = python_.of(stack_id);
     if (!python.empty())
-        frames =
-            interleave_python_frames(frames, report_frames(python_, python), python_.loop_entries(stack_id));
+        frames = interleave_python_frames(frames, report_frames(python_, named_, python),
+                                          python_.loop_entries(stack_id));
     return frames;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stop_token>
 
+#include "named_sources.h"
 #include "python_stacks.h"
 #include "report.h"
 #include "symbolizer.h"
@@ -26,6 +27,7 @@ class SymbolizedStacks : public StackFrames {
   private:
     std::map<uint32_t, std::vector<uint64_t>> addresses_;
     PythonStacks python_;
+    NamedSources named_;
     Symbolizer symbolizer_;
     std::map<uint32_t, std::vector<ReportFrame>> cache_;
 };

@@ -25,6 +25,11 @@ __attribute__((visibility("default"))) void gpuleak_block_free(const void* ptr) 
                          gpuleak::kPublicApi);
 }
 
+__attribute__((visibility("default"))) void gpuleak_name_source(const char* file, const char* name,
+                                                                const char* text) {
+    gpuleak::record_source_name(file, name, text);
+}
+
 __attribute__((visibility("default"))) int gpuleak_active(void) {
     return gpuleak::recording_active() ? 1 : 0;
 }

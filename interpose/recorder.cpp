@@ -454,6 +454,31 @@ void record_marker(const char* label) {
     g_writer.append_notable(event);
 }
 
+void record_source_name(const char* file, const char* name, const char* text) {
+    // Limits of gpuleak.h: a path, a label, and what a notebook cell's text takes, so that a few
+    // thousand cells fit the strings region of a default trace.
+    constexpr size_t kMaxFileBytes = 4095;
+    constexpr size_t kMaxNameBytes = 1023;
+    constexpr size_t kMaxTextBytes = 65535;
+    ErrnoGuard errno_guard;
+    if (file == nullptr || name == nullptr || !ensure_active())
+        return;
+    EventRecord event{};
+    event.address = g_writer.add_string(file, strnlen(file, kMaxFileBytes));
+    event.size = g_writer.add_string(name, strnlen(name, kMaxNameBytes));
+    // Without a file or a name the record says nothing; without the text it still names the frames.
+    if (event.address == 0 || event.size == 0)
+        return;
+    if (text != nullptr)
+        event.stream = g_writer.add_string(text, strnlen(text, kMaxTextBytes));
+    event.time_ns = monotonic_ns();
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::SourceName);
+    event.api = kPublicApi;
+    event.device = kUnknownDevice;
+    g_writer.append_notable(event);
+}
+
 void record_fork(int child_pid) {
     ErrnoGuard errno_guard;
     if (g_state.load(std::memory_order_acquire) != State::Active)

@@ -62,6 +62,10 @@ void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api);
 // A marker with a copy of `label`.
 void record_marker(const char* label);
 
+// That Python code compiled under `file` is the source `text`, called `name` (gpuleak_name_source):
+// copies of the three in the strings region and a SourceName record in the notable array.
+void record_source_name(const char* file, const char* name, const char* text);
+
 // The process forked `child_pid` (recorded only when this process already has a trace).
 void record_fork(int child_pid);
 

@@ -9,7 +9,34 @@
 #include "launcher_error.h"
 #include "preload_library.h"
 
+extern char** environ;
+
 namespace gpuleak::launcher {
+
+std::vector<std::string> process_environment() {
+    std::vector<std::string> entries;
+    for (char** entry = environ; *entry != nullptr; ++entry)
+        entries.emplace_back(*entry);
+    return entries;
+}
+
+void set_variable(std::vector<std::string>& environment, const std::string& name, const std::string& value) {
+    const std::string prefix = name + "=";
+    for (std::string& entry : environment)
+        if (entry.starts_with(prefix)) {
+            entry = prefix + value;
+            return;
+        }
+    environment.push_back(prefix + value);
+}
+
+std::string variable(const std::vector<std::string>& environment, const std::string& name) {
+    const std::string prefix = name + "=";
+    for (const std::string& entry : environment)
+        if (entry.starts_with(prefix))
+            return entry.substr(prefix.size());
+    return {};
+}
 
 std::string output_pattern(const std::string& directory) {
     std::string pattern;

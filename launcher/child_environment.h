@@ -11,6 +11,15 @@
 
 namespace gpuleak::launcher {
 
+// The launcher's own environment, KEY=VALUE entries in their order.
+std::vector<std::string> process_environment();
+
+// Sets `name` to `value` in `environment`, where it was, or at the end.
+void set_variable(std::vector<std::string>& environment, const std::string& name, const std::string& value);
+
+// The value of `name` in `environment`; empty when it is not there.
+std::string variable(const std::vector<std::string>& environment, const std::string& name);
+
 // GPULEAK_OUTPUT for traces in `directory`: gpuleak.<pid>.trace, gpuleak.rank<N>.<pid>.trace in a process
 // that has RANK or LOCAL_RANK set. Throws LauncherError when the recorder could not hold the pattern.
 std::string output_pattern(const std::string& directory);

@@ -1,9 +1,11 @@
 #include "child_process.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
@@ -35,7 +37,7 @@ LauncherError exec_failure(const std::string& name, int error) {
 } // namespace
 
 pid_t start_command(const std::vector<std::string>& command, const std::vector<std::string>& environment,
-                    const Supervision& supervision) {
+                    const Supervision& supervision, bool die_with_launcher) {
     std::vector<std::string> arguments = command;
     std::vector<std::string> variables = environment;
     const std::vector<char*> argv = pointers_to(arguments);
@@ -45,6 +47,7 @@ pid_t start_command(const std::vector<std::string>& command, const std::vector<s
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0)
         throw std::system_error(errno, std::generic_category(), "pipe2");
+    const pid_t launcher = ::getpid();
     const pid_t child = ::fork();
     if (child < 0) {
         const int error = errno;
@@ -55,6 +58,9 @@ pid_t start_command(const std::vector<std::string>& command, const std::vector<s
     if (child == 0) {
         ::close(report[0]);
         supervision.restore_in_child();
+        // A launcher that died before prctl took effect has no death left to signal: end at once.
+        if (die_with_launcher && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != launcher))
+            ::_exit(kLauncherFailed);
         // execvpe searches the launcher's PATH, which is the command's: the environment keeps it.
         ::execvpe(argv[0], argv.data(), envp.data());
         const int error = errno;

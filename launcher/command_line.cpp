@@ -13,7 +13,7 @@ namespace gpuleak::launcher {
 namespace {
 
 constexpr const char* kRunUsage = "gpuleak run [options] -- command args...";
-
+constexpr const char* kKernelUsage = "gpuleak kernel install|list|uninstall NAME";
 void add_run_options(CLI::App& run, RunRequest& request) {
     run.add_option("-o,--output", request.output_directory,
                    "directory for the traces and the report (created if missing, must be empty); default: "
@@ -31,6 +31,40 @@ void add_run_options(CLI::App& run, RunRequest& request) {
     run.add_flag("--quiet", request.quiet,
                  "no line on stderr from each traced process naming its trace (GPULEAK_QUIET=1); the "
                  "summary at the end is still printed");
+}
+
+void add_kernel_subcommands(CLI::App& kernel, Invocation& invocation) {
+    kernel.require_subcommand(1);
+    CLI::App* install = kernel.add_subcommand(
+        "install", "install a Jupyter kernelspec that runs ipykernel under gpuleak (\"Python 3 (gpuleak)\")");
+    KernelInstallRequest& request = invocation.install;
+    CLI::Option* user = install->add_flag("--user")->description("into the user's Jupyter data directory");
+    CLI::Option* sys_prefix =
+        install->add_flag("--sys-prefix")->description("into the --python interpreter's sys.prefix");
+    CLI::Option* prefix = install->add_option("--prefix", request.prefix, "into PREFIX/share/jupyter");
+    user->excludes(sys_prefix)->excludes(prefix);
+    sys_prefix->excludes(prefix);
+    install->add_option("--name", request.name, "the kernelspec's name")->capture_default_str();
+    install->add_option("--display-name", request.display_name, "the name Jupyter shows")
+        ->capture_default_str();
+    install->add_option("--python", request.python, "the interpreter that runs ipykernel")
+        ->capture_default_str();
+    install->add_flag("--replace", request.replace, "replace a kernelspec of that name");
+    install->callback([&request, user, sys_prefix, prefix] {
+        request.place = user->count() > 0         ? SpecPlace::User
+                        : sys_prefix->count() > 0 ? SpecPlace::SysPrefix
+                        : prefix->count() > 0     ? SpecPlace::Prefix
+                                                  : SpecPlace::System;
+    });
+    CLI::App* list = kernel.add_subcommand("list", "list the gpuleak kernelspecs Jupyter finds");
+    list->add_option("--python", invocation.python, "search this interpreter's sys.prefix too");
+    CLI::App* uninstall = kernel.add_subcommand("uninstall", "remove the gpuleak kernelspecs of this name");
+    uninstall->add_option("name", invocation.kernel_name, "the kernelspec's name")->required();
+    CLI::App* run = kernel.add_subcommand(
+        "run",
+        "run a Jupyter kernel under gpuleak (what a gpuleak kernelspec starts): kernel run -- python -m "
+        "ipykernel_launcher -f {connection_file}");
+    add_run_options(*run, invocation.run);
 }
 
 // Where the command starts among the arguments after "run": after "--", or at the first argument that is
@@ -57,7 +91,6 @@ size_t command_start(const CLI::App& run, const std::vector<std::string>& argume
 } // namespace
 
 Invocation parse_command_line(const std::vector<std::string>& arguments) {
-    // Room for the `kernel` subcommands of the Jupyter kernel (issue #5), beside run.
     CLI::App app{"gpuleak: finds GPU memory leaks; runs a command with its CUDA allocations recorded"};
     app.name("gpuleak");
     app.require_subcommand(1);
@@ -66,18 +99,28 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
                            kRunUsage));
     Invocation invocation;
     add_run_options(*run, invocation.run);
+    CLI::App* kernel =
+        app.add_subcommand("kernel", fmt::format("Jupyter kernels under gpuleak: {}", kKernelUsage));
+    add_kernel_subcommands(*kernel, invocation);
+    CLI::App* kernel_run = kernel->get_subcommand("run");
 
     if (arguments.empty())
-        throw LauncherError(fmt::format("no subcommand; usage: {} (gpuleak --help for more)", kRunUsage));
+        throw LauncherError(
+            fmt::format("no subcommand; usage: {} or {} (gpuleak --help for more)", kRunUsage, kKernelUsage));
     std::vector<std::string> own = arguments;
-    if (arguments[0] == "run") {
-        std::vector<std::string> after_run(arguments.begin() + 1, arguments.end());
-        const size_t start = command_start(*run, after_run);
-        own.assign(arguments.begin(), arguments.begin() + 1 + static_cast<std::ptrdiff_t>(start));
-        auto command = after_run.begin() + static_cast<std::ptrdiff_t>(start);
-        if (command != after_run.end() && *command == "--")
+    // `run` and `kernel run` end their own arguments where the command starts.
+    const size_t own_words = arguments[0] == "run"                                                       ? 1
+                             : arguments.size() > 1 && arguments[0] == "kernel" && arguments[1] == "run" ? 2
+                                                                                                         : 0;
+    if (own_words > 0) {
+        std::vector<std::string> after(arguments.begin() + static_cast<std::ptrdiff_t>(own_words),
+                                       arguments.end());
+        const size_t start = command_start(own_words == 1 ? *run : *kernel_run, after);
+        own.assign(arguments.begin(), arguments.begin() + static_cast<std::ptrdiff_t>(own_words + start));
+        auto command = after.begin() + static_cast<std::ptrdiff_t>(start);
+        if (command != after.end() && *command == "--")
             ++command;
-        invocation.run.command.assign(command, after_run.end());
+        invocation.run.command.assign(command, after.end());
     }
     // CLI11 takes the arguments as a vector in reverse order.
     std::reverse(own.begin(), own.end());
@@ -93,6 +136,16 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         if (invocation.run.command.empty())
             throw LauncherError(fmt::format("run: no command given; usage: {}", kRunUsage));
         invocation.subcommand = Subcommand::Run;
+    } else if (kernel_run->parsed()) {
+        if (invocation.run.command.empty())
+            throw LauncherError("kernel run: no kernel command given");
+        invocation.subcommand = Subcommand::KernelRun;
+    } else if (kernel->get_subcommand("install")->parsed()) {
+        invocation.subcommand = Subcommand::KernelInstall;
+    } else if (kernel->get_subcommand("list")->parsed()) {
+        invocation.subcommand = Subcommand::KernelList;
+    } else if (kernel->get_subcommand("uninstall")->parsed()) {
+        invocation.subcommand = Subcommand::KernelUninstall;
     }
     return invocation;
 }

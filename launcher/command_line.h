@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernelspec.h"
+
 namespace gpuleak::launcher {
 
 // What `gpuleak run` was asked to do. The recorder settings are absent when not given: the command then
@@ -23,11 +25,18 @@ struct RunRequest {
 enum class Subcommand {
     None, // help was asked for and printed
     Run,
+    KernelRun, // run.command is the kernel's command
+    KernelInstall,
+    KernelList,
+    KernelUninstall,
 };
 
 struct Invocation {
     Subcommand subcommand = Subcommand::None;
     RunRequest run;
+    KernelInstallRequest install;
+    std::string kernel_name; // kernel uninstall
+    std::string python;      // kernel list: whose sys.prefix is searched too
 };
 
 // `arguments` without the program's name. Throws LauncherError (one line) for a usage error; prints

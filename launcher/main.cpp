@@ -1,11 +1,14 @@
 // gpuleak: the launcher. `gpuleak run -- python train.py` records the GPU memory of a command and of
-// every process it starts, then reports on the run.
+// every process it starts, then reports on the run; `gpuleak kernel ...` does the same for Jupyter
+// kernels.
 #include <cstdio>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
 
 #include "command_line.h"
+#include "kernel_commands.h"
+#include "kernel_session.h"
 #include "launcher_error.h"
 #include "run_command.h"
 
@@ -16,6 +19,14 @@ int main(int argc, char** argv) {
         switch (invocation.subcommand) {
         case Subcommand::Run:
             return run_command(invocation.run);
+        case Subcommand::KernelRun:
+            return run_kernel(invocation.run);
+        case Subcommand::KernelInstall:
+            return kernel_install(invocation.install);
+        case Subcommand::KernelList:
+            return kernel_list(invocation.python);
+        case Subcommand::KernelUninstall:
+            return kernel_uninstall(invocation.kernel_name, invocation.python);
         case Subcommand::None:
             break;
         }

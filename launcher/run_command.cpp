@@ -16,8 +16,6 @@
 #include "signal_forwarding.h"
 #include "trace_error.h"
 
-extern char** environ;
-
 namespace gpuleak::launcher {
 
 namespace {
@@ -25,13 +23,6 @@ namespace {
 // Only stderr: stdout belongs to the command.
 void say(const std::string& line) {
     fmt::print(stderr, "gpuleak: {}\n", line);
-}
-
-std::vector<std::string> current_environment() {
-    std::vector<std::string> entries;
-    for (char** entry = environ; *entry != nullptr; ++entry)
-        entries.emplace_back(*entry);
-    return entries;
 }
 
 // The report is gpuleak's business: whatever goes wrong in it, the launcher still ends with the
@@ -70,7 +61,7 @@ int run_command(const RunRequest& request) {
     const auto started = std::chrono::steady_clock::now();
     try {
         const std::vector<std::string> environment =
-            child_environment(current_environment(), library, output_pattern(directory.path), request);
+            child_environment(process_environment(), library, output_pattern(directory.path), request);
         end.oom_kills_before = cgroup_oom_kills();
         child = start_command(request.command, environment, supervision);
     } catch (const LauncherError&) {

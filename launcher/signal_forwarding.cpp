@@ -38,7 +38,7 @@ bool should_forward(const siginfo_t& info, pid_t child, bool child_in_our_proces
     return info.si_pid != child;
 }
 
-Supervision::Supervision() {
+Supervision::Supervision(bool group_interrupts) : group_interrupts_(group_interrupts) {
     sigemptyset(&waited_);
     for (int signal_number : kForwardable) {
         struct sigaction current {};
@@ -84,7 +84,10 @@ int Supervision::wait_forwarding(pid_t child) const {
                 throw std::system_error(errno, std::generic_category(), "waitpid");
             continue;
         }
-        if (should_forward(info, child, ::getpgid(child) == ::getpgrp()))
+        const bool in_our_group = ::getpgid(child) == ::getpgrp();
+        if (group_interrupts_ && signal_number == SIGINT && in_our_group)
+            continue;
+        if (should_forward(info, child, in_our_group))
             ::kill(child, signal_number);
     }
 }

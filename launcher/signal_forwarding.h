@@ -19,7 +19,10 @@ bool should_forward(const siginfo_t& info, pid_t child, bool child_in_our_proces
 // ignored, and not forwarded. The destructor restores the signal mask and SIGCHLD's action.
 class Supervision {
   public:
-    Supervision();
+    // `group_interrupts`: SIGINT is not forwarded while the child is in the launcher's process group. For
+    // a Jupyter kernel: Jupyter interrupts a kernel by signalling its launcher's process group, so the
+    // kernel has the SIGINT already, and a second one would interrupt its handling of the first.
+    explicit Supervision(bool group_interrupts = false);
     ~Supervision();
     Supervision(const Supervision&) = delete;
     Supervision& operator=(const Supervision&) = delete;
@@ -38,6 +41,7 @@ class Supervision {
 
   private:
     std::vector<int> forwarded_;
+    bool group_interrupts_ = false;
     sigset_t waited_{};
     sigset_t original_mask_{};
     struct sigaction original_sigchld_ {};

@@ -44,6 +44,22 @@ install_pytest() {
     done
 }
 
+# tests/jupyter runs a gpuleak Jupyter kernel under pyenv's CPython 3.12 (the one its CMakeLists.txt
+# takes), with these releases: the cell-naming extension relies on their internals (ipykernel's
+# compiler names a cell's file; IPython counts the cell before pre_run_cell).
+readonly jupyter_requirements=(ipykernel==7.4.0 ipython==9.18.1 jupyter_client==8.10.0)
+install_jupyter() {
+    local interpreter
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+        [[ -x $interpreter ]] || continue
+        "$interpreter" -c 'import ipykernel, IPython, jupyter_client, sys
+sys.exit(not (ipykernel.__version__, IPython.__version__, jupyter_client.__version__) == ("7.4.0", "9.18.1", "8.10.0"))' \
+            2>/dev/null && continue
+        echo "setup: installing ${jupyter_requirements[*]} for $interpreter" >&2
+        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${jupyter_requirements[@]}"
+    done
+}
+
 # tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
 # downloaded once, 1.6 GB installed, both cached under ~/.cache/gpuleak). Without the toolkit there is
 # nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
@@ -55,4 +71,5 @@ install_torch() {
 
 install_packages
 install_pytest
+install_jupyter
 install_torch

@@ -26,6 +26,14 @@ void gpuleak_block_alloc(const void* ptr, size_t size, int device);
 /* The block at `ptr` went back to the sub-allocator's cache. */
 void gpuleak_block_free(const void* ptr);
 
+/* Says that Python code compiled under the file name `file` is the source `text`, to be called `name`
+ * in the report: a notebook's cell, `name` "cell [12]", compiled under a file name that exists nowhere
+ * on disk. The report then shows frames of that file as "cell [12], line 4" with the line's text. Call
+ * it before the code runs: it is recorded at once, so a process killed while the code runs still has
+ * it. A later call for the same file replaces the earlier one. `file` is copied up to 4095 bytes,
+ * `name` up to 1023, `text` up to 65535 (lines past that read as unknown). */
+void gpuleak_name_source(const char* file, const char* name, const char* text);
+
 /* 1 when gpuleak is recording in this process, 0 when it cannot (no trace file). */
 int gpuleak_active(void);
 
@@ -51,6 +59,7 @@ typedef void (*gpuleak_mark_fn)(const char*);
 typedef void (*gpuleak_block_alloc_fn)(const void*, size_t, int);
 typedef void (*gpuleak_block_free_fn)(const void*);
 typedef int (*gpuleak_active_fn)(void);
+typedef void (*gpuleak_name_source_fn)(const char*, const char*, const char*);
 
 /* Looks `name` up once per call site; concurrent first calls may both look it up, harmlessly. */
 #define GPULEAK_RESOLVE_(type, name)                                                                         \
@@ -78,6 +87,12 @@ static inline void gpuleak_try_block_free(const void* ptr) {
     GPULEAK_RESOLVE_(gpuleak_block_free_fn, "gpuleak_block_free");
     if (fn_)
         fn_(ptr);
+}
+
+static inline void gpuleak_try_name_source(const char* file, const char* name, const char* text) {
+    GPULEAK_RESOLVE_(gpuleak_name_source_fn, "gpuleak_name_source");
+    if (fn_)
+        fn_(file, name, text);
 }
 
 static inline int gpuleak_try_active(void) {

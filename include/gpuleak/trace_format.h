@@ -3,13 +3,13 @@
 //
 // Layout: a fixed-size header followed by regions whose offsets and sizes the header gives.
 //   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
-//   strings   append-only StringRecord stream (command line pieces, marker labels)
+//   strings   append-only StringRecord stream (command line pieces, marker labels, named sources)
 //   stacks    append-only StackRecord stream (each distinct call stack once, native and Python frames)
 //   code      append-only CodeRecord stream (each Python code object a stack holds, once)
 //   live      LiveStripeMarks, then a LiveSlot array: the exact set of live allocations, whatever
 //             happened to the ring (see below)
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
-//   notable   EventRecord array: failures, markers and forks, kept even when the ring wraps
+//   notable   EventRecord array: failures, markers, forks and source names, kept even when the ring wraps
 //   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
 //
 // Crash consistency: every record has a commit word that the writer stores last, with release order,
@@ -41,8 +41,9 @@ namespace gpuleak::format {
 
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region. 4: a
-// Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry).
-static const uint32_t kFormatVersion = 4;
+// Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry). 5: source
+// names (EventType::SourceName) in the notable array.
+static const uint32_t kFormatVersion = 5;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -86,6 +87,11 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
     Marker = 6,      // address = string id of the label
     Fork = 7,        // address = pid of the child
+    // A file name that Python code was compiled under stands for source the program named (a notebook's
+    // cell): address = string id of the file name, size = string id of the name ("cell [12]"), stream =
+    // string id of the source text (0: it did not fit). In the notable array only; a later naming of the
+    // same file replaces an earlier one.
+    SourceName = 8,
 };
 
 GPULEAK_FORMAT_ENUM(EndState, uint32_t){
@@ -394,6 +400,8 @@ constexpr const char* event_type_name(EventType type) {
         return "marker";
     case EventType::Fork:
         return "fork";
+    case EventType::SourceName:
+        return "source_name";
     }
     return "unknown";
 }

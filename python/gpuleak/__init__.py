@@ -15,6 +15,7 @@ of one check of a module global) when it is not, so a program can keep its calls
             train_one_epoch()
     gpuleak.mark("evaluation")                  # a single marker
 
+    gpuleak.name_source(file, "cell [3]", text)  # frames of `file` read "cell [3], line N"
     gpuleak.active()       # True when libgpuleak.so is loaded and recording
     gpuleak.trace_path()   # this process's trace file, or None
 
@@ -23,12 +24,14 @@ of one check of a module global) when it is not, so a program can keep its calls
     print(gpuleak.last_isolated().summary)    # the child's peak, what it left, the diagnosis
 
 The library is found with ``ctypes.PyDLL(None)`` in the process's own image (it is never loaded from
-here); see :mod:`gpuleak._native`. :func:`isolated` uses multiprocessing's "spawn" start method; see
+here); see :mod:`gpuleak._native`. In Jupyter, ``%load_ext gpuleak`` (or the kernelspec of
+``gpuleak kernel install``) names each cell in the trace and adds ``%gpuleak``; see :mod:`gpuleak._notebook`. :func:`isolated` uses multiprocessing's "spawn" start method; see
 :mod:`gpuleak._isolated`. Nothing in this package prints to stdout.
 """
 
 from ._isolated import ChildTraceback, IsolatedError, IsolatedRun, isolated, last_isolated
-from ._native import active, mark, phase, trace_path
+from ._native import active, mark, name_source, phase, trace_path
+from ._notebook import load_ipython_extension, unload_ipython_extension
 
 __version__ = "0.1.0"
 
@@ -37,6 +40,9 @@ __all__ = [
     "phase",
     "active",
     "trace_path",
+    "name_source",
+    "load_ipython_extension",
+    "unload_ipython_extension",
     "isolated",
     "last_isolated",
     "IsolatedRun",

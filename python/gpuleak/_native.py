@@ -19,29 +19,36 @@ from typing import Optional
 
 # The C side copies at most this many bytes of a label.
 MAX_LABEL_BYTES = 1023
+# ... and of gpuleak_name_source's file, name and text.
+MAX_FILE_BYTES = 4095
+MAX_TEXT_BYTES = 65535
 
 
 def _resolve():
     if not sys.platform.startswith("linux"):
-        return None, None, None
+        return None, None, None, None
     try:
         image = ctypes.PyDLL(None)
         mark_fn = image.gpuleak_mark
         active_fn = image.gpuleak_active
         path_fn = image.gpuleak_trace_path
+        name_source_fn = image.gpuleak_name_source
     except (OSError, AttributeError):
-        return None, None, None
+        return None, None, None, None
     mark_fn.argtypes = [ctypes.c_char_p]
     mark_fn.restype = None
     active_fn.argtypes = []
     active_fn.restype = ctypes.c_int
     path_fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     path_fn.restype = ctypes.c_size_t
-    return mark_fn, active_fn, path_fn
+    name_source_fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+    name_source_fn.restype = None
+    return mark_fn, active_fn, path_fn, name_source_fn
 
 
-# None, None, None when libgpuleak.so is not loaded in this process.
-_mark, _active, _trace_path = _resolve()
+# None each when libgpuleak.so is not loaded in this process (or is one without gpuleak_name_source:
+# the package then keeps away from it altogether).
+_mark, _active, _trace_path, _name_source = _resolve()
 
 
 def loaded() -> bool:
@@ -72,6 +79,29 @@ def mark(label) -> None:
     if _mark is None:
         return
     _mark(encode_label(label))
+
+
+def _utf8(value, limit: int) -> bytes:
+    data = os.fsencode(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(data, (bytes, bytearray)):
+        data = str(data).encode("utf-8", "backslashreplace")
+    data = bytes(data).split(b"\0", 1)[0]
+    return data[:limit].decode("utf-8", "ignore").encode("utf-8") if len(data) > limit else data
+
+
+def name_source(file, name, text) -> None:
+    """Says that Python code compiled under the file name ``file`` is the source ``text``, called
+    ``name`` in the report: a frame of that file then reads ``name, line N`` with the line's text.
+
+    Made for code compiled from strings under file names that exist nowhere on disk, such as a
+    notebook's cells (the IPython extension calls it for each cell: ``cell [12]``). Recorded at once, so
+    call it before the code runs. A later call for the same file replaces the earlier one. ``file`` is
+    kept up to 4095 bytes, ``name`` up to 1023 and ``text`` up to 65535 (UTF-8). Without libgpuleak.so
+    loaded, it does nothing.
+    """
+    if _name_source is None:
+        return
+    _name_source(_utf8(file, MAX_FILE_BYTES), _utf8(name, MAX_LABEL_BYTES), _utf8(text, MAX_TEXT_BYTES))
 
 
 class phase(ContextDecorator):

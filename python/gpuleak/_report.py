@@ -58,14 +58,14 @@ def _environment_without_preload():
     return environment
 
 
-def run_report(trace: str) -> Tuple[Optional[dict], str]:
-    """(parsed JSON document, "") or (None, why there is none)."""
+def _run_report(arguments) -> Tuple[Optional[str], str]:
+    """(what gpuleak-report printed, "") or (None, why there is nothing)."""
     report, why = find_report()
     if report is None:
         return None, why
     try:
         completed = subprocess.run(
-            [report, "--format", "json", "--no-color", trace],
+            [report, "--no-color"] + list(arguments),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -81,10 +81,23 @@ def run_report(trace: str) -> Tuple[Optional[dict], str]:
             completed.returncode,
             (": " + message[-1]) if message else "",
         )
+    return completed.stdout.decode("utf-8", "replace"), ""
+
+
+def run_report(trace: str) -> Tuple[Optional[dict], str]:
+    """(parsed JSON document, "") or (None, why there is none)."""
+    text, why = _run_report(["--format", "json", trace])
+    if text is None:
+        return None, why
     try:
-        return json.loads(completed.stdout.decode("utf-8", "replace")), ""
+        return json.loads(text), ""
     except ValueError as error:
-        return None, "%s printed no valid JSON: %s" % (report, error)
+        return None, "gpuleak-report printed no valid JSON: %s" % error
+
+
+def run_text_report(trace: str) -> Tuple[Optional[str], str]:
+    """(the text report, "") or (None, why there is none)."""
+    return _run_report([trace])
 
 
 def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[str]) -> Optional[dict]:

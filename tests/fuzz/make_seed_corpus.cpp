@@ -202,6 +202,23 @@ TraceBuilder timeline() {
     return builder;
 }
 
+// A notebook's cell named for the report (format 5): its file name, its name and its text as strings, and
+// a SourceName record naming them; a second record names strings that are not there.
+TraceBuilder named_source() {
+    TraceBuilder builder(small_layout());
+    builder.add_string(1, "/tmp/ipykernel_7/1.py");
+    builder.add_string(2, "cell [3]");
+    builder.add_string(3, "import x\ny = x.f()\n");
+    format::EventRecord named = event(format::EventType::SourceName, 1, 10);
+    named.kind = 0;
+    named.size = 2;
+    named.stream = 3;
+    builder.add_notable(named);
+    named.address = 9;
+    builder.add_notable(named);
+    return builder;
+}
+
 // More notable events than the array holds, one torn, and a process ended by a signal.
 TraceBuilder notable_overflow() {
     TraceBuilder builder(small_layout());
@@ -290,6 +307,7 @@ int main(int argc, char** argv) {
         {"python_3_10", python_frames(format::python_version(3, 10)).bytes()},
         {"python_3_12", python_frames(format::python_version(3, 12)).bytes()},
         {"notable_overflow", notable_overflow().bytes()},
+        {"named_source", named_source().bytes()},
         {"truncated", truncated},
         {"empty", empty().bytes()},
     };

@@ -84,6 +84,18 @@ void print_events(const char* title, const EventLog& log) {
                    e.address, e.size, e.device, e.stack_id, e.thread_id, e.result);
 }
 
+// SourceName records with their strings resolved: the event lines show only their ids.
+void print_source_names(const TraceReader& trace) {
+    const auto string_of = [&](uint64_t id) {
+        const auto found = trace.strings().find(static_cast<uint32_t>(id));
+        return found == trace.strings().end() ? std::string("?") : found->second;
+    };
+    for (const Event& e : trace.notable_events().events)
+        if (e.type == format::EventType::SourceName)
+            fmt::print("source name: {} is {} ({} bytes of text)\n", string_of(e.address), string_of(e.size),
+                       e.stream == 0 ? 0 : string_of(e.stream).size());
+}
+
 void print_text(const TraceReader& trace) {
     const auto& header = trace.header();
     fmt::print("trace format {}, pid {} (parent {}) on {}\n", header.format_version, header.pid, header.ppid,
@@ -142,6 +154,7 @@ void print_text(const TraceReader& trace) {
 
     print_events("events", trace.events());
     print_events("notable events", trace.notable_events());
+    print_source_names(trace);
 
     fmt::print("timeline: {}\n", trace.timeline().size());
     for (const auto& sample : trace.timeline())

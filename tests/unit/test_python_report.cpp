@@ -61,11 +61,11 @@ format::EventRecord allocation_event(const format::LiveSlot& slot) {
 }
 
 ReportFrame native(const std::string& function, const std::string& module, uint32_t line = 10) {
-    return {function, function + ".c", line, module, 0x100, false, false};
+    return {function, function + ".c", line, module, 0x100, false, false, {}, {}};
 }
 
 ReportFrame python(const std::string& qualname, const std::string& file, uint32_t line) {
-    return {qualname, file, line, {}, 0, false, true};
+    return {qualname, file, line, {}, 0, false, true, {}, {}};
 }
 
 std::vector<std::string> functions(const std::vector<ReportFrame>& frames) {

@@ -1,0 +1,61 @@
+#include "kernel_commands.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "interpreter_probe.h"
+#include "launcher_error.h"
+
+namespace gpuleak::launcher {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The interpreter's sys.prefix for the search, or nothing: without a Python, the other directories are
+// still searched, as Jupyter would.
+std::string sys_prefix_of(const std::string& python) {
+    try {
+        return probe_interpreter(python.empty() ? "python3" : python).prefix;
+    } catch (const LauncherError&) {
+        if (!python.empty())
+            throw;
+        return {};
+    }
+}
+
+} // namespace
+
+int kernel_install(const KernelInstallRequest& request) {
+    const std::string directory = install_kernelspec(request);
+    fmt::print("installed kernelspec {} (\"{}\") in {}\n", request.name, request.display_name, directory);
+    return 0;
+}
+
+int kernel_list(const std::string& python) {
+    for (const FoundSpec& spec : find_gpuleak_kernelspecs(kernelspec_search_path(sys_prefix_of(python))))
+        fmt::print("{}  \"{}\"  {}\n", spec.name, spec.display_name, spec.directory);
+    return 0;
+}
+
+int kernel_uninstall(const std::string& name, const std::string& python) {
+    int removed = 0;
+    for (const FoundSpec& spec : find_gpuleak_kernelspecs(kernelspec_search_path(sys_prefix_of(python)))) {
+        if (spec.name != name)
+            continue;
+        std::error_code error;
+        fs::remove_all(spec.directory, error);
+        if (error)
+            throw LauncherError(fmt::format("cannot remove {}: {}", spec.directory, error.message()));
+        fmt::print("removed {}\n", spec.directory);
+        ++removed;
+    }
+    if (removed == 0)
+        throw LauncherError(
+            fmt::format("kernel uninstall: no gpuleak kernelspec named {} (gpuleak kernel list "
+                        "shows them)",
+                        name));
+    return 0;
+}
+
+} // namespace gpuleak::launcher

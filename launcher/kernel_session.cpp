@@ -1,0 +1,181 @@
+#include "kernel_session.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "child_environment.h"
+#include "child_process.h"
+#include "kernel_death.h"
+#include "launcher_error.h"
+#include "preload_library.h"
+#include "python_package.h"
+#include "run_directory.h"
+#include "run_report.h"
+#include "signal_forwarding.h"
+#include "trace_error.h"
+
+namespace gpuleak::launcher {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The kernel directory's file naming the summary of a death the next kernel has not shown yet.
+constexpr const char* kPendingFile = "previous-death";
+constexpr const char* kSummaryFile = "kernel-death.txt";
+// What the kernel reads to show that summary (python/gpuleak/_notebook.py).
+constexpr const char* kPreviousDeathVariable = "GPULEAK_PREVIOUS_KERNEL_DEATH";
+
+void say(const std::string& line) {
+    fmt::print(stderr, "gpuleak: {}\n", line);
+}
+
+std::string environment_or(const char* name, const std::string& fallback) {
+    const char* value = std::getenv(name);
+    return value != nullptr && value[0] != '\0' ? std::string(value) : fallback;
+}
+
+fs::path make_kernel_directory(const std::string& key) {
+    fs::path directory = fs::path(kernels_state_directory()) / key;
+    std::error_code error;
+    fs::create_directories(directory, error);
+    if (error)
+        throw LauncherError(fmt::format("cannot create {}: {}", directory.string(), error.message()));
+    // Traces hold stacks, paths and cell sources: the owner's only.
+    ::chmod(directory.c_str(), 0700);
+    return directory;
+}
+
+// Takes the pending summary's path out of the kernel directory: it is shown once, by the next kernel.
+std::string take_pending_summary(const fs::path& kernel_directory) {
+    const fs::path pending = kernel_directory / kPendingFile;
+    std::ifstream in(pending);
+    std::string summary;
+    std::getline(in, summary);
+    in.close();
+    std::error_code error;
+    fs::remove(pending, error);
+    return !summary.empty() && fs::is_regular_file(summary, error) ? summary : std::string();
+}
+
+// 0600, not through a symbolic link, as the report is written.
+void write_private(const fs::path& path, const std::string& text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool written = fd >= 0;
+    for (size_t done = 0; written && done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n > 0)
+            done += static_cast<size_t>(n);
+        else
+            written = n < 0 && errno == EINTR;
+    }
+    if (fd >= 0)
+        ::close(fd);
+    if (!written)
+        throw LauncherError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+}
+
+// The post-mortem: the run's report, the summary beside it, and the kernel directory's pointer to it for
+// the next kernel. Whatever fails here, the launcher still ends with the kernel's status.
+void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
+                       const fs::path& kernel_directory) {
+    std::optional<RunReport> report;
+    std::string no_report;
+    try {
+        report = write_run_report(directory.path);
+    } catch (const analyzer::TraceError& failure) {
+        no_report = fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path);
+    } catch (const LauncherError& failure) {
+        no_report = fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path);
+    }
+    const std::vector<std::string> lines = death_summary(end, report ? &*report : nullptr, no_report);
+    std::string text;
+    for (const std::string& line : lines) {
+        say(line);
+        text += line + "\n";
+    }
+    const fs::path summary = fs::path(directory.path) / kSummaryFile;
+    try {
+        write_private(summary, text);
+        write_private(kernel_directory / kPendingFile, summary.string() + "\n");
+    } catch (const LauncherError& failure) {
+        say(failure.what());
+    }
+}
+
+} // namespace
+
+std::string kernels_state_directory() {
+    const std::string home = environment_or("HOME", "/");
+    const fs::path state = environment_or("XDG_STATE_HOME", (fs::path(home) / ".local" / "state").string());
+    return (state / "gpuleak" / "kernels").string();
+}
+
+std::string kernel_key(const std::vector<std::string>& command, int pid) {
+    for (size_t i = 0; i < command.size(); ++i) {
+        std::string file;
+        if ((command[i] == "-f" || command[i] == "--f") && i + 1 < command.size())
+            file = command[i + 1];
+        else if (command[i].starts_with("-f=") || command[i].starts_with("--f="))
+            file = command[i].substr(command[i].find('=') + 1);
+        std::string stem = fs::path(file).stem().string();
+        if (!stem.empty() && stem[0] != '.')
+            return stem;
+    }
+    return fmt::format("kernel-{}", pid);
+}
+
+int run_kernel(const RunRequest& request) {
+    const std::string library = find_preload_library();
+    const std::string package = find_python_package();
+    const fs::path kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
+    const std::string previous = take_pending_summary(kernel_directory);
+    const RunDirectory directory =
+        make_run_directory("", request.command[0], std::time(nullptr), kernel_directory.string());
+
+    CommandEnd end;
+    end.name = "the kernel";
+    Supervision supervision(true);
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        std::vector<std::string> environment =
+            child_environment(process_environment(), library, output_pattern(directory.path), request);
+        set_variable(environment, "PYTHONPATH", python_path(package, variable(environment, "PYTHONPATH")));
+        if (!previous.empty())
+            set_variable(environment, kPreviousDeathVariable, previous);
+        end.oom_kills_before = cgroup_oom_kills();
+        end.pid = start_command(request.command, environment, supervision, true);
+    } catch (const LauncherError&) {
+        remove_if_unused(directory);
+        throw;
+    }
+    end.wait_status = supervision.wait_forwarding(end.pid);
+    end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const int status = exit_status_of(end.wait_status);
+    if (!kernel_died(end.wait_status)) {
+        // Shut down or restarted on request: nothing to explain, and Jupyter waits for the launcher.
+        remove_if_unused(directory);
+        return status;
+    }
+    supervision.exit_on_signal(
+        fmt::format("gpuleak: interrupted before the kernel's report was written; the traces are in {}",
+                    directory.path),
+        status);
+    end.oom_kills_after = cgroup_oom_kills();
+    if (killed_by_sigkill(end))
+        end.kernel_log = kernel_log_oom_kill(end.pid);
+    write_post_mortem(end, directory, kernel_directory);
+    return status;
+}
+
+} // namespace gpuleak::launcher

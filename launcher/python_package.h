@@ -1,0 +1,22 @@
+// The gpuleak Python package (python/gpuleak) for a Jupyter kernel that the launcher starts: where it is,
+// found from the launcher's executable as libgpuleak.so is, and the PYTHONPATH that makes it importable
+// without the user installing it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpuleak::launcher {
+
+// Directories that may hold the package (a directory `gpuleak` with __init__.py), most likely first, for
+// the launcher's executable at `executable`: <prefix>/share/gpuleak/python for <prefix>/bin/gpuleak,
+// then the source tree's python/ that this build was configured from.
+std::vector<std::string> package_candidates(const std::string& executable);
+
+// The directory to put on PYTHONPATH. Throws LauncherError (one line) when none holds the package.
+std::string find_python_package();
+
+// PYTHONPATH's new value: `directory` first, then the `existing` entries, less any copy of `directory`.
+std::string python_path(const std::string& directory, const std::string& existing);
+
+} // namespace gpuleak::launcher

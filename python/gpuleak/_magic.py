@@ -1,0 +1,115 @@
+"""``%gpuleak``: the GPU memory of this kernel now, from its own trace (``gpuleak-report`` on it).
+
+``%gpuleak`` prints what is reserved and allocated now and at the peak, how much that changed since the
+previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` prints the whole
+text report of the trace so far. What it prints is what the user asked for, so it goes to stdout.
+"""
+
+from __future__ import annotations
+
+from . import _native, _report
+
+TOP_SITES = 5
+USAGE = "usage: %gpuleak (the live state) or %gpuleak report (the full report of this kernel's trace)"
+
+
+def frame_text(frame: dict) -> str:
+    """How a site's frame reads: a cell's line with its text, a file's line, or a native function."""
+    if frame.get("source_name"):
+        where = frame["source_name"]
+        if frame.get("line"):
+            where += ", line %d" % frame["line"]
+        if frame.get("source_line"):
+            where += " (`%s`)" % frame["source_line"]
+        return where
+    if frame.get("python"):
+        return "%s:%s in %s" % (frame.get("file") or "?", frame.get("line") or "?", frame.get("function") or "?")
+    return frame.get("function") or "%s+%#x" % (frame.get("module") or "?", frame.get("module_offset") or 0)
+
+
+def site_text(site: dict) -> str:
+    """'3.0 MiB in 1 allocation: <innermost Python frame>, from <the outermost cell's frame>'."""
+    frames = site.get("frames") or []
+    python = [frame for frame in frames if frame.get("python")]
+    where = frame_text((python or frames or [{}])[0])
+    # A function defined in one cell and called from another: the calling cell is what the user ran.
+    cells = [frame for frame in python if frame.get("source_name")]
+    if cells and cells[-1] is not python[0]:
+        where += ", from " + frame_text(cells[-1])
+    count = site.get("count") or 0
+    return "%s in %d allocation%s: %s" % (
+        _report.format_bytes(site.get("bytes")),
+        count,
+        "" if count == 1 else "s",
+        where,
+    )
+
+
+def reserved_at(timeline, t_s) -> int:
+    """Reserved bytes at time t_s: the last timeline point at or before it (0 before the first)."""
+    reserved = 0
+    for point in timeline:
+        if point.get("t_s", 0) > t_s:
+            break
+        reserved = point.get("reserved_bytes") or 0
+    return reserved
+
+
+def growth_line(process: dict):
+    """'+512.0 MiB reserved since cell [4] began', from the cell markers; None before a second cell."""
+    cells = [marker for marker in process.get("markers") or [] if marker.get("label", "").startswith("cell [")]
+    if len(cells) < 2:
+        return None
+    previous = cells[-2]
+    summary = process.get("summary") or {}
+    change = (summary.get("final_reserved_bytes") or 0) - reserved_at(process.get("timeline") or [], previous["t_s"])
+    sign = "+" if change >= 0 else "-"
+    return "%s%s reserved since %s began" % (sign, _report.format_bytes(abs(change)), previous["label"])
+
+
+def live_state(process: dict, trace: str) -> str:
+    summary = process.get("summary") or {}
+    lines = [
+        "gpuleak: pid %s, trace %s" % (process.get("pid"), trace),
+        "  reserved %s now (peak %s), allocated %s now (peak %s)"
+        % tuple(
+            _report.format_bytes(summary.get(key))
+            for key in (
+                "final_reserved_bytes",
+                "peak_reserved_bytes",
+                "final_allocated_bytes",
+                "peak_allocated_bytes",
+            )
+        ),
+    ]
+    growth = growth_line(process)
+    if growth:
+        lines.append("  " + growth)
+    sites = (process.get("leaks") or [])[:TOP_SITES]
+    if sites:
+        lines.append("  live now, by site:")
+        lines += ["    " + site_text(site) for site in sites]
+    else:
+        lines.append("  nothing live")
+    return "\n".join(lines)
+
+
+def gpuleak_magic(line: str) -> None:
+    argument = line.strip()
+    if argument not in ("", "report"):
+        print(USAGE)
+        return
+    trace = _native.trace_path()
+    if trace is None:
+        print("gpuleak: not recording: libgpuleak.so is not loaded in this kernel")
+        return
+    if argument == "report":
+        text, why = _report.run_text_report(trace)
+        print(text if text is not None else "gpuleak: no report: " + why)
+        return
+    document, why = _report.run_report(trace)
+    process = _report.process_entry(document, None, trace)
+    if process is None:
+        print("gpuleak: no report: " + (why or "the report has no entry for this kernel"))
+        return
+    print(live_state(process, trace))

@@ -1,0 +1,260 @@
+"""The "Python 3 (gpuleak)" Jupyter kernel, end to end, with the real ipykernel and jupyter_client.
+
+A kernelspec installed by `gpuleak kernel install --user` into a temporary JUPYTER_DATA_DIR runs
+ipykernel under `gpuleak kernel run`; its cells allocate on the simulated device through ctypes. The
+report must name the cells and lines that hold memory; a kernel killed with SIGKILL (as the OOM killer
+kills it) must leave a post-mortem report and summary, and the kernel Jupyter starts next must show it
+once, in the first cell's output.
+
+Environment (tests/jupyter/CMakeLists.txt): GPULEAK_TEST_LAUNCHER, GPULEAK_TEST_SIMDEVICE_DIR,
+GPULEAK_TEST_REPORT.
+"""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+jupyter_client = pytest.importorskip(
+    "jupyter_client", reason="jupyter_client is not installed for this interpreter (scripts/setup.sh pins it)"
+)
+pytest.importorskip("ipykernel", reason="ipykernel is not installed for this interpreter (scripts/setup.sh pins it)")
+
+KERNEL = "gpuleak-test"
+TIMEOUT = 60
+
+
+def needed(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set: run this test through ctest" % name)
+    return value
+
+
+@pytest.fixture
+def jupyter_dirs(tmp_path, monkeypatch):
+    """Jupyter's and gpuleak's directories, all under tmp_path, for this process and the kernels."""
+    dirs = {
+        "JUPYTER_DATA_DIR": tmp_path / "data",
+        "JUPYTER_PATH": tmp_path / "path",
+        "JUPYTER_RUNTIME_DIR": tmp_path / "runtime",
+        "JUPYTER_CONFIG_DIR": tmp_path / "config",
+        "XDG_STATE_HOME": tmp_path / "state",
+        "IPYTHONDIR": tmp_path / "ipython",
+    }
+    for name, path in dirs.items():
+        path.mkdir()
+        monkeypatch.setenv(name, str(path))
+    monkeypatch.setenv("GPULEAK_SIM_QUIET", "1")
+    monkeypatch.setenv("GPULEAK_REPORT", needed("GPULEAK_TEST_REPORT"))
+    monkeypatch.setenv("SIMDEVICE_DIR", needed("GPULEAK_TEST_SIMDEVICE_DIR"))
+    return dirs
+
+
+def gpuleak(*arguments):
+    return subprocess.run(
+        [needed("GPULEAK_TEST_LAUNCHER")] + list(arguments), capture_output=True, text=True, timeout=TIMEOUT
+    )
+
+
+def install(*extra):
+    return gpuleak("kernel", "install", "--user", "--name", KERNEL, "--python", sys.executable, *extra)
+
+
+def test_install_list_uninstall(jupyter_dirs, tmp_path):
+    installed = install()
+    assert installed.returncode == 0, installed.stderr
+    spec_file = jupyter_dirs["JUPYTER_DATA_DIR"] / "kernels" / KERNEL / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    assert spec["display_name"] == "Python 3 (gpuleak)"
+    assert spec["argv"][:4] == [os.path.realpath(needed("GPULEAK_TEST_LAUNCHER")), "kernel", "run", "--"]
+    assert spec["argv"][4:] == [sys.executable, "-m", "ipykernel_launcher", "--ext", "gpuleak", "-f",
+                                "{connection_file}"]
+    # Jupyter itself finds it.
+    specs = jupyter_client.kernelspec.KernelSpecManager().find_kernel_specs()
+    assert specs[KERNEL] == str(spec_file.parent)
+
+    again = install()
+    assert again.returncode == 125
+    assert again.stderr.strip().endswith("exists already; --replace replaces it")
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert install("--replace", "--display-name", "GPU leaks").returncode == 0
+    assert json.loads(spec_file.read_text())["display_name"] == "GPU leaks"
+
+    missing = gpuleak("kernel", "install", "--user", "--python", str(tmp_path / "no-python"))
+    assert missing.returncode == 125
+    assert "no-python: not found" in missing.stderr
+    # An interpreter without ipykernel: this one without its site-packages.
+    bare = tmp_path / "bare-python"
+    bare.write_text('#!/bin/sh\nexec %s -S "$@"\n' % sys.executable)
+    bare.chmod(0o755)
+    no_kernel = gpuleak("kernel", "install", "--user", "--name", "other", "--python", str(bare))
+    assert no_kernel.returncode == 125
+    assert "has no ipykernel; install it with" in no_kernel.stderr
+
+    # A spec in a JUPYTER_PATH directory is listed too; a foreign kernelspec is not.
+    other = jupyter_dirs["JUPYTER_PATH"] / "kernels" / "plain"
+    other.mkdir(parents=True)
+    (other / "kernel.json").write_text(json.dumps({"argv": ["python", "-m", "ipykernel"], "display_name": "x"}))
+    listed = gpuleak("kernel", "list", "--python", sys.executable)
+    assert listed.returncode == 0, listed.stderr
+    assert KERNEL in listed.stdout and "plain" not in listed.stdout
+
+    assert gpuleak("kernel", "uninstall", KERNEL).returncode == 0
+    assert not spec_file.parent.exists()
+    gone = gpuleak("kernel", "uninstall", KERNEL)
+    assert gone.returncode == 125 and "no gpuleak kernelspec named" in gone.stderr
+
+
+class Kernel:
+    """A kernel of the installed spec, through jupyter_client, and what its cells print."""
+
+    def __init__(self):
+        self.manager = jupyter_client.KernelManager(kernel_name=KERNEL)
+        self.manager.start_kernel()
+        self.connect()
+
+    def connect(self):
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=TIMEOUT)
+
+    def run(self, code):
+        """The text of the cell's stream and result outputs; fails on an error."""
+        texts = []
+
+        def output(message):
+            content = message["content"]
+            if message["msg_type"] == "stream":
+                texts.append(content["text"])
+            elif message["msg_type"] in ("execute_result", "display_data"):
+                texts.append(content["data"].get("text/plain", ""))
+            elif message["msg_type"] == "error":
+                texts.append("\n".join(content["traceback"]))
+
+        reply = self.client.execute_interactive(code, output_hook=output, timeout=TIMEOUT)
+        text = "".join(texts)
+        assert reply["content"]["status"] == "ok", text
+        return text
+
+    def wait_until_launcher_ended(self):
+        deadline = time.monotonic() + TIMEOUT
+        while self.manager.is_alive():
+            assert time.monotonic() < deadline, "the launcher did not end after its kernel died"
+            time.sleep(0.1)
+
+    def restart(self):
+        self.client.stop_channels()
+        self.manager.restart_kernel(now=True)
+        self.connect()
+
+    def shutdown(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)
+
+
+DEFINE_ALLOCATE = """\
+import ctypes, os
+cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+def allocate(size):
+    pointer = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0
+    return pointer
+print(os.getpid())
+"""
+
+LEAKING_CELL = """\
+x = 1
+held = []
+held.append(allocate(3 << 20))
+"""
+
+
+def kernel_directory(dirs):
+    # One kernel manager, one connection file, one directory, whatever its restarts.
+    (directory,) = glob.glob(os.path.join(str(dirs["XDG_STATE_HOME"]), "gpuleak", "kernels", "*"))
+    return directory
+
+
+def run_directories(dirs):
+    return sorted(glob.glob(os.path.join(kernel_directory(dirs), "gpuleak-*")))
+
+
+def report_json(trace):
+    completed = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), "--format", "json", trace], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
+
+
+def test_cells_named_death_reported_and_shown_once(jupyter_dirs):
+    assert install().returncode == 0
+    kernel = Kernel()
+    try:
+        pid = int(kernel.run(DEFINE_ALLOCATE).strip())  # cell [1]
+        assert kernel.run(LEAKING_CELL) == ""  # cell [2]
+        live = kernel.run("%gpuleak")  # cell [3]
+        assert "reserved 3.0 MiB now" in live, live
+        assert (
+            "3.0 MiB in 1 allocation: cell [1], line 6 (`assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0`), "
+            "from cell [2], line 3 (`held.append(allocate(3 << 20))`)"
+        ) in live, live
+        assert "+3.0 MiB reserved since cell [2] began" in live, live
+
+        (trace,) = glob.glob(os.path.join(run_directories(jupyter_dirs)[0], "gpuleak.%d.trace" % pid))
+        (process,) = report_json(trace)["processes"]
+        (site,) = process["leaks"]
+        python = [frame for frame in site["frames"] if frame["python"]]
+        assert python[0]["source_name"] == "cell [1]" and python[0]["function"] == "allocate"
+        assert python[0]["line"] == 6 and python[0]["source_line"] == "assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0"
+        assert python[1]["source_name"] == "cell [2]" and python[1]["line"] == 3
+        assert python[1]["source_line"] == "held.append(allocate(3 << 20))"
+        assert python[1]["file"].endswith(".py") and "ipykernel_" in python[1]["file"]
+        labels = [marker["label"] for marker in process["markers"]]
+        assert labels[:4] == ["cell [1]", "end of cell [1]", "cell [2]", "end of cell [2]"]
+        text = kernel.run("%gpuleak report")  # cell [4]
+        assert "cell [2], line 3 in <module> (`held.append(allocate(3 << 20))`)" in text, text
+
+        # Killed in the middle of cell [5], as the OOM killer kills: the kernel, not its launcher.
+        kernel.client.execute("held.append(allocate(5 << 20))\nprint('allocated', flush=True)\nimport time\ntime.sleep(600)\n")
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            message = kernel.client.get_iopub_msg(timeout=TIMEOUT)
+            if message["msg_type"] == "stream" and "allocated" in message["content"]["text"]:
+                break
+            assert time.monotonic() < deadline
+        os.kill(pid, signal.SIGKILL)
+        kernel.wait_until_launcher_ended()
+
+        (dead_run,) = run_directories(jupyter_dirs)
+        summary = open(os.path.join(dead_run, "kernel-death.txt")).read()
+        assert "the kernel was killed by SIGKILL" in summary and "OOM killer" in summary, summary
+        assert "the kernel died while running cell [5]" in summary, summary
+        assert "8.0 MiB" in summary, summary
+        assert "full report: %s/report.txt" % dead_run in summary, summary
+        assert os.path.exists(os.path.join(dead_run, "report.json"))
+
+        kernel.restart()
+        first = kernel.run("1 + 1")
+        assert "gpuleak: the previous kernel of this notebook died." in first, first
+        assert "while running cell [5]" in first and "report.txt" in first, first
+        assert "previous kernel" not in kernel.run("2 + 2")
+
+        # Restarted on request (a clean shutdown, exit status 0): no post-mortem, nothing to show.
+        kernel.client.stop_channels()
+        kernel.manager.restart_kernel(now=False)
+        kernel.connect()
+        assert "previous kernel" not in kernel.run("3 + 3")
+        assert not os.path.exists(os.path.join(kernel_directory(jupyter_dirs), "previous-death"))
+        assert [path for path in glob.glob(os.path.join(kernel_directory(jupyter_dirs), "*", "kernel-death.txt"))] == [
+            os.path.join(dead_run, "kernel-death.txt")
+        ]
+    finally:
+        kernel.shutdown()
