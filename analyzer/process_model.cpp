@@ -176,30 +176,28 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
 void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
     struct Accumulated {
         LeakSite site;
-        std::map<MemoryKind, uint64_t> bytes_by_kind;
         std::map<uint32_t, uint64_t> bytes_by_stack;
         std::vector<uint64_t> times;
     };
-    std::unordered_map<uint64_t, Accumulated> by_site;
+    // A site is also split by kind: where an allocator reports its blocks, the line that made a tensor
+    // is also where the segment holding it was obtained, and the two answer different questions (what
+    // the program holds, what the allocator keeps).
+    std::map<std::pair<uint64_t, MemoryKind>, Accumulated> by_site;
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         // Address space is not memory, and a mapping only shows physical memory counted already.
         if (allocation.kind == MemoryKind::VaReservation || allocation.kind == MemoryKind::VmmMapping)
             continue;
-        Accumulated& entry = by_site[site_keys.of(allocation.stack_id)];
+        Accumulated& entry = by_site[{site_keys.of(allocation.stack_id), allocation.kind}];
         entry.bytes_by_stack[allocation.stack_id] += allocation.size;
         entry.site.bytes += allocation.size;
         ++entry.site.count;
-        entry.bytes_by_kind[allocation.kind] += allocation.size;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
     }
     const double duration_s = seconds_of(model.duration_ns);
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
         site.stack_id = largest_stack(entry.bytes_by_stack);
-        site.kind =
-            std::max_element(entry.bytes_by_kind.begin(), entry.bytes_by_kind.end(), [](auto& a, auto& b) {
-                return a.second < b.second;
-            })->first;
+        site.kind = key.second;
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;

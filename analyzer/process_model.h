@@ -38,10 +38,11 @@ struct Marker {
     std::string label;
 };
 
-// Live allocations at the end made at one site (site_keys.h): by one call stack, or by one Python stack.
+// Live allocations at the end of one kind made at one site (site_keys.h): by one call stack, or by one
+// Python stack.
 struct LeakSite {
     uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
-    format::MemoryKind kind = format::MemoryKind::None; // of the largest share of the bytes
+    format::MemoryKind kind = format::MemoryKind::None;
     uint64_t bytes = 0;
     uint64_t count = 0;
     uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start

@@ -10,6 +10,7 @@
 #include "entry_points.h"
 #include "real_functions.h"
 #include "recorder.h"
+#include "torch_adapter_loader.h"
 
 namespace gpuleak {
 namespace {
@@ -80,6 +81,10 @@ void sample_device_memory(int16_t device) {
     GPULEAK_EXPORT_HOOK(lib, sym, params)                                                                    \
     extern "C" ResultOf<Library::lib> gpuleak_hook_##sym params {                                            \
         const int16_t device = HookScope::nested() ? kUnknownDevice : (device_expr);                         \
+        /* Before the real call: PyTorch's allocator then reports this very segment to the adapter. */       \
+        if (torch_adapter_waiting() && !HookScope::nested()) {                                               \
+            notice_allocation_caller(__builtin_return_address(0));                                           \
+        }                                                                                                    \
         GPULEAK_CALL_REAL_(lib, sym, args)                                                                   \
         if (scope.outermost()) {                                                                             \
             if (rc == kSuccessOf<Library::lib>) {                                                            \

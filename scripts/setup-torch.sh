@@ -65,6 +65,15 @@ find_python() {
     exit 1
 }
 
+# gpuleak's PyTorch adapter for this torch, into the cache libgpuleak.so looks in, so that a traced
+# PyTorch program gets tensor-level data from its first run (torch_adapter/build-adapter.sh; a no-op
+# when built already). Without a compiler or CUDA headers the environment is still complete: traced
+# programs then record segments only, with one warning.
+prebuild_adapter() {
+    "$(dirname "${BASH_SOURCE[0]}")/../torch_adapter/build-adapter.sh" "$1/bin/python" >/dev/null ||
+        echo "setup-torch: could not build gpuleak's PyTorch adapter; traces of PyTorch will hold segments only" >&2
+}
+
 main() {
     local python python_version dir wheels stamp
     python=$(find_python)
@@ -80,6 +89,7 @@ main() {
     flock "$lock"
 
     if [[ -f $stamp && $(cat "$stamp") == "${requirements[*]}" ]]; then
+        prebuild_adapter "$dir"
         echo "$dir"
         return
     fi
@@ -93,6 +103,7 @@ main() {
     PIP_ROOT_USER_ACTION=ignore "$dir/bin/python" -m pip install --quiet --no-index --no-deps \
         --find-links "$wheels" "${requirements[@]}"
     echo "${requirements[*]}" >"$stamp"
+    prebuild_adapter "$dir"
     echo "$dir"
 }
 

@@ -1,0 +1,329 @@
+"""Real PyTorch under libgpuleak.so with the PyTorch adapter (torch_adapter/): the report's allocated and
+reserved bytes must be PyTorch's own numbers, read inside the script, and its diagnosis and leak origin
+must be right. Each scenario runs in a fresh interpreter of the environment scripts/setup-torch.sh
+installs, on the simulated device, and prints one JSON line of PyTorch's numbers; the adapter is built
+once per session into a temporary cache by torch_adapter/build-adapter.sh.
+
+Environment: GPULEAK_TEST_LIBRARY (libgpuleak.so), GPULEAK_TEST_REPORT (gpuleak-report),
+GPULEAK_TEST_SIMDEVICE_DIR (the simulated libcudart.so.13 and libcuda.so.1), GPULEAK_TORCH_DIR and
+GPULEAK_CUDA_LIB_DIR as in test_torch_simdevice.py. Missing ones skip every test, saying which.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+MiB = 1 << 20
+GiB = 1 << 30
+CAPACITY = 4 * GiB
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD_ADAPTER = os.path.join(HERE, "..", "..", "torch_adapter", "build-adapter.sh")
+
+
+def _torch_python():
+    root = os.environ.get("GPULEAK_TORCH_DIR")
+    candidates = [root] if root else sorted(glob.glob(os.path.expanduser("~/.cache/gpuleak/torch-*-py3.*")))
+    for candidate in candidates:
+        python = os.path.join(candidate, "bin", "python")
+        if os.path.exists(os.path.join(candidate, ".gpuleak-torch-complete")) and os.path.exists(python):
+            return python
+    return None
+
+
+LIBRARY = os.environ.get("GPULEAK_TEST_LIBRARY", "")
+REPORT = os.environ.get("GPULEAK_TEST_REPORT", "")
+SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
+CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
+TORCH_PYTHON = _torch_python()
+
+pytestmark = [
+    pytest.mark.skipif(not os.path.exists(LIBRARY), reason="GPULEAK_TEST_LIBRARY does not name libgpuleak.so"),
+    pytest.mark.skipif(not os.path.exists(REPORT), reason="GPULEAK_TEST_REPORT does not name gpuleak-report"),
+    pytest.mark.skipif(
+        not os.path.exists(os.path.join(SIMDEVICE_DIR, "libcudart.so.13")),
+        reason="GPULEAK_TEST_SIMDEVICE_DIR does not hold the simulated libcudart.so.13",
+    ),
+    pytest.mark.skipif(
+        TORCH_PYTHON is None,
+        reason="no PyTorch environment: run scripts/setup-torch.sh (or set GPULEAK_TORCH_DIR)",
+    ),
+    pytest.mark.skipif(
+        not os.path.exists(os.path.join(CUDA_LIB_DIR, "libcublas.so.13")),
+        reason=f"no CUDA 13 toolkit libraries in {CUDA_LIB_DIR} (set GPULEAK_CUDA_LIB_DIR)",
+    ),
+]
+
+# The scenarios' common start: PyTorch's numbers, printed as the script's last line.
+PRELUDE = """\
+import gc, json, os, threading, time, torch
+def torch_numbers(**more):
+    print(json.dumps(dict(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+                          max_allocated=torch.cuda.max_memory_allocated(),
+                          max_reserved=torch.cuda.max_memory_reserved(), **more)), flush=True)
+"""
+
+
+@pytest.fixture(scope="session")
+def adapter_cache(tmp_path_factory):
+    cache = str(tmp_path_factory.mktemp("torch-adapter"))
+    built = subprocess.run(
+        [BUILD_ADAPTER, TORCH_PYTHON],
+        env=dict(os.environ, GPULEAK_TORCH_ADAPTER_DIR=cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    assert os.path.exists(built.stdout.strip())
+    return cache
+
+
+class Run:
+    def __init__(self, completed, process, path):
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+        self.numbers = json.loads(completed.stdout.strip().splitlines()[-1])
+        self.process = process
+        self.path = path
+        self.summary = process["summary"]
+        self.device = process["summary"]["devices"][0] if process["summary"]["devices"] else {}
+
+
+def run_traced(tmp_path, body, adapter_cache, **env):
+    """Runs PRELUDE + `body` as a script file under libgpuleak.so and returns its numbers and report."""
+    script = tmp_path / "scenario.py"
+    script.write_text(PRELUDE + textwrap.dedent(body))
+    trace = tmp_path / "scenario.trace"
+    environment = dict(os.environ)
+    environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    environment.update(
+        LD_PRELOAD=LIBRARY,
+        LD_LIBRARY_PATH=os.pathsep.join([SIMDEVICE_DIR, CUDA_LIB_DIR]),
+        GPULEAK_OUTPUT=str(trace),
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_CAPACITY=str(CAPACITY),
+        GPULEAK_SIM_QUIET="1",
+        GPULEAK_TORCH_ADAPTER_DIR=adapter_cache,
+        PYTHONWARNINGS="ignore",
+    )
+    environment.update(env)
+    completed = subprocess.run(
+        [TORCH_PYTHON, str(script)], env=environment, capture_output=True, text=True, timeout=240
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = subprocess.run(
+        [REPORT, "--format", "json", "--no-symbol-cache", str(trace)], capture_output=True, text=True, timeout=240
+    )
+    assert report.returncode == 0, report.stderr
+    return Run(completed, json.loads(report.stdout)["processes"][0], str(script))
+
+
+def assert_torch_numbers(run):
+    """The report's allocated and reserved bytes are PyTorch's own, peak and at the end."""
+    numbers = run.numbers
+    assert run.summary["allocator_reports_blocks"] is True
+    assert run.device["peak_allocated_bytes"] == numbers["max_allocated"]
+    assert run.device["final_allocated_bytes"] == numbers["allocated"]
+    assert run.device["peak_reserved_bytes"] == numbers["max_reserved"]
+    assert run.device["final_reserved_bytes"] == numbers["reserved"]
+
+
+def python_lines(frames, path):
+    return [frame["line"] for frame in frames if frame["python"] and frame["file"] == path]
+
+
+def leak_origin(run):
+    """The largest growing site of tensors (blocks): the list also has the segments' sites."""
+    return next(site for site in run.process["leaks"] if site["kind"] == "block" and site["growing"])
+
+
+def line_of(run, text):
+    """The 1-based line of the script that contains `text`."""
+    with open(run.path) as script:
+        lines = script.read().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
+# A training-like loop: forward with elementwise kernels (cuBLAS is not simulated), 20 steps spread
+# over the run so that the report sees steady growth rather than one burst.
+LEAKY_LOOP = """
+weights = torch.randn(512, 512, device="cuda")
+history = []
+for step in range(20):
+    batch = torch.randn(256, 512, device="cuda")
+    output = (batch * weights[:256]).relu()
+    history.append(output.detach().clone())   # keeps every step's output: 512 KiB
+    time.sleep(0.02)
+torch_numbers()
+"""
+
+
+def test_leak_appended_outputs(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache)
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "leak"
+    assert python_lines(leak_origin(run)["frames"], run.path)[0] == line_of(run, "history.append")
+    assert f"{run.path}:{line_of(run, 'history.append')}" in run.process["diagnosis"]["text"]
+    # The output stays on stdout untouched: gpuleak writes nothing there.
+    assert len(run.stdout.strip().splitlines()) == 1
+    assert "gpuleak" not in run.stderr
+
+
+def test_stable_with_del_gc_and_empty_cache(tmp_path, adapter_cache):
+    body = LEAKY_LOOP.replace(
+        "torch_numbers()", "del history, output, weights\ngc.collect()\ntorch.cuda.empty_cache()\ntorch_numbers()"
+    ).replace("history.append(output.detach().clone())", "del batch  #")
+    run = run_traced(tmp_path, body, adapter_cache)
+    assert run.numbers["allocated"] == 0 and run.numbers["reserved"] == 0
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "stable"
+
+
+def test_varying_sizes_grow_the_cache_not_allocated(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        for step in range(12):
+            scratch = torch.empty((step + 1) * 3 * (1 << 20), dtype=torch.uint8, device="cuda")
+            scratch.fill_(1)
+            del scratch
+            time.sleep(0.02)
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert run.numbers["allocated"] == 0 and run.numbers["reserved"] > 64 * MiB
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "cache_growth"
+
+
+MODEL_LOOP = """
+registry = []
+def build():
+    return torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+for trial in range(10):
+    model = build().cuda()   # the previous model stays in the registry
+    registry.append(model)
+    time.sleep(0.03)
+torch_numbers()
+"""
+
+
+def test_model_recreated_without_freeing_the_previous(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, MODEL_LOOP, adapter_cache)
+    assert_torch_numbers(run)
+    assert line_of(run, "model = build().cuda()") in python_lines(run.process["leaks"][0]["frames"], run.path)
+
+
+def test_model_recreated_is_diagnosed_a_leak(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, MODEL_LOOP, adapter_cache)
+    assert run.process["diagnosis"]["kind"] == "leak"
+
+
+def test_expandable_segments(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "leak"
+
+
+def test_out_of_memory(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        held = [torch.empty(1 << 30, dtype=torch.uint8, device="cuda") for _ in range(3)]
+        try:
+            too_much = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+        except torch.OutOfMemoryError:
+            pass
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert run.numbers["allocated"] == 3 * GiB
+    failure = run.process["failures"][0]
+    assert failure["bytes"] == 2 * GiB
+    assert python_lines(failure["frames"], run.path)[0] == line_of(run, "too_much =")
+    assert failure["reserved_bytes_then"] == 3 * GiB
+    held_then = failure["top_sites_then"]
+    assert line_of(run, "held = ") in python_lines(held_then[0]["frames"], run.path)
+
+
+def test_frees_on_another_thread(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        tensors = [torch.empty(1 << 20, device="cuda") for _ in range(8)]
+        kept = tensors[:2]
+        def release():
+            global tensors
+            tensors = None          # frees six blocks on this thread, with the GIL held
+        worker = threading.Thread(target=release)
+        worker.start()
+        worker.join()
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert run.numbers["allocated"] == 2 * 4 * MiB
+    assert_torch_numbers(run)
+
+
+def test_block_sizes_follow_the_allocator(tmp_path, adapter_cache):
+    # Requests that are not multiples of 512 and large blocks the allocator hands out whole.
+    run = run_traced(
+        tmp_path,
+        """
+        a = torch.empty(3 * (1 << 20) + 1, dtype=torch.uint8, device="cuda")
+        b = torch.empty(15 * (1 << 20) + 100, dtype=torch.uint8, device="cuda")   # leaves < 1 MiB: not split
+        del a
+        c = torch.empty(3 * (1 << 20) - 700, dtype=torch.uint8, device="cuda")
+        d = torch.empty(12345, dtype=torch.uint8, device="cuda")
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert "disagree" not in run.stderr
+
+
+def test_two_devices(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        x = torch.empty(1 << 20, device="cuda:0")
+        y = torch.empty(3 << 20, device="cuda:1")
+        del x
+        torch_numbers(allocated1=torch.cuda.memory_allocated(1))
+        """,
+        adapter_cache,
+        GPULEAK_SIM_DEVICES="2",
+    )
+    devices = {device["device"]: device for device in run.summary["devices"]}
+    assert devices[0]["final_allocated_bytes"] == run.numbers["allocated"] == 0
+    assert devices[1]["final_allocated_bytes"] == run.numbers["allocated1"] == 12 * MiB
+
+
+def test_without_an_adapter_one_warning_and_segments(tmp_path, adapter_cache):
+    empty = tmp_path / "no-adapter"
+    empty.mkdir()
+    run = run_traced(tmp_path, LEAKY_LOOP, str(empty))
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("gpuleak:")]
+    assert len(warnings) == 1 and "no PyTorch adapter" in warnings[0]
+    assert run.summary["allocator_reports_blocks"] is False
+    assert run.device["final_reserved_bytes"] == run.numbers["reserved"]
+
+
+def test_gpuleak_torch_0_turns_it_off(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache, GPULEAK_TORCH="0")
+    assert "gpuleak" not in run.stderr
+    assert run.summary["allocator_reports_blocks"] is False
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,227 @@
+// The PyTorch adapter: compiled against one installed torch's own headers (torch/include) with its
+// _GLIBCXX_USE_CXX11_ABI, by build-adapter.sh, and dlopen'ed by libgpuleak.so inside a traced process
+// (interpose/torch_adapter_loader.cpp) once PyTorch's caching allocator has made its first segment.
+// It attaches a trace tracker to the allocator and reports the blocks it hands to tensors through
+// gpuleak's C API, so that the report tells "allocated" (tensors) from "reserved" (segments, which the
+// CUDA hooks already record with their own stacks).
+//
+// Facts this relies on, read in torch's CUDACachingAllocator.cpp (2.11):
+// - Tracker callbacks run on the allocating or freeing thread with that device's allocator mutex held:
+//   gpuleak_block_alloc there captures the Python stack of the line that made the tensor. The GIL may
+//   or may not be held; nothing here takes it or calls into Python.
+// - ALLOC carries the requested size, but torch.cuda.memory_allocated() counts the block's size: the
+//   request rounded up, or the whole free block it was found in when the allocator did not split it.
+//   The block's size is therefore derived here from the allocator's rules (round_size, should_split)
+//   and a model of each device's segments and occupied blocks, and checked against torch's own count.
+// - free() lowers allocated_bytes before it records FREE_REQUESTED; FREE_COMPLETED follows when the
+//   block is really reusable (at once, or once the streams that used it are done). A block stops being
+//   "allocated" at FREE_REQUESTED, as in memory_allocated(); it stays occupied for the model until
+//   FREE_COMPLETED, because the allocator does not merge it with its free neighbours before then.
+// - Segments (SEGMENT_ALLOC/FREE/MAP/UNMAP) are already recorded by the CUDA hooks as "reserved";
+//   they only feed the model here. An OOM is recorded by the hooks as the failed cudaMalloc or
+//   cuMemCreate with its stack and what was held then.
+#include <c10/core/AllocatorConfig.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <unistd.h>
+
+#include "gpuleak/gpuleak.h"
+
+namespace {
+
+using c10::CachingAllocator::AcceleratorAllocatorConfig;
+using c10::CachingDeviceAllocator::TraceEntry;
+
+// The allocator's constants (CUDACachingAllocator.cpp), which the headers do not export.
+constexpr uint64_t kMinBlockSize = 512;
+constexpr uint64_t kSmallSize = 1 << 20;
+
+// What the loader gets back from gpuleak_torch_adapter_attach_v1.
+enum AttachResult : int { kAttached = 0, kNotInitialized = 1, kOtherBackend = 2, kFailed = 3 };
+
+// One line on stderr, like libgpuleak's warnings (stdout belongs to the program).
+void warn(const char* text) {
+    char line[512];
+    const int length = std::snprintf(line, sizeof line, "gpuleak: %s\n", text);
+    if (length <= 0)
+        return;
+    const size_t size =
+        static_cast<size_t>(length) < sizeof line ? static_cast<size_t>(length) : sizeof line - 1;
+    for (size_t written = 0; written < size;) {
+        const ssize_t n = ::write(STDERR_FILENO, line + written, size - written);
+        if (n <= 0 && errno != EINTR)
+            return;
+        if (n > 0)
+            written += static_cast<size_t>(n);
+    }
+}
+
+// round_size of CUDACachingAllocator.cpp: what a request becomes before a block is looked for.
+uint64_t round_size(uint64_t size) {
+    if (size < kMinBlockSize)
+        return kMinBlockSize;
+    const uint64_t divisions = AcceleratorAllocatorConfig::roundup_power2_divisions(size);
+    if (divisions > 1 && size > kMinBlockSize * divisions) {
+        // roundup_power2_next_division: the next of `divisions` equal steps between two powers of two.
+        if ((size & (size - 1)) == 0)
+            return size;
+        const uint64_t floor = uint64_t{1} << (63 - __builtin_clzll(size));
+        const uint64_t step = floor >> (63 - __builtin_clzll(divisions));
+        if (step == 0)
+            return floor << 1;
+        const uint64_t rounded = size & ~(step - 1);
+        return rounded == size ? size : rounded + step;
+    }
+    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+// One device's allocator as far as the block sizes need it. Only touched with that device's allocator
+// mutex held, so it needs no lock of its own.
+struct DeviceModel {
+    std::map<uint64_t, uint64_t> segments; // address -> size, of segments from cudaMalloc
+    std::map<uint64_t, uint64_t> occupied; // address -> size, of blocks allocated or waiting to be freed
+    std::map<uint64_t, uint64_t> live;     // address -> size, of blocks allocated (not yet freed)
+    int64_t allocated = 0;                 // the sum of `live`: torch's allocated_bytes, if all is right
+
+    // The size of the block the allocator hands out at `address` for a request of `requested` bytes.
+    uint64_t block_size(uint64_t address, uint64_t requested) const {
+        const uint64_t size = round_size(requested);
+        // Small-pool blocks, and every block with expandable segments, are split whenever at least
+        // kMinBlockSize would remain; sizes are multiples of it, so the block is exactly the request.
+        if (size <= kSmallSize || AcceleratorAllocatorConfig::use_expandable_segments())
+            return size;
+        // A large block is split only below max_split_size and when more than kSmallSize remains of
+        // the free block it was found in: the free run from `address` to the next occupied block or
+        // the end of the segment (free neighbours are always merged).
+        auto segment = segments.upper_bound(address);
+        if (segment == segments.begin())
+            return size;
+        --segment;
+        uint64_t end = segment->first + segment->second;
+        if (address >= end)
+            return size;
+        auto next = occupied.upper_bound(address);
+        if (next != occupied.end() && next->first < end)
+            end = next->first;
+        const uint64_t found = end - address;
+        if (found < size)
+            return size;
+        const bool split = size < AcceleratorAllocatorConfig::max_split_size() && found - size > kSmallSize;
+        return split ? size : found;
+    }
+};
+
+DeviceModel g_devices[C10_COMPILE_TIME_MAX_GPUS];
+
+// Py_IsFinalizing (3.13+) or _Py_IsFinalizing (3.10-3.12): a plain read of the runtime's state, safe
+// without the GIL. nullptr outside a Python program.
+using IsFinalizing = int (*)();
+IsFinalizing g_python_finalizing = nullptr;
+std::atomic<bool> g_disagreement_reported{false};
+
+// Compares the model with torch's own count (its stats are updated around the trace entries: before
+// FREE_REQUESTED, after ALLOC), so that a torch whose rules differ from the model's says so once
+// instead of silently reporting wrong sizes.
+void check_against_torch(c10::DeviceIndex device, int64_t expected) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+    const int64_t counted =
+        stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+    if (counted != expected && !g_disagreement_reported.exchange(true)) {
+        char text[256];
+        std::snprintf(text, sizeof text,
+                      "the PyTorch adapter's block sizes disagree with torch's count on device %d (%lld "
+                      "against %lld bytes); allocated bytes in this trace are approximate",
+                      static_cast<int>(device), static_cast<long long>(expected),
+                      static_cast<long long>(counted));
+        warn(text);
+    }
+}
+
+void on_trace_entry(const TraceEntry& entry) {
+    if (entry.device_ < 0 || entry.device_ >= C10_COMPILE_TIME_MAX_GPUS)
+        return;
+    DeviceModel& model = g_devices[entry.device_];
+    const uint64_t address = entry.addr_;
+    switch (entry.action_) {
+    case TraceEntry::SEGMENT_ALLOC:
+        model.segments[address] = entry.size_;
+        break;
+    case TraceEntry::SEGMENT_FREE:
+        model.segments.erase(address);
+        break;
+    case TraceEntry::ALLOC: {
+        check_against_torch(entry.device_, model.allocated);
+        const uint64_t size = model.block_size(address, entry.size_);
+        model.occupied[address] = size;
+        model.live[address] = size;
+        model.allocated += static_cast<int64_t>(size);
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): the allocator reports addresses as integers.
+        gpuleak_block_alloc(reinterpret_cast<const void*>(address), size, entry.device_);
+        break;
+    }
+    case TraceEntry::FREE_REQUESTED: {
+        auto block = model.live.find(address);
+        if (block == model.live.end())
+            break; // allocated before the adapter was attached
+        model.allocated -= static_cast<int64_t>(block->second);
+        model.live.erase(block);
+        // Tensors that die as the interpreter tears the program's modules down were still held when
+        // the program's own code ended: what the report calls held at the end, as
+        // torch.cuda.memory_allocated() said on the script's last line. Recording those frees would
+        // make every leak look released.
+        if (g_python_finalizing == nullptr || g_python_finalizing() == 0) {
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): the allocator reports addresses as integers.
+            gpuleak_block_free(reinterpret_cast<const void*>(address));
+        }
+        check_against_torch(entry.device_, model.allocated);
+        break;
+    }
+    case TraceEntry::FREE_COMPLETED:
+        model.occupied.erase(address);
+        break;
+    default:
+        // SEGMENT_MAP/UNMAP: expandable segments always split, so their blocks need no model;
+        // OOM: recorded by the hooks as the failed allocation; SNAPSHOT and annotations: nothing.
+        break;
+    }
+}
+
+} // namespace
+
+// Attaches the tracker to every device's allocator. The allocator attaches to the devices it has, so
+// this must run after CUDA's lazy init: the loader calls it at the allocator's first segment, and
+// again later when the allocator was not initialized yet. The allocator's own lock for that device is
+// held by the calling thread (a recursive mutex); the other devices' locks are taken one at a time.
+extern "C" __attribute__((visibility("default"))) int gpuleak_torch_adapter_attach_v1() noexcept {
+    try {
+        c10::cuda::CUDACachingAllocator::CUDAAllocator* allocator = c10::cuda::CUDACachingAllocator::get();
+        if (allocator == nullptr || !allocator->initialized())
+            return kNotInitialized;
+        // cudaMallocAsync (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) has no trace trackers and
+        // other block rules; its cudaMallocAsync calls are recorded by the hooks anyway.
+        if (allocator->name() != "native")
+            return kOtherBackend;
+        g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
+        if (g_python_finalizing == nullptr)
+            g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
+        allocator->attachAllocatorTraceTracker([](const TraceEntry& entry) {
+            // A throw would unwind through the allocator with its lock held: out of memory for the
+            // model's maps loses this event, not the program.
+            try {
+                on_trace_entry(entry);
+            } catch (...) {
+                warn("the PyTorch adapter could not record an allocator event (out of memory)");
+            }
+        });
+        return kAttached;
+    } catch (...) {
+        return kFailed;
+    }
+}
