@@ -505,6 +505,11 @@ class TraceReader::Decoder {
         EventLog& log = trace_.notable_;
         const uint64_t kept = std::min(raw_.notable_count, raw_.notable_capacity);
         log.dropped = raw_.notable_count - kept;
+        if (log.dropped != 0)
+            warn(fmt::format(
+                "notable events: the array was full: the last {} were not kept (failures, markers, "
+                "forks, notebook cells); a larger GPULEAK_MAX_MB keeps more",
+                log.dropped));
         for (uint64_t index = 0; index < std::min(kept, present); ++index) {
             format::EventRecord record{};
             copy_out(bytes, index * sizeof(record), record);

@@ -22,7 +22,6 @@ using format::Region;
 namespace {
 
 constexpr uint64_t kAlign = 64;
-constexpr uint64_t kNotableCapacity = 4096;
 constexpr uint64_t kTimelineCapacity = 4096;
 constexpr int kMaxNameAttempts = 100;
 
@@ -85,8 +84,10 @@ Layout compute_layout(uint64_t max_bytes) {
     place(layout.code, share(3, 256 << 10));
     layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
     place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
-    layout.notable_capacity = kNotableCapacity;
-    place(layout.notable, kNotableCapacity * sizeof(EventRecord));
+    // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
+    // source), so a default trace keeps some 7,000 cells.
+    layout.notable_capacity = share(2, 256 << 10) / sizeof(EventRecord);
+    place(layout.notable, layout.notable_capacity * sizeof(EventRecord));
     layout.timeline_capacity = kTimelineCapacity;
     place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
     uint64_t left = max_bytes > cursor ? max_bytes - cursor : 0;

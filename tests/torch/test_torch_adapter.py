@@ -150,7 +150,9 @@ def line_of(run, text):
 
 
 # A training-like loop: forward with elementwise kernels (cuBLAS is not simulated), 20 steps spread
-# over the run so that the report sees steady growth rather than one burst.
+# over the run so that the report sees steady growth rather than one burst. Without markers the report
+# weighs a site's time span against the whole trace, which includes the interpreter's shutdown: the
+# steps take long enough that a slow shutdown on a loaded machine does not outweigh them.
 LEAKY_LOOP = """
 weights = torch.randn(512, 512, device="cuda")
 history = []
@@ -158,7 +160,7 @@ for step in range(20):
     batch = torch.randn(256, 512, device="cuda")
     output = (batch * weights[:256]).relu()
     history.append(output.detach().clone())   # keeps every step's output: 512 KiB
-    time.sleep(0.02)
+    time.sleep(0.1)
 torch_numbers()
 """
 
@@ -192,7 +194,7 @@ def test_varying_sizes_grow_the_cache_not_allocated(tmp_path, adapter_cache):
             scratch = torch.empty((step + 1) * 3 * (1 << 20), dtype=torch.uint8, device="cuda")
             scratch.fill_(1)
             del scratch
-            time.sleep(0.02)
+            time.sleep(0.1)
         torch_numbers()
         """,
         adapter_cache,
@@ -209,7 +211,7 @@ def build():
 for trial in range(10):
     model = build().cuda()   # the previous model stays in the registry
     registry.append(model)
-    time.sleep(0.03)
+    time.sleep(0.15)
 torch_numbers()
 """
 

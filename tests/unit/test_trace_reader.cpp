@@ -472,6 +472,7 @@ TEST_CASE("notable events beyond capacity are dropped and torn ones counted") {
     CHECK(notable.dropped == 2);
     CHECK(notable.torn == 1);
     CHECK(addresses(notable.events) == std::vector<uint64_t>{1, 2, 4});
+    CHECK(has_warning(trace, "notable events: the array was full: the last 2 were not kept"));
 }
 
 TEST_CASE("the timeline is committed samples in time order and each once") {
