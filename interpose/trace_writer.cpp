@@ -85,8 +85,9 @@ Layout compute_layout(uint64_t max_bytes) {
     layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
     place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
     // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
-    // source), so a default trace keeps some 7,000 cells.
-    layout.notable_capacity = share(2, 256 << 10) / sizeof(EventRecord);
+    // source), so a default trace keeps some 3,500 cells. More would halve the default ring, which is
+    // a power of two sized by what is left.
+    layout.notable_capacity = share(1, 256 << 10) / sizeof(EventRecord);
     place(layout.notable, layout.notable_capacity * sizeof(EventRecord));
     layout.timeline_capacity = kTimelineCapacity;
     place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
