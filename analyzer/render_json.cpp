@@ -26,13 +26,11 @@ json ended_json(const ProcessEnd& end) {
     return {{"how", "killed"}, {"code", nullptr}, {"signal", nullptr}};
 }
 
-// The frames the text shows: the lines that stand for frames left out have no place in a list of frames.
+// The frames the text shows.
 json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
     json frames = json::array();
-    for (const StackLine& line : stack_lines(stacks.frames(stack_id), options)) {
-        if (line.kind != StackLine::Kind::Frame)
-            continue;
-        const ReportFrame& frame = *line.frame;
+    for (const ReportFrame* shown : shown_frames(stacks.frames(stack_id), options)) {
+        const ReportFrame& frame = *shown;
         json entry = {{"function", frame.function},
                       {"file", frame.file},
                       {"line", frame.line},

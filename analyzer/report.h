@@ -41,6 +41,9 @@ struct ProcessReport {
     ProcessModel model;
     Diagnosis diagnosis;
     std::unique_ptr<StackFrames> stacks;
+    // The trace itself, for a renderer that reads more of it than the model keeps (the PyTorch snapshot:
+    // every live object's address, every event); null unless build_reports was asked to keep it.
+    std::unique_ptr<TraceReader> trace;
 };
 
 struct ReportOptions {

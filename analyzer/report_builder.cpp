@@ -58,7 +58,7 @@ std::string StackFrames::describe(uint32_t stack_id) {
 }
 
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options) {
+                                         const SymbolizeOptions& options, bool keep_traces) {
     std::vector<ProcessReport> reports;
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
@@ -75,6 +75,8 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
         StackFrames& stacks = *report.stacks;
         report.diagnosis =
             diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
+        if (keep_traces)
+            report.trace = std::make_unique<TraceReader>(std::move(trace));
         reports.push_back(std::move(report));
     }
     return reports;

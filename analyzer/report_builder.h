@@ -18,8 +18,9 @@ struct SymbolizeOptions {
     bool read_ahead = true;
 };
 
-// Throws TraceError for a file that cannot be read as a trace at all.
+// Throws TraceError for a file that cannot be read as a trace at all. `keep_traces`: each report keeps its
+// TraceReader (ProcessReport::trace), with the file mapped.
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options = {});
+                                         const SymbolizeOptions& options = {}, bool keep_traces = false);
 
 } // namespace gpuleak::analyzer

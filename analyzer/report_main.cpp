@@ -2,11 +2,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <unistd.h>
 
 #include "render_json.h"
 #include "render_text.h"
+#include "render_torch_snapshot.h"
 #include "report_builder.h"
 #include "symbol_cache.h"
 #include "trace_error.h"
@@ -15,6 +17,16 @@
 namespace {
 
 constexpr int kBadInput = 2;
+
+// Whether the file exists and is a terminal (-o /dev/tty): opening it changes nothing, not even its size.
+bool names_terminal(const std::string& path) {
+    const int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    const bool terminal = isatty(fd) != 0;
+    close(fd);
+    return terminal;
+}
 
 int run(int argc, char** argv) {
     using namespace gpuleak::analyzer;
@@ -31,7 +43,10 @@ int run(int argc, char** argv) {
                    "trace files, or directories of trace files (children are found beside "
                    "their parent's trace)")
         ->required();
-    app.add_option("--format", output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+    app.add_option("--format", output_format,
+                   "text, json, or torch-snapshot: PyTorch's memory snapshot pickle of one process, for "
+                   "python -m torch.cuda._memory_viz and pytorch.org/memory_viz (needs -o)")
+        ->check(CLI::IsMember({"text", "json", "torch-snapshot"}));
     app.add_option("-o,--output", output_path, "write the report to this file instead of stdout");
     app.add_option("--top", options.top, "leak origins and failures listed per process")
         ->check(CLI::Range(1, 100000));
@@ -54,6 +69,12 @@ int run(int argc, char** argv) {
     // Debian sets DEBUGINFOD_URLS in login shells: without this a report would quietly go to the network.
     if (!use_debuginfod)
         unsetenv("DEBUGINFOD_URLS");
+    const bool snapshot = output_format == "torch-snapshot";
+    if (snapshot && (output_path.empty() || output_path == "-" || names_terminal(output_path))) {
+        std::fprintf(stderr, "gpuleak-report: --format torch-snapshot writes a binary pickle: name a file "
+                             "with -o FILE\n");
+        return kBadInput;
+    }
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
     std::vector<ProcessReport> reports;
     try {
@@ -62,13 +83,24 @@ int run(int argc, char** argv) {
         symbolize.read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
         if (!no_symbol_cache)
             symbolize.cache_directory = default_symbol_cache_directory();
-        reports = build_reports(collect_traces(inputs), symbolize);
+        std::vector<std::string> paths = collect_traces(inputs);
+        // A snapshot is PyTorch's view of one process: the first trace, the one named or in a directory
+        // the first to start (the parent), as a child's segments are on devices of their own context.
+        if (snapshot && paths.size() > 1) {
+            std::fprintf(stderr,
+                         "gpuleak-report: warning: a snapshot is of one process: %s; %zu other traces left "
+                         "out (name each one to export it)\n",
+                         paths.front().c_str(), paths.size() - 1);
+            paths.resize(1);
+        }
+        reports = build_reports(paths, symbolize, snapshot);
     } catch (const TraceError& error) {
         std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
         return kBadInput;
     }
-    // The text report lists warnings with each process; JSON keeps them in the data, so say them here too.
-    if (output_format == "json") {
+    // The text report lists warnings with each process; JSON keeps them in the data, so say them here
+    // too, and a snapshot has no place for them.
+    if (output_format != "text") {
         for (const ProcessReport& report : reports)
             for (const std::string& warning : report.model.warnings)
                 std::fprintf(stderr, "gpuleak-report: %s: warning: %s\n", report.model.path.c_str(),
@@ -78,9 +110,18 @@ int run(int argc, char** argv) {
     // Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be,
     // and the strict default would throw (an abort) instead of writing U+FFFD for those bytes.
     constexpr auto kReplaceInvalid = nlohmann::json::error_handler_t::replace;
-    const std::string text = output_format == "json"
-                                 ? render_json(reports, options).dump(2, ' ', false, kReplaceInvalid) + "\n"
-                                 : render_text(reports, options);
+    std::string text;
+    if (snapshot) {
+        std::vector<std::string> warnings;
+        text = render_torch_snapshot(reports.front(), options, warnings);
+        for (const std::string& warning : warnings)
+            std::fprintf(stderr, "gpuleak-report: %s: warning: %s\n", reports.front().model.path.c_str(),
+                         warning.c_str());
+    } else if (output_format == "json") {
+        text = render_json(reports, options).dump(2, ' ', false, kReplaceInvalid) + "\n";
+    } else {
+        text = render_text(reports, options);
+    }
     if (output_path.empty()) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         return 0;

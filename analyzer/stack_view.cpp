@@ -82,6 +82,15 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
     return lines;
 }
 
+std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& frames,
+                                             const ReportOptions& options) {
+    std::vector<const ReportFrame*> shown;
+    for (const StackLine& line : stack_lines(frames, options))
+        if (line.kind == StackLine::Kind::Frame)
+            shown.push_back(line.frame);
+    return shown;
+}
+
 std::string python_frame_name(const ReportFrame& frame) {
     if (!frame.source_name.empty()) {
         const std::string where =

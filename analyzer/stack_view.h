@@ -34,6 +34,11 @@ struct StackLine {
 // `frames`: the whole stack, innermost first (StackFrames::frames).
 std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const ReportOptions& options);
 
+// The frames of stack_lines() alone, without the lines that stand for frames left out: what a list of
+// frames (JSON, a PyTorch snapshot) holds.
+std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& frames,
+                                             const ReportOptions& options);
+
 // "train.py:88 in train_epoch"; without a line, "train.py in train_epoch". A frame of a named source (a
 // notebook's cell) reads "cell [12], line 4 in <module> (`x = torch.empty(n)`)", the line's text shown
 // where it is known.

@@ -7,6 +7,7 @@ packages=(
     build-essential cmake pkg-config clang-format git
     catch2 libfmt-dev libunwind-dev libdw-dev libelf-dev libcli11-dev nlohmann-json3-dev
     heaptrack # the benchmark's point of comparison
+    libbz2-dev # libbz2.a, which libdw.a needs in a -DGPULEAK_STATIC_DEPS=ON build (libdw-dev brings zlib and xz's)
     time zstd # the report benchmark: peak memory (GNU time), counting a heaptrack trace's events
     clang libclang-rt-dev llvm # the fuzz tier: clang, libFuzzer and the sanitizers' runtimes, llvm-symbolizer
     python3-dbg # a debug build of CPython, which the Python stack walker must recognise and leave alone

@@ -7,11 +7,18 @@ once per session into a temporary cache by torch_adapter/build-adapter.sh.
 Environment: GPULEAK_TEST_LIBRARY (libgpuleak.so), GPULEAK_TEST_REPORT (gpuleak-report),
 GPULEAK_TEST_SIMDEVICE_DIR (the simulated libcudart.so.13 and libcuda.so.1), GPULEAK_TORCH_DIR and
 GPULEAK_CUDA_LIB_DIR as in test_torch_simdevice.py. Missing ones skip every test, saying which.
+GPULEAK_TEST_TORCH_PYTHON names the scenarios' interpreter directly (any with torch importable), and
+GPULEAK_TEST_ADAPTER_DIR a cache for the adapter kept between runs.
+GPULEAK_TEST_REAL_DEVICE=1 runs the scenarios on the machine's real GPU instead (scripts/gpu-validate.sh,
+through scenario_runner.py where pytest is missing): no simulated device, torch's own CUDA libraries,
+and the scenarios that need the simulated device's capacity or second device are skipped.
 """
 
 import glob
 import json
 import os
+import pickle
+import pickletools
 import subprocess
 import sys
 import textwrap
@@ -39,13 +46,14 @@ LIBRARY = os.environ.get("GPULEAK_TEST_LIBRARY", "")
 REPORT = os.environ.get("GPULEAK_TEST_REPORT", "")
 SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
 CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
-TORCH_PYTHON = _torch_python()
+TORCH_PYTHON = os.environ.get("GPULEAK_TEST_TORCH_PYTHON") or _torch_python()
+REAL_DEVICE = os.environ.get("GPULEAK_TEST_REAL_DEVICE") == "1"
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(LIBRARY), reason="GPULEAK_TEST_LIBRARY does not name libgpuleak.so"),
     pytest.mark.skipif(not os.path.exists(REPORT), reason="GPULEAK_TEST_REPORT does not name gpuleak-report"),
     pytest.mark.skipif(
-        not os.path.exists(os.path.join(SIMDEVICE_DIR, "libcudart.so.13")),
+        not REAL_DEVICE and not os.path.exists(os.path.join(SIMDEVICE_DIR, "libcudart.so.13")),
         reason="GPULEAK_TEST_SIMDEVICE_DIR does not hold the simulated libcudart.so.13",
     ),
     pytest.mark.skipif(
@@ -53,10 +61,12 @@ pytestmark = [
         reason="no PyTorch environment: run scripts/setup-torch.sh (or set GPULEAK_TORCH_DIR)",
     ),
     pytest.mark.skipif(
-        not os.path.exists(os.path.join(CUDA_LIB_DIR, "libcublas.so.13")),
+        not REAL_DEVICE and not os.path.exists(os.path.join(CUDA_LIB_DIR, "libcublas.so.13")),
         reason=f"no CUDA 13 toolkit libraries in {CUDA_LIB_DIR} (set GPULEAK_CUDA_LIB_DIR)",
     ),
 ]
+# A 4 GiB capacity to run out of, and a second device: only the simulated device has them for sure.
+SIMULATED_ONLY = pytest.mark.skipif(REAL_DEVICE, reason="needs the simulated device")
 
 # The scenarios' common start: PyTorch's numbers, printed as the script's last line.
 PRELUDE = """\
@@ -70,7 +80,8 @@ def torch_numbers(**more):
 
 @pytest.fixture(scope="session")
 def adapter_cache(tmp_path_factory):
-    cache = str(tmp_path_factory.mktemp("torch-adapter"))
+    # GPULEAK_TEST_ADAPTER_DIR: a cache kept between runs (build-adapter.sh rebuilds a changed adapter).
+    cache = os.environ.get("GPULEAK_TEST_ADAPTER_DIR") or str(tmp_path_factory.mktemp("torch-adapter"))
     built = subprocess.run(
         [BUILD_ADAPTER, TORCH_PYTHON],
         env=dict(os.environ, GPULEAK_TORCH_ADAPTER_DIR=cache),
@@ -84,7 +95,8 @@ def adapter_cache(tmp_path_factory):
 
 
 class Run:
-    def __init__(self, completed, process, path):
+    def __init__(self, completed, process, path, trace):
+        self.trace = trace
         self.stdout = completed.stdout
         self.stderr = completed.stderr
         self.numbers = json.loads(completed.stdout.strip().splitlines()[-1])
@@ -103,14 +115,17 @@ def run_traced(tmp_path, body, adapter_cache, **env):
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment.update(
         LD_PRELOAD=LIBRARY,
-        LD_LIBRARY_PATH=os.pathsep.join([SIMDEVICE_DIR, CUDA_LIB_DIR]),
         GPULEAK_OUTPUT=str(trace),
         GPULEAK_QUIET="1",
-        GPULEAK_SIM_CAPACITY=str(CAPACITY),
-        GPULEAK_SIM_QUIET="1",
         GPULEAK_TORCH_ADAPTER_DIR=adapter_cache,
         PYTHONWARNINGS="ignore",
     )
+    if not REAL_DEVICE:
+        environment.update(
+            LD_LIBRARY_PATH=os.pathsep.join([SIMDEVICE_DIR, CUDA_LIB_DIR]),
+            GPULEAK_SIM_CAPACITY=str(CAPACITY),
+            GPULEAK_SIM_QUIET="1",
+        )
     environment.update(env)
     completed = subprocess.run(
         [TORCH_PYTHON, str(script)], env=environment, capture_output=True, text=True, timeout=240
@@ -120,7 +135,7 @@ def run_traced(tmp_path, body, adapter_cache, **env):
         [REPORT, "--format", "json", "--no-symbol-cache", str(trace)], capture_output=True, text=True, timeout=240
     )
     assert report.returncode == 0, report.stderr
-    return Run(completed, json.loads(report.stdout)["processes"][0], str(script))
+    return Run(completed, json.loads(report.stdout)["processes"][0], str(script), str(trace))
 
 
 def assert_torch_numbers(run):
@@ -233,6 +248,7 @@ def test_expandable_segments(tmp_path, adapter_cache):
     assert run.process["diagnosis"]["kind"] == "leak"
 
 
+@SIMULATED_ONLY
 def test_out_of_memory(tmp_path, adapter_cache):
     run = run_traced(
         tmp_path,
@@ -294,6 +310,7 @@ def test_block_sizes_follow_the_allocator(tmp_path, adapter_cache):
     assert "disagree" not in run.stderr
 
 
+@SIMULATED_ONLY
 def test_two_devices(tmp_path, adapter_cache):
     run = run_traced(
         tmp_path,
@@ -325,6 +342,113 @@ def test_gpuleak_torch_0_turns_it_off(tmp_path, adapter_cache):
     run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache, GPULEAK_TORCH="0")
     assert "gpuleak" not in run.stderr
     assert run.summary["allocator_reports_blocks"] is False
+
+
+def export_snapshot(run, tmp_path, *options):
+    """`gpuleak-report --format torch-snapshot` of the run: the pickle's path."""
+    snapshot = tmp_path / "snap.pickle"
+    exported = subprocess.run(
+        [REPORT, "--format", "torch-snapshot", "--no-symbol-cache", "-o", str(snapshot), *options, run.trace],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr == ""
+    return snapshot
+
+
+def memory_viz(tmp_path, action, snapshot):
+    """`python -m torch.cuda._memory_viz ACTION snapshot`, under the torch environment: its stdout."""
+    out = tmp_path / f"{action}.html"
+    arguments = [str(snapshot)] + (["-o", str(out)] if action.endswith("_plot") else [])
+    viz = subprocess.run(
+        [TORCH_PYTHON, "-m", "torch.cuda._memory_viz", action, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert viz.returncode == 0, viz.stderr[-4000:]
+    if action.endswith("_plot"):
+        assert out.stat().st_size > 0
+    return viz.stdout
+
+
+@pytest.mark.parametrize("conf", ["", "expandable_segments:True"])
+def test_torch_snapshot_of_the_leak(tmp_path, adapter_cache, conf):
+    env = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+    run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache, **env)
+    snapshot = export_snapshot(run, tmp_path)
+    data = pickle.loads(snapshot.read_bytes())
+
+    segments = data["segments"]
+    assert segments and all(segment["device"] == 0 for segment in segments)
+    assert all(segment["is_expandable"] == bool(conf) for segment in segments)
+    for segment in segments:
+        assert sum(block["size"] for block in segment["blocks"]) == segment["total_size"]
+        address = segment["address"]
+        for block in segment["blocks"]:  # the viewer places each block after the one before
+            assert block["address"] == address
+            address += block["size"]
+    active = [block for segment in segments for block in segment["blocks"] if block["state"] == "active_allocated"]
+    assert sum(block["size"] for block in active) == run.numbers["allocated"]
+    assert sum(segment["total_size"] for segment in segments) == run.numbers["reserved"]
+    # The leak's blocks name the line that keeps them, as the report does.
+    leak_line = line_of(run, "history.append")
+    kept = [block for block in active if any(frame["line"] == leak_line and frame["filename"] == run.path
+                                             for frame in block["frames"])]
+    assert len(kept) == 20
+
+    (trace,) = data["device_traces"]
+    actions = {entry["action"] for entry in trace}
+    assert {"alloc", "free_requested", "free_completed"} <= actions
+    assert ("segment_map" if conf else "segment_alloc") in actions
+    assert all({"action", "addr", "size", "stream", "frames", "time_us"} <= entry.keys() for entry in trace)
+    # Replaying the trace from an empty device ends where the segments say, when the ring holds it all.
+    live = {}
+    for entry in trace:
+        if entry["action"] == "alloc":
+            live[entry["addr"]] = entry["size"]
+        elif entry["action"] == "free_completed":
+            del live[entry["addr"]]
+    assert sorted(live.items()) == sorted((block["address"], block["size"]) for block in active)
+
+    stats = memory_viz(tmp_path, "stats", snapshot)
+    assert f"segments: {len(segments)}" in stats
+    assert memory_viz(tmp_path, "trace", snapshot).strip()
+    # Its flame graphs (segments, memory) would download flamegraph.pl: not here.
+    for action in ("trace_plot", "segment_plot"):
+        memory_viz(tmp_path, action, snapshot)
+
+
+def test_torch_snapshot_stays_within_what_the_web_viewer_reads(tmp_path, adapter_cache):
+    """pytorch.org/memory_viz unpickles protocols 2 to 4 itself: no later opcode, no bytes objects, and no
+    int of more than 8 bytes."""
+    run = run_traced(tmp_path, MODEL_LOOP, adapter_cache)
+    raw = export_snapshot(run, tmp_path, "--native").read_bytes()
+    opcodes = list(pickletools.genops(raw))
+    assert opcodes[0][0].name == "PROTO" and opcodes[0][1] == 4
+    assert max(opcode.proto for opcode, _, _ in opcodes) <= 4
+    assert not [opcode.name for opcode, _, _ in opcodes if "BYTES" in opcode.name or opcode.name == "FRAME"]
+    assert all(argument is None or not isinstance(argument, bytes) for _, argument, _ in opcodes)
+    longs = [argument for opcode, argument, _ in opcodes if opcode.name.startswith("LONG")]
+    assert all(-(1 << 63) <= value < (1 << 63) for value in longs)
+    assert all(opcode.name != "LONG4" for opcode, _, _ in opcodes)
+    data = pickle.loads(raw)
+    allocated = sum(block["size"] for segment in data["segments"] for block in segment["blocks"]
+                    if block["state"] == "active_allocated")
+    assert allocated == run.numbers["allocated"]
+
+
+def test_torch_snapshot_needs_a_file(tmp_path, adapter_cache):
+    run = run_traced(tmp_path, 'x = torch.empty(1, device="cuda")\ntorch_numbers()', adapter_cache)
+    for output in ([], ["-o", "-"]):
+        refused = subprocess.run(
+            [REPORT, "--format", "torch-snapshot", *output, run.trace], capture_output=True, timeout=60
+        )
+        assert refused.returncode == 2
+        assert refused.stdout == b""
+        assert len(refused.stderr.decode().splitlines()) == 1 and b"-o FILE" in refused.stderr
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Packs a build made with -DGPULEAK_STATIC_DEPS=ON into a tarball that scripts/gpu-validate.sh runs on
+# another machine (one with a real GPU and PyTorch, no network, possibly without fmt, libunwind or
+# elfutils). Prints the tarball's path on stdout.
+#
+#   scripts/pack-build.sh [BUILD_DIR] [TARBALL]
+#   BUILD_DIR default build-static/ in the repository (configured and built first when it has no
+#   libgpuleak.so); TARBALL default BUILD_DIR/gpuleak-validate.tar.gz
+#
+# The package (one top directory, gpuleak-validate/):
+#   bin/gpuleak, bin/gpuleak-report     fmt, elfutils and libstdc++ linked in
+#   lib/libgpuleak.so                   with libunwind.so.8 and liblzma.so.5 beside it, found by $ORIGIN
+#                                       (Debian's libunwind.a is not position-independent)
+#   share/gpuleak/python                the Python package, where the launcher looks for it
+#   simdevice/                          the simulated libcudart.so.13 and libcuda.so.1 (dry runs)
+#   include/, torch_adapter/            what torch_adapter/build-adapter.sh compiles for the torch there
+#   tests/torch/                        the PyTorch scenarios and their runner
+#   scripts/gpu-validate.sh             the validation itself
+#   BUILD-INFO                          commit, compiler, and the newest glibc symbol versions needed
+# It refuses a build whose programs still need fmt, libunwind or elfutils from the system.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-static}
+tarball=${2:-$build/gpuleak-validate.tar.gz}
+
+if [[ ! -f $build/interpose/libgpuleak.so ]]; then
+    "$root/scripts/build.sh" "$build" -DGPULEAK_STATIC_DEPS=ON >/dev/null
+fi
+if ! grep -q '^GPULEAK_STATIC_DEPS:BOOL=ON$' "$build/CMakeCache.txt"; then
+    echo "pack-build: $build is not configured with -DGPULEAK_STATIC_DEPS=ON" >&2
+    exit 1
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+package=$tmp/gpuleak-validate
+mkdir -p "$package"/{bin,lib,share/gpuleak,simdevice,torch_adapter,tests/torch,scripts}
+cp "$build/launcher/gpuleak" "$build/analyzer/gpuleak-report" "$package/bin/"
+# The programs' own debug information (most of their 30-50 MB, with elfutils and fmt linked in) is not
+# needed to run them; libgpuleak.so keeps its own, since it is what a report of the trace symbolizes.
+strip --strip-debug "$package"/bin/*
+cp "$build/interpose/libgpuleak.so" "$build/interpose/libunwind.so.8" "$build/interpose/liblzma.so.5" \
+    "$package/lib/"
+cp -L "$build/simdevice/libcudart.so.13" "$build/simdevice/libcuda.so.1" "$package/simdevice/"
+# Without __pycache__: what another interpreter compiles there is its own business.
+(cd "$root" && tar -cf - --exclude=__pycache__ python/gpuleak) | tar -xf - -C "$package/share/gpuleak"
+cp -r "$root/include" "$package/"
+cp "$root/torch_adapter/build-adapter.sh" "$root/torch_adapter/gpuleak_torch_adapter.cpp" "$package/torch_adapter/"
+cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
+cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
+
+# What the packed programs need from the system: none of fmt, libunwind, libdw or libelf, and the
+# library's libunwind and liblzma resolve to the copies beside it.
+for program in "$package"/bin/* "$package/lib/libgpuleak.so"; do
+    needed=$(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    foreign=$(grep -E '^lib(fmt|dw|elf)\.' <<<"$needed" || true)
+    if [[ $program == */bin/* ]]; then
+        foreign+=$(grep -E '^lib(unwind|stdc\+\+)' <<<"$needed" || true)
+    fi
+    if [[ -n $foreign ]]; then
+        echo "pack-build: $(basename "$program") still needs $(echo "$foreign" | tr '\n' ' ')from the system" >&2
+        exit 1
+    fi
+done
+unwind=$(ldd "$package/lib/libgpuleak.so" | awk '$1 == "libunwind.so.8" { print $3 }')
+if [[ $unwind != "$package/lib/libunwind.so.8" ]]; then
+    echo "pack-build: libgpuleak.so finds libunwind.so.8 at '$unwind', not beside it" >&2
+    exit 1
+fi
+
+# The newest glibc the packed binaries need, and which symbols need it: the machine there must have at
+# least that glibc. (On Debian 12: 2.36, for arc4random, which the static libstdc++ of GCC 12 calls; a
+# package for older machines has to be built on an older distribution.)
+newest_glibc() {
+    local newest
+    newest=$(objdump -T "$package"/bin/* "$package"/lib/*.so* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+    echo "$newest ($(objdump -T "$package"/bin/* "$package"/lib/*.so* | awk -v v="($newest)" '$0 ~ v { print $NF }' |
+        sort -u | tr '\n' ' ' | sed 's/ $//'))"
+}
+{
+    commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+    git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with local changes)"
+    echo "commit: $commit"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(ldd --version | head -1)"
+    echo "compiler: $(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")"
+    echo "needs at least: $(newest_glibc)"
+} >"$package/BUILD-INFO"
+
+mkdir -p "$(dirname "$tarball")"
+tar -czf "$tarball" -C "$tmp" gpuleak-validate
+size=$(stat -c %s "$tarball")
+if ((size > 64 << 20)); then
+    echo "pack-build: $tarball is $((size >> 20)) MiB, over the 64 MiB a carried build may take" >&2
+    exit 1
+fi
+echo "pack-build: $((size >> 10)) KiB; $(grep '^needs' "$package/BUILD-INFO")" >&2
+echo "$tarball"

@@ -1,0 +1,142 @@
+"""Runs the scenarios of test_torch_adapter.py without pytest, for scripts/gpu-validate.sh: the machine
+with the real GPU may have PyTorch but no pytest, and nothing can be installed there. The scenarios
+themselves stay in one place, the test file; this only calls them.
+
+Usage: scenario_runner.py [--jobs N] [NAME...]      (NAME: run only the scenarios whose name holds it)
+
+The environment is test_torch_adapter.py's (GPULEAK_TEST_REAL_DEVICE=1 for the real device). It prints
+one line per step, in the scenarios' order: "PASS name seconds", "SKIP name reason" or
+"FAIL name reason"; the first step, build_adapter, builds the PyTorch adapter for that torch. Exits 1
+when a step failed.
+"""
+
+import argparse
+import concurrent.futures
+import importlib.util
+import os
+import pathlib
+import sys
+import tempfile
+import time
+import traceback
+import types
+
+
+class _SkipIf:
+    """pytest.mark.skipif's shape as the test file uses it: in a module's pytestmark or as a decorator."""
+
+    def __init__(self, condition, reason):
+        self.condition, self.reason = bool(condition), reason
+
+    def __call__(self, function):
+        function.__dict__.setdefault("skip_marks", []).append(self)
+        return function
+
+
+def _parametrize(name, values):
+    """pytest.mark.parametrize with one argument: the scenario runs once per value."""
+
+    def mark(function):
+        function.__dict__.setdefault("parameters", []).append((name, list(values)))
+        return function
+
+    return mark
+
+
+def _stand_in_pytest():
+    module = types.ModuleType("pytest")
+    module.mark = types.SimpleNamespace(
+        skipif=lambda condition, reason: _SkipIf(condition, reason), parametrize=_parametrize
+    )
+    module.fixture = lambda *args, **kwargs: (lambda function: function)
+    module.main = lambda *args, **kwargs: 2
+    return module
+
+
+class _TempFactory:
+    """tmp_path_factory's mktemp: fresh directories under one temporary root."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def mktemp(self, name):
+        return pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root))
+
+
+def _load_scenarios():
+    # The stand-in is used even where pytest exists, so that the marks have the one shape read below.
+    sys.modules["pytest"] = _stand_in_pytest()
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_torch_adapter.py")
+    spec = importlib.util.spec_from_file_location("test_torch_adapter", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _reason(error):
+    if isinstance(error, AssertionError):
+        # The failing assertion's line and, if any, its message: enough for the table, the rest on stderr.
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        message = str(error).strip().splitlines()
+        return f"{frame.name}, line {frame.lineno}: {frame.line}" + (f" ({message[-1][:200]})" if message else "")
+    return f"{type(error).__name__}: {str(error).strip()[:200]}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("names", nargs="*")
+    arguments = parser.parse_args()
+
+    scenarios = _load_scenarios()
+    tests = []
+    for name, function in vars(scenarios).items():
+        if not name.startswith("test_") or not callable(function):
+            continue
+        if arguments.names and not any(wanted in name for wanted in arguments.names):
+            continue
+        parameters = function.__dict__.get("parameters", [])
+        if not parameters:
+            tests.append((name, function, {}))
+        for parameter, values in parameters:
+            tests.extend((f"{name}[{value}]", function, {parameter: value}) for value in values)
+    skipped = [mark.reason for mark in scenarios.pytestmark if mark.condition]
+    if skipped:
+        print(f"SKIP build_adapter {skipped[0]}", flush=True)
+        for name, _, _ in tests:
+            print(f"SKIP {name} {skipped[0]}", flush=True)
+        return 0
+
+    root = tempfile.mkdtemp(prefix="gpuleak-scenarios-")
+    start = time.monotonic()
+    try:
+        adapter_cache = scenarios.adapter_cache(_TempFactory(root))
+    except Exception as error:  # noqa: BLE001 (any error is the step's failure, reported as such)
+        print(f"FAIL build_adapter {_reason(error)}", flush=True)
+        return 1
+    print(f"PASS build_adapter {time.monotonic() - start:.1f}", flush=True)
+
+    def run(name, function, keywords):
+        marks = [mark for mark in function.__dict__.get("skip_marks", []) if mark.condition]
+        if marks:
+            return f"SKIP {name} {marks[0].reason}"
+        started = time.monotonic()
+        try:
+            directory = pathlib.Path(tempfile.mkdtemp(prefix=f"{function.__name__}-", dir=root))
+            function(directory, adapter_cache, **keywords)
+        except Exception as error:  # noqa: BLE001
+            traceback.print_exc()
+            return f"FAIL {name} {_reason(error)}"
+        return f"PASS {name} {time.monotonic() - started:.1f}"
+
+    # Each scenario is a subprocess of its own: threads are enough to run several at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
+        results = [pool.submit(run, *test) for test in tests]
+        lines = [result.result() for result in results]
+    for line in lines:
+        print(line, flush=True)
+    return 1 if any(line.startswith("FAIL") for line in lines) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
