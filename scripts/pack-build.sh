@@ -47,7 +47,8 @@ cp -L "$build/simdevice/libcudart.so.13" "$build/simdevice/libcuda.so.1" "$packa
 (cd "$root" && tar -cf - --exclude=__pycache__ python/gpuleak) | tar -xf - -C "$package/share/gpuleak"
 cp -r "$root/include" "$package/"
 cp "$root/torch_adapter/build-adapter.sh" "$root/torch_adapter/gpuleak_torch_adapter.cpp" "$package/torch_adapter/"
-cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
+cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/torch_environment.py" "$root/tests/torch/scenario_runner.py" \
+    "$package/tests/torch/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
 
 # What the packed programs need from the system: none of fmt, libunwind, libdw or libelf, and the

@@ -195,10 +195,10 @@ bool destroy_stream(CUstream stream) {
     return true;
 }
 
-CUresult stream_device(CUstream stream, int& device) {
-    if (reinterpret_cast<std::uintptr_t>(stream) <= kLastSpecialStream) {
-        return current_device(device);
-    }
+namespace {
+
+// Runs read(stream) under the lock when `stream` is one the program created and has not destroyed.
+template <class Read> CUresult read_created_stream(CUstream stream, Read&& read) {
     if (!devices_initialized()) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
@@ -206,8 +206,17 @@ CUresult stream_device(CUstream stream, int& device) {
     if (!g_streams.contains(stream)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    device = stream->device;
+    read(*stream);
     return CUDA_SUCCESS;
+}
+
+} // namespace
+
+CUresult stream_device(CUstream stream, int& device) {
+    if (reinterpret_cast<std::uintptr_t>(stream) <= kLastSpecialStream) {
+        return current_device(device);
+    }
+    return read_created_stream(stream, [&](const auto& created) { device = created.device; });
 }
 
 CUresult stream_priority(CUstream stream, int& priority) {
@@ -216,15 +225,7 @@ CUresult stream_priority(CUstream stream, int& priority) {
         priority = kLowestStreamPriority;
         return current_device(device);
     }
-    if (!devices_initialized()) {
-        return CUDA_ERROR_NOT_INITIALIZED;
-    }
-    const std::lock_guard lock(g_mutex);
-    if (!g_streams.contains(stream)) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    priority = stream->priority;
-    return CUDA_SUCCESS;
+    return read_created_stream(stream, [&](const auto& created) { priority = created.priority; });
 }
 
 } // namespace gpuleak::sim

@@ -14,7 +14,6 @@ through scenario_runner.py where pytest is missing): no simulated device, torch'
 and the scenarios that need the simulated device's capacity or second device are skipped.
 """
 
-import glob
 import json
 import os
 import pickle
@@ -24,6 +23,7 @@ import sys
 import textwrap
 
 import pytest
+from torch_environment import torch_python
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -32,21 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD_ADAPTER = os.path.join(HERE, "..", "..", "torch_adapter", "build-adapter.sh")
 
 
-def _torch_python():
-    root = os.environ.get("GPULEAK_TORCH_DIR")
-    candidates = [root] if root else sorted(glob.glob(os.path.expanduser("~/.cache/gpuleak/torch-*-py3.*")))
-    for candidate in candidates:
-        python = os.path.join(candidate, "bin", "python")
-        if os.path.exists(os.path.join(candidate, ".gpuleak-torch-complete")) and os.path.exists(python):
-            return python
-    return None
-
-
 LIBRARY = os.environ.get("GPULEAK_TEST_LIBRARY", "")
 REPORT = os.environ.get("GPULEAK_TEST_REPORT", "")
 SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
 CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
-TORCH_PYTHON = os.environ.get("GPULEAK_TEST_TORCH_PYTHON") or _torch_python()
+TORCH_PYTHON = os.environ.get("GPULEAK_TEST_TORCH_PYTHON") or torch_python()
 REAL_DEVICE = os.environ.get("GPULEAK_TEST_REAL_DEVICE") == "1"
 
 pytestmark = [

@@ -9,7 +9,6 @@ GPULEAK_TORCH_DIR (the environment; default: what scripts/setup-torch.sh prints)
 /usr/local/cuda/lib64). Missing ones skip every test, saying which.
 """
 
-import glob
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ import sys
 import textwrap
 
 import pytest
+from torch_environment import torch_python
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -24,19 +24,9 @@ GiB = 1 << 30
 CAPACITY = 4 * GiB
 
 
-def _torch_python():
-    root = os.environ.get("GPULEAK_TORCH_DIR")
-    candidates = [root] if root else sorted(glob.glob(os.path.expanduser("~/.cache/gpuleak/torch-*-py3.*")))
-    for candidate in candidates:
-        python = os.path.join(candidate, "bin", "python")
-        if os.path.exists(os.path.join(candidate, ".gpuleak-torch-complete")) and os.path.exists(python):
-            return python
-    return None
-
-
 SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
 CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
-TORCH_PYTHON = _torch_python()
+TORCH_PYTHON = torch_python()
 
 pytestmark = [
     pytest.mark.skipif(
