@@ -28,26 +28,42 @@ constexpr size_t kTopSitesAtFailure = 5;
 // Reserved and allocated bytes per device, as they change when objects come and go.
 class Totals {
   public:
-    explicit Totals(bool blocks_are_allocated) : blocks_are_allocated_(blocks_are_allocated) {}
+    explicit Totals(bool blocks_are_allocated) {
+        for (size_t kind = 0; kind < format::kKindCount; ++kind) {
+            const auto memory_kind = static_cast<MemoryKind>(kind);
+            const bool reserved = counts_as_reserved(memory_kind);
+            counts_[kind] = {reserved, blocks_are_allocated ? memory_kind == MemoryKind::Block : reserved};
+        }
+    }
 
     void change(const LiveObject& object, bool add) {
-        const bool reserved = counts_as_reserved(object.kind);
-        const bool allocated = blocks_are_allocated_ ? object.kind == MemoryKind::Block : reserved;
-        if (!reserved && !allocated)
+        const auto kind = static_cast<size_t>(object.kind);
+        if (kind >= format::kKindCount)
+            return;
+        const Counts counts = counts_[kind];
+        if (!counts.reserved && !counts.allocated)
             return;
         Cells& cells = cells_of(object.device);
         Cell& cell = cells.now;
-        const Cell before = cell;
-        const uint64_t delta = object.size;
-        if (reserved)
-            cell.reserved = add ? cell.reserved + delta : cell.reserved - std::min(cell.reserved, delta);
-        if (allocated)
-            cell.allocated = add ? cell.allocated + delta : cell.allocated - std::min(cell.allocated, delta);
-        // Modulo 2^64, like a sum over the cells: the totals stay exactly what summing them would give.
-        total_.reserved += cell.reserved - before.reserved;
-        total_.allocated += cell.allocated - before.allocated;
-        cells.peak.reserved = std::max(cells.peak.reserved, cell.reserved);
-        cells.peak.allocated = std::max(cells.peak.allocated, cell.allocated);
+        const uint64_t reserved = counts.reserved ? object.size : 0;
+        const uint64_t allocated = counts.allocated ? object.size : 0;
+        // The totals move with the cells, modulo 2^64 like a sum over the cells would: they stay exactly
+        // what summing them would give. Only an addition can make a peak.
+        if (add) {
+            cell.reserved += reserved;
+            cell.allocated += allocated;
+            total_.reserved += reserved;
+            total_.allocated += allocated;
+            cells.peak.reserved = std::max(cells.peak.reserved, cell.reserved);
+            cells.peak.allocated = std::max(cells.peak.allocated, cell.allocated);
+        } else {
+            const uint64_t reserved_gone = std::min(cell.reserved, reserved);
+            const uint64_t allocated_gone = std::min(cell.allocated, allocated);
+            cell.reserved -= reserved_gone;
+            cell.allocated -= allocated_gone;
+            total_.reserved -= reserved_gone;
+            total_.allocated -= allocated_gone;
+        }
     }
 
     // Over all devices. Kept up to date by change(): the replay asks after every event.
@@ -72,8 +88,12 @@ class Totals {
 
     Cells& cells_of(int device) {
         const int index = device - kFirstFlat;
-        return index >= 0 && index < kFlat ? flat_[static_cast<size_t>(index)] : others_[device];
+        if (index >= 0 && index < kFlat) [[likely]]
+            return flat_[static_cast<size_t>(index)];
+        return other(device);
     }
+    // Out of line: the map's insertion would keep change(), which runs at every event, from being inlined.
+    [[gnu::noinline]] Cells& other(int device) { return others_[device]; }
     [[nodiscard]] Cells find(int device) const {
         const int index = device - kFirstFlat;
         if (index >= 0 && index < kFlat)
@@ -82,7 +102,12 @@ class Totals {
         return it == others_.end() ? Cells{} : it->second;
     }
 
-    bool blocks_are_allocated_;
+    struct Counts {
+        bool reserved;
+        bool allocated;
+    };
+    // By kind, looked up at every event.
+    std::array<Counts, format::kKindCount> counts_{};
     std::array<Cells, kFlat> flat_{};
     std::map<int, Cells> others_;
     Cell total_;

@@ -42,48 +42,9 @@ size_t per_bucket_for(size_t total) {
 
 StreamingThinner::StreamingThinner(size_t total, std::vector<TimelinePoint> samples)
     : samples_(std::move(samples)), per_bucket_(per_bucket_for(total)), remaining_(total),
+      bucket_(total / per_bucket_), in_bucket_(total % per_bucket_),
       kept_((total + per_bucket_ - 1) / per_bucket_), unfilled_(kept_.size()),
       broken_(!std::is_sorted(samples_.begin(), samples_.end(), earlier)) {}
-
-bool StreamingThinner::add(uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
-    if (!run_.empty() && time_ns != run_.back().time_ns) {
-        if (time_ns > run_.back().time_ns)
-            broken_ = true;
-        else
-            flush_run();
-    }
-    run_.push_back({time_ns, reserved, allocated});
-    return !broken_;
-}
-
-// In time order, equal times keep the replay's points first, in the replay's order, and the samples
-// after them: so, going backwards, the samples at or after the run's time, then the run reversed.
-void StreamingThinner::flush_run() {
-    while (!samples_.empty() && samples_.back().time_ns >= run_.back().time_ns) {
-        const TimelinePoint& sample = samples_.back();
-        emit(sample.time_ns, sample.reserved, sample.allocated, sample.rss);
-        samples_.pop_back();
-    }
-    for (auto it = run_.rbegin(); it != run_.rend(); ++it)
-        emit(it->time_ns, it->reserved, it->allocated, std::nullopt);
-    run_.clear();
-}
-
-void StreamingThinner::emit(uint64_t time_ns, uint64_t reserved, uint64_t allocated,
-                            std::optional<uint64_t> rss) {
-    if (remaining_ == 0) {
-        broken_ = true;
-        return;
-    }
-    --remaining_;
-    const size_t bucket = remaining_ / per_bucket_;
-    // Going backwards, a point that ties the bucket's most so far is the earlier one: it wins.
-    if (bucket < unfilled_)
-        unfilled_ = bucket;
-    else if (reserved < kept_[bucket].reserved)
-        return;
-    kept_[bucket] = TimelinePoint{time_ns, reserved, allocated, rss};
-}
 
 std::optional<std::vector<TimelinePoint>> StreamingThinner::finish() {
     if (!run_.empty())
