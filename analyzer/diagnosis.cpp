@@ -51,9 +51,15 @@ std::string failure_sentence(const ProcessModel& model) {
                            ? fmt::format(" while {} was reserved there",
                                          human_bytes(static_cast<double>(*largest.reserved_then)))
                            : std::string();
-    return fmt::format(" {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}.",
-                       model.failures.size(), model.failures.size() == 1 ? "" : "s",
-                       human_bytes(static_cast<double>(largest.bytes)), largest.device, free_then, held);
+    // A cap of the allocator's own (PyTorch's set_per_process_memory_fraction) with the device not full.
+    const char* refused =
+        largest.allocator_refused && largest.failed_cuda_allocations == 0
+            ? " (the allocator refused it under a limit of its own: no CUDA allocation failed)"
+            : "";
+    return fmt::format(
+        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.",
+        model.failures.size(), model.failures.size() == 1 ? "" : "s",
+        human_bytes(static_cast<double>(largest.bytes)), largest.device, free_then, held, refused);
 }
 
 } // namespace

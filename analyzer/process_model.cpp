@@ -251,6 +251,53 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     });
 }
 
+// The failed allocations, oldest first. A sub-allocator's refusal that gave up after failed CUDA
+// allocations on its thread and device (the record says how many) takes their place: one out-of-memory
+// error, shown with the request as the program made it, and the CUDA error and free bytes of the last
+// of them where it has none of its own.
+std::vector<FailureSummary> collect_failures(const TraceReader& trace, const TraceHeader& header) {
+    std::vector<FailureSummary> failures;
+    std::vector<uint32_t> threads; // of each failure
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != EventType::AllocFailed)
+            continue;
+        FailureSummary failure;
+        failure.bytes = event.size;
+        failure.error = event.result;
+        if (event.address != UINT64_MAX)
+            failure.free_bytes = event.address;
+        failure.device = event.device;
+        failure.kind = event.kind;
+        failure.time_ns = since_start(event.time_ns, header);
+        failure.stack_id = event.stack_id;
+        if (event.kind == MemoryKind::Block) {
+            failure.allocator_refused = true;
+            failure.failed_cuda_allocations = event.stream;
+            // The thread's failures since its last refusal or failure on another device, as the
+            // recorder counts them.
+            uint64_t to_take = event.stream;
+            for (size_t i = failures.size(); i-- > 0 && to_take > 0;) {
+                const FailureSummary& earlier = failures[i];
+                if (threads[i] != event.thread_id)
+                    continue;
+                if (earlier.device != event.device || earlier.allocator_refused)
+                    break;
+                if (to_take == event.stream) { // the last of them
+                    failure.error = earlier.error;
+                    if (!failure.free_bytes)
+                        failure.free_bytes = earlier.free_bytes;
+                }
+                failures.erase(failures.begin() + static_cast<std::ptrdiff_t>(i));
+                threads.erase(threads.begin() + static_cast<std::ptrdiff_t>(i));
+                --to_take;
+            }
+        }
+        failures.push_back(failure);
+        threads.push_back(event.thread_id);
+    }
+    return failures;
+}
+
 using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>;
 
 // Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
@@ -362,20 +409,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
         model.peak_managed = std::max(model.peak_managed, accounting.peak_bytes[slot][managed]);
     }
 
-    for (const Event& event : trace.notable_events().events) {
-        if (event.type != EventType::AllocFailed)
-            continue;
-        FailureSummary failure;
-        failure.bytes = event.size;
-        failure.error = event.result;
-        if (event.address != UINT64_MAX)
-            failure.free_bytes = event.address;
-        failure.device = event.device;
-        failure.kind = event.kind;
-        failure.time_ns = since_start(event.time_ns, model.header);
-        failure.stack_id = event.stack_id;
-        model.failures.push_back(failure);
-    }
+    model.failures = collect_failures(trace, model.header);
     model.failed_allocations = model.failures.size();
     FailuresByTimeSize failures_by_time_size;
     for (FailureSummary& failure : model.failures)

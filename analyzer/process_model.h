@@ -64,8 +64,14 @@ struct LiveSiteAt {
 
 struct FailureSummary {
     uint64_t bytes = 0; // requested
+    // The CUDA error of the failed call; format::kAllocatorRefused when a sub-allocator refused a
+    // block and no CUDA allocation failed.
     int32_t error = 0;
-    std::optional<uint64_t> free_bytes; // the device's free memory per the driver then
+    // A sub-allocator refused a block (gpuleak_block_alloc_failed): the failed CUDA allocations it gave
+    // up after, if any, are this failure too and not listed apart.
+    bool allocator_refused = false;
+    uint64_t failed_cuda_allocations = 1; // how many failed CUDA calls this out-of-memory error took
+    std::optional<uint64_t> free_bytes;   // the device's free memory then
     int device = 0;
     format::MemoryKind kind = format::MemoryKind::None;
     uint64_t time_ns = 0;

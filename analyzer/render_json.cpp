@@ -109,6 +109,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                                  {"frames", frames_json(*report.stacks, site.stack_id, options)}});
         failures.push_back({{"bytes", failure.bytes},
                             {"error", failure.error},
+                            {"source", failure.allocator_refused ? "allocator" : "cuda"},
+                            {"failed_cuda_allocations", failure.failed_cuda_allocations},
                             {"device", failure.device},
                             {"kind", format::kind_name(failure.kind)},
                             {"free_bytes", optional_json(failure.free_bytes)},

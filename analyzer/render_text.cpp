@@ -150,6 +150,18 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
     return during + ", still alive: growing " + rate;
 }
 
+std::string failure_cause(const FailureSummary& failure) {
+    if (!failure.allocator_refused)
+        return fmt::format("error {}", failure.error);
+    if (failure.failed_cuda_allocations == 0)
+        return "out of memory (allocator refused; no CUDA allocation failed)";
+    const std::string error =
+        failure.error == format::kAllocatorRefused ? "" : fmt::format(", error {}", failure.error);
+    return fmt::format("out of memory (allocator gave up after {} failed CUDA allocation{}{})",
+                       failure.failed_cuda_allocations, failure.failed_cuda_allocations == 1 ? "" : "s",
+                       error);
+}
+
 void append_process(std::string& out, ProcessReport& report, const ReportOptions& options,
                     const Style& style) {
     const ProcessModel& model = report.model;
@@ -224,9 +236,9 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                                  : "; what was live then is older than the event ring";
         std::string free_then =
             failure.free_bytes ? fmt::format(", {} free", bytes(*failure.free_bytes)) : "";
-        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, error {}{}{}\n", i + 1,
+        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, {}{}{}\n", i + 1,
                            bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
-                           seconds_of(failure.time_ns), failure.error, free_then, then);
+                           seconds_of(failure.time_ns), failure_cause(failure), free_then, then);
         append_frames(out, *report.stacks, failure.stack_id, options, style);
         for (const LiveSiteAt& site : failure.top_sites_then) {
             out +=

@@ -145,8 +145,11 @@ class SnapshotWriter {
             const bool segment = event.kind == MemoryKind::Device || event.kind == MemoryKind::VmmMapping;
             if (event.device < 0)
                 continue;
+            // A refusal that gave up after failed cudaMallocs has their "oom" entries already.
+            const bool refused_alone =
+                event.type == EventType::AllocFailed && event.kind == MemoryKind::Block && event.stream == 0;
             if ((alloc_or_free && (segment || event.kind == MemoryKind::Block)) ||
-                (event.type == EventType::AllocFailed && event.kind == MemoryKind::Device))
+                (event.type == EventType::AllocFailed && event.kind == MemoryKind::Device) || refused_alone)
                 by_device[event.device].push_back(&event);
         }
         return by_device;
@@ -220,7 +223,8 @@ class SnapshotWriter {
     void write_event(const Event& event) {
         if (event.type == EventType::AllocFailed) {
             // A cudaMalloc that failed: PyTorch frees its cache and tries again before it gives up,
-            // so this is where the snapshot's "oom" entries would be, perhaps more than once.
+            // so this is where the snapshot's "oom" entries would be, perhaps more than once. Or the
+            // allocator refused under its own cap (set_per_process_memory_fraction), and nothing failed.
             entry("oom", event, event.size, false);
             return;
         }

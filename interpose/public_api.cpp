@@ -25,6 +25,13 @@ __attribute__((visibility("default"))) void gpuleak_block_free(const void* ptr) 
                          gpuleak::kPublicApi);
 }
 
+__attribute__((visibility("default"))) void gpuleak_block_alloc_failed(size_t size, int device,
+                                                                       size_t free_bytes) {
+    gpuleak::record_block_refusal(size, static_cast<int16_t>(device),
+                                  free_bytes == GPULEAK_FREE_BYTES_UNKNOWN ? gpuleak::kUnknownFreeBytes
+                                                                           : free_bytes);
+}
+
 __attribute__((visibility("default"))) void gpuleak_name_source(const char* file, const char* name,
                                                                 const char* text) {
     gpuleak::record_source_name(file, name, text);

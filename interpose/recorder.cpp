@@ -59,6 +59,15 @@ struct LastStack {
 };
 __attribute__((tls_model("initial-exec"))) constinit thread_local LastStack t_last_stack{};
 
+// The CUDA allocations that failed on this thread since its last successful allocation, all
+// on one device: a sub-allocator that refuses a block next gave up after them (PyTorch tries cudaMalloc
+// again after emptying its cache, then raises), and the report shows them as one out-of-memory error.
+struct FailedAttempts {
+    int16_t device;
+    uint32_t count;
+};
+__attribute__((tls_model("initial-exec"))) constinit thread_local FailedAttempts t_failed_attempts{};
+
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,  SIGILL, SIGTERM, SIGINT,
                                  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
 
@@ -79,6 +88,7 @@ void on_process_exit(int status, void*) {
 void start_over_after_fork() {
     forget_thread_id_after_fork();
     t_last_stack = {}; // its id names a stack of the parent's trace
+    t_failed_attempts = {};
     if (g_state.load(std::memory_order_relaxed) == State::Active)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
@@ -332,12 +342,12 @@ void record_alloc(const Allocation& allocation) {
     }
     EventRecord event = event_of(EventType::Alloc, entry);
     g_writer.append_event(event);
+    t_failed_attempts.count = 0;
 }
 
-void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
-    ErrnoGuard errno_guard;
-    if (!ensure_active())
-        return;
+namespace {
+
+void append_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
     EventRecord event{};
     event.time_ns = monotonic_ns();
     event.size = attempt.size;
@@ -352,6 +362,30 @@ void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t fre
     event.result = error;
     g_writer.append_event(event);
     g_writer.append_notable(event);
+}
+
+} // namespace
+
+void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    append_failure(attempt, error, free_bytes);
+    FailedAttempts& failed = t_failed_attempts;
+    if (failed.count == 0 || failed.device != attempt.device)
+        failed = {attempt.device, 0};
+    ++failed.count;
+}
+
+void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes) {
+    ErrnoGuard errno_guard;
+    if (!ensure_active())
+        return;
+    FailedAttempts& failed = t_failed_attempts;
+    const uint64_t gave_up_after = failed.count != 0 && failed.device == device ? failed.count : 0;
+    failed.count = 0;
+    append_failure({MemoryKind::Block, 0, size, device, gave_up_after, kPublicApi}, format::kAllocatorRefused,
+                   free_bytes);
 }
 
 PendingFree begin_free(format::KeySpace space, uint64_t address) {

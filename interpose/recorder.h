@@ -33,6 +33,11 @@ void record_alloc(const Allocation& allocation);
 inline constexpr uint64_t kUnknownFreeBytes = UINT64_MAX;
 void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes);
 
+// A sub-allocator refused a block of `size` bytes (gpuleak_block_alloc_failed): a failure of kind Block,
+// which names the failed allocations of device memory that this thread made just before on `device`
+// (see EventType::AllocFailed).
+void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes);
+
 // The driver's view of a device's memory, asked by the hooks now and then.
 void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes);
 

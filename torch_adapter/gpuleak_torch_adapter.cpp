@@ -18,8 +18,8 @@
 //   "allocated" at FREE_REQUESTED, as in memory_allocated(); it stays occupied for the model until
 //   FREE_COMPLETED, because the allocator does not merge it with its free neighbours before then.
 // - Segments (SEGMENT_ALLOC/FREE/MAP/UNMAP) are already recorded by the CUDA hooks as "reserved";
-//   they only feed the model here. An OOM is recorded by the hooks as the failed cudaMalloc or
-//   cuMemCreate with its stack and what was held then.
+//   they only feed the model here. OOM (addr_: the device's free bytes, size_: the rounded request) is
+//   recorded as the block refused, also where no cudaMalloc failed (set_per_process_memory_fraction).
 #include <c10/core/AllocatorConfig.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
@@ -186,9 +186,12 @@ void on_trace_entry(const TraceEntry& entry) {
     case TraceEntry::FREE_COMPLETED:
         model.occupied.erase(address);
         break;
+    case TraceEntry::OOM:
+        gpuleak_block_alloc_failed(entry.size_, entry.device_, address);
+        break;
     default:
         // SEGMENT_MAP/UNMAP: expandable segments always split, so their blocks need no model;
-        // OOM: recorded by the hooks as the failed allocation; SNAPSHOT and annotations: nothing.
+        // SNAPSHOT and annotations: nothing.
         break;
     }
 }

@@ -26,6 +26,16 @@ void gpuleak_block_alloc(const void* ptr, size_t size, int device);
 /* The block at `ptr` went back to the sub-allocator's cache. */
 void gpuleak_block_free(const void* ptr);
 
+/* The sub-allocator refused a request for a block of `size` bytes on `device`: an out-of-memory error
+ * that the program sees although no CUDA call may have failed (a cap of the allocator's own, such as
+ * torch.cuda.set_per_process_memory_fraction). Recorded with the calling thread's stack like a failed
+ * cudaMalloc, and kept however long the run. `free_bytes` is the device's free memory as the allocator
+ * saw it then, GPULEAK_FREE_BYTES_UNKNOWN when it did not ask. When this thread's last CUDA
+ * allocations on `device` failed (the allocator gave up after its cudaMalloc failed), the report shows
+ * them and this refusal as one out-of-memory error. */
+#define GPULEAK_FREE_BYTES_UNKNOWN ((size_t)-1)
+void gpuleak_block_alloc_failed(size_t size, int device, size_t free_bytes);
+
 /* Says that Python code compiled under the file name `file` is the source `text`, to be called `name`
  * in the report: a notebook's cell, `name` "cell [12]", compiled under a file name that exists nowhere
  * on disk. The report then shows frames of that file as "cell [12], line 4" with the line's text. Call
@@ -58,6 +68,7 @@ size_t gpuleak_trace_path(char* buf, size_t capacity);
 typedef void (*gpuleak_mark_fn)(const char*);
 typedef void (*gpuleak_block_alloc_fn)(const void*, size_t, int);
 typedef void (*gpuleak_block_free_fn)(const void*);
+typedef void (*gpuleak_block_alloc_failed_fn)(size_t, int, size_t);
 typedef int (*gpuleak_active_fn)(void);
 typedef void (*gpuleak_name_source_fn)(const char*, const char*, const char*);
 
@@ -87,6 +98,12 @@ static inline void gpuleak_try_block_free(const void* ptr) {
     GPULEAK_RESOLVE_(gpuleak_block_free_fn, "gpuleak_block_free");
     if (fn_)
         fn_(ptr);
+}
+
+static inline void gpuleak_try_block_alloc_failed(size_t size, int device, size_t free_bytes) {
+    GPULEAK_RESOLVE_(gpuleak_block_alloc_failed_fn, "gpuleak_block_alloc_failed");
+    if (fn_)
+        fn_(size, device, free_bytes);
 }
 
 static inline void gpuleak_try_name_source(const char* file, const char* name, const char* text) {

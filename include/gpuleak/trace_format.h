@@ -83,7 +83,12 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     Free = 2,        // address, size, kind, device and stack_id are those of the allocation freed
     FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an overflowed entry)
     AllocFailed = 4, // size = requested bytes, result = the error code returned to the program,
-                     // address = the device's free bytes per the driver then (UINT64_MAX: unknown)
+                     // address = the device's free bytes per the driver then (UINT64_MAX: unknown).
+                     // Kind Block: a sub-allocator refused a block (gpuleak_block_alloc_failed);
+                     // result = kAllocatorRefused, address = free bytes as the allocator saw them,
+                     // stream = the failed allocations of device memory on that device the thread
+                     // made since its last successful allocation: the allocator gave up after them,
+                     // so they and this are one out-of-memory error (0: it refused by a limit of its own)
     PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
     Marker = 6,      // address = string id of the label
     Fork = 7,        // address = pid of the child
@@ -93,6 +98,9 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // same file replaces an earlier one.
     SourceName = 8,
 };
+
+// The result of a sub-allocator's refusal: no CUDA error code, as no CUDA call need have failed.
+static const int32_t kAllocatorRefused = -1;
 
 GPULEAK_FORMAT_ENUM(EndState, uint32_t){
     Running = 0,  // no end record: the process is alive, or was killed (SIGKILL, OOM killer)

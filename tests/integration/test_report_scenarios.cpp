@@ -152,6 +152,74 @@ TEST_CASE("an out-of-memory failure is shown with its size and line and what was
     CHECK(process["diagnosis"]["text"].get<std::string>().find("failed") != std::string::npos);
 }
 
+TEST_CASE(
+    "an allocator's refusal under its own cap is an out-of-memory failure with its line and free bytes") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"GPULEAK_SIM_CAPACITY=256MiB"};
+    TracedRun run = run_traced(dir, program_path("scenario_allocator_oom"), {"cap"}, options);
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    REQUIRE(process["failures"].size() == 1);
+    const json& failure = process["failures"][0];
+    CHECK(failure["source"] == "allocator");
+    CHECK(failure["kind"] == "block");
+    CHECK(failure["bytes"] == 32 * kMiB);
+    CHECK(failure["error"] == -1);
+    CHECK(failure["failed_cuda_allocations"] == 0);
+    CHECK(failure["free_bytes"] == 208 * kMiB); // as the allocator saw it: the device was not full
+    CHECK(failure["reserved_bytes_then"] == 48 * kMiB);
+    const uint32_t refusal = line_of("scenario_allocator_oom.cpp", "refusal site");
+    // Innermost first: past the inline helper of gpuleak.h, the call that refused.
+    const json& frames = failure["frames"];
+    size_t first = 0;
+    while (first < frames.size() && frames[first]["file"].get<std::string>().ends_with("gpuleak.h"))
+        ++first;
+    REQUIRE(first < frames.size());
+    CHECK(names_site(json::array({frames[first]}), "refuse", "scenario_allocator_oom.cpp", refusal));
+    REQUIRE(!failure["top_sites_then"].empty());
+    CHECK(failure["top_sites_then"][0]["bytes"] == 48 * kMiB);
+    CHECK(names_site(failure["top_sites_then"][0]["frames"], "main", "scenario_allocator_oom.cpp",
+                     line_of("scenario_allocator_oom.cpp", "held site")));
+    CHECK(process["summary"]["failed_allocations"] == 1);
+    CHECK(process["diagnosis"]["text"].get<std::string>().find("no CUDA allocation failed") !=
+          std::string::npos);
+
+    RunOptions text_options;
+    text_options.preload = false;
+    TracedRun text = run_traced(dir, GPULEAK_REPORT, run.traces(), text_options);
+    REQUIRE(text.exited_with(0));
+    INFO(text.out);
+    CHECK(text.out.find("#1 32.0 MiB of block memory on device 0") != std::string::npos);
+    CHECK(text.out.find("out of memory (allocator refused; no CUDA allocation failed), 208.0 MiB free") !=
+          std::string::npos);
+    CHECK(text.out.find("scenario_allocator_oom.cpp:" + std::to_string(refusal)) != std::string::npos);
+    const size_t failures = text.out.find("Failed allocations");
+    REQUIRE(failures != std::string::npos);
+    CHECK(text.out.find("#2 ", failures) == std::string::npos);
+}
+
+TEST_CASE("an allocator that gives up after failed cudaMallocs makes one out-of-memory failure, not three") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"GPULEAK_SIM_CAPACITY=64MiB"};
+    TracedRun run = run_traced(dir, program_path("scenario_allocator_oom"), {"device"}, options);
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    REQUIRE(process["failures"].size() == 1);
+    const json& failure = process["failures"][0];
+    CHECK(failure["source"] == "allocator");
+    CHECK(failure["bytes"] == 32 * kMiB);
+    CHECK(failure["failed_cuda_allocations"] == 2);
+    CHECK(failure["error"] == 2); // the cudaMalloc's
+    CHECK(failure["free_bytes"] == 0);
+    CHECK(failure["reserved_bytes_then"] == 64 * kMiB);
+    CHECK(names_site(failure["frames"], "refuse", "scenario_allocator_oom.cpp",
+                     line_of("scenario_allocator_oom.cpp", "refusal site")));
+    CHECK(process["summary"]["failed_allocations"] == 1);
+    CHECK(process["diagnosis"]["text"].get<std::string>().find("1 allocation failed") != std::string::npos);
+}
+
 TEST_CASE("a process killed with SIGKILL is reported as killed with its leak") {
     TempDir dir;
     RunOptions options;

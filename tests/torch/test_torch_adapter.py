@@ -260,6 +260,45 @@ def test_out_of_memory(tmp_path, adapter_cache):
     assert failure["reserved_bytes_then"] == 3 * GiB
     held_then = failure["top_sites_then"]
     assert line_of(run, "held = ") in python_lines(held_then[0]["frames"], run.path)
+    # PyTorch's failed cudaMallocs (it empties its cache and tries again) and its OOM are one failure.
+    assert len(run.process["failures"]) == 1
+    assert run.summary["failed_allocations"] == 1
+    assert failure["source"] == "allocator"
+    assert failure["failed_cuda_allocations"] >= 1
+    assert failure["error"] == 2  # cudaErrorMemoryAllocation
+
+
+def test_out_of_memory_under_a_memory_fraction(tmp_path, adapter_cache):
+    # The allocator refuses by its own cap: no CUDA call fails, and the device has room.
+    run = run_traced(
+        tmp_path,
+        """
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(64 * (1 << 20) / total)
+        held = [torch.empty(16 << 20, dtype=torch.uint8, device="cuda") for _ in range(2)]
+        try:
+            too_much = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        except torch.OutOfMemoryError:
+            pass
+        torch_numbers(free=torch.cuda.mem_get_info()[0])
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert run.numbers["allocated"] == 32 * MiB
+    assert len(run.process["failures"]) == 1
+    failure = run.process["failures"][0]
+    assert failure["source"] == "allocator"
+    assert failure["kind"] == "block"
+    assert failure["failed_cuda_allocations"] == 0
+    assert failure["bytes"] == 64 * MiB
+    assert failure["free_bytes"] == run.numbers["free"]
+    assert python_lines(failure["frames"], run.path)[0] == line_of(run, "too_much =")
+    assert failure["reserved_bytes_then"] == 32 * MiB
+    held_then = failure["top_sites_then"]
+    assert line_of(run, "held = ") in python_lines(held_then[0]["frames"], run.path)
+    assert sum(site["bytes"] for site in held_then) >= 32 * MiB
+    assert "no CUDA allocation failed" in run.process["diagnosis"]["text"]
 
 
 def test_frees_on_another_thread(tmp_path, adapter_cache):
