@@ -4,7 +4,9 @@
 #   2. the trace reader and the recorder's unit tests under AddressSanitizer + UBSan in build-asan/
 #   3. the concurrent recorder tests under ThreadSanitizer in build-tsan/
 #   4. the trace reader under libFuzzer, ASan and UBSan for GPULEAK_FUZZ_SECONDS (60) in build-fuzz/
-#   5. formatting: every tracked C/C++ file as clang-format makes it
+#   5. the package for a GPU machine: a -DGPULEAK_STATIC_DEPS=ON build of the programs in build-static/,
+#      packed by pack-build.sh and run by gpu-validate.sh from the tarball on the simulated device
+#   6. formatting: every tracked C/C++ file as clang-format makes it
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -49,6 +51,26 @@ fuzz_tier() {
     grep -E '^#[0-9]+[[:space:]]+DONE|^Done ' "$build/fuzz.log" >&2 || true
 }
 fuzz_tier
+
+# What a machine with a real GPU gets (see scripts/gpu-validate.sh): only the programs and the simulated
+# device are built, the tests already ran above. Exit status 3 of the validation (no PyTorch
+# environment, or no CUDA 13 toolkit libraries) skips it, as ctest does for the build tree's dry run.
+static_package_tier() {
+    local build=$root/build-static status=0
+    echo "== package for a GPU machine: static build, packed, validated on the simulated device" >&2
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEAK_STATIC_DEPS=ON >/dev/null
+    cmake --build "$build" -j "$jobs" --target gpuleak gpuleak_command gpuleak-report simcuda simcudart
+    local tarball
+    tarball=$("$root/scripts/pack-build.sh" "$build")
+    GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter" \
+        GPULEAK_VALIDATE_ADAPTER_DIR="$build/torch-adapter-cache" "$root/scripts/gpu-validate.sh" "$tarball" || status=$?
+    if ((status == 3)); then
+        echo "package: not validated (no PyTorch environment or CUDA 13 toolkit libraries here)" >&2
+    elif ((status != 0)); then
+        return "$status"
+    fi
+}
+static_package_tier
 
 echo "== formatting" >&2
 "$root/scripts/check-format.sh"
