@@ -12,7 +12,8 @@
 // - ALLOC carries the requested size, but torch.cuda.memory_allocated() counts the block's size: the
 //   request rounded up, or the whole free block it was found in when the allocator did not split it.
 //   The block's size is therefore derived here from the allocator's rules (round_size, should_split)
-//   and a model of each device's segments and occupied blocks, and checked against torch's own count.
+//   and a model of each device's segments and occupied blocks, and checked against torch's own count
+//   (at every event at first, then sampled: kCheckInterval).
 // - free() lowers allocated_bytes before it records FREE_REQUESTED; FREE_COMPLETED follows when the
 //   block is really reusable (at once, or once the streams that used it are done). A block stops being
 //   "allocated" at FREE_REQUESTED, as in memory_allocated(); it stays occupied for the model until
