@@ -12,7 +12,8 @@
 // - ALLOC carries the requested size, but torch.cuda.memory_allocated() counts the block's size: the
 //   request rounded up, or the whole free block it was found in when the allocator did not split it.
 //   The block's size is therefore derived here from the allocator's rules (round_size, should_split)
-//   and a model of each device's segments and occupied blocks, and checked against torch's own count.
+//   and a model of each device's segments and occupied blocks, and checked against torch's own count
+//   (at every event at first, then sampled: kCheckInterval).
 // - free() lowers allocated_bytes before it records FREE_REQUESTED; FREE_COMPLETED follows when the
 //   block is really reusable (at once, or once the streams that used it are done). A block stops being
 //   "allocated" at FREE_REQUESTED, as in memory_allocated(); it stays occupied for the model until
@@ -31,6 +32,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <unistd.h>
+#include <vector>
 
 #include "gpuleak/gpuleak.h"
 
@@ -82,13 +84,123 @@ uint64_t round_size(uint64_t size) {
     return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
 }
 
+// The blocks of one device that are allocated or waiting to be freed, by address: an open-addressing
+// table (linear probing, backward-shift deletion) whose slots are reused, so that an allocation and
+// its free cost a few probes and no heap allocation; it grows by doubling, rarely.
+class BlockTable {
+  public:
+    struct Block {
+        uint64_t address; // 0: an empty slot (the allocator never hands out address 0)
+        uint64_t size;
+        bool live; // allocated, not yet freed: counted in torch's allocated_bytes
+    };
+
+    // The block at `address`, or nullptr.
+    Block* find(uint64_t address) {
+        if (slots_.empty())
+            return nullptr;
+        for (size_t i = home(address);; i = (i + 1) & mask()) {
+            if (slots_[i].address == address)
+                return &slots_[i];
+            if (slots_[i].address == 0)
+                return nullptr;
+        }
+    }
+
+    // Records a live block at `address`, in place of one that may still be there (its free went by
+    // unseen).
+    void insert(uint64_t address, uint64_t size) {
+        if ((count_ + 1) * 2 > slots_.size())
+            grow();
+        size_t i = home(address);
+        while (slots_[i].address != 0 && slots_[i].address != address)
+            i = (i + 1) & mask();
+        if (slots_[i].address == 0)
+            ++count_;
+        slots_[i] = {address, size, true};
+    }
+
+    void erase(Block* block) {
+        // Backward-shift deletion: moves each later block of the run that may live in the hole back
+        // into it, so that lookups need no tombstones.
+        size_t hole = static_cast<size_t>(block - slots_.data());
+        for (size_t i = (hole + 1) & mask(); slots_[i].address != 0; i = (i + 1) & mask()) {
+            const size_t wanted = home(slots_[i].address);
+            // Movable when its home is not inside the (cyclic) stretch from after the hole to i.
+            if (((i - wanted) & mask()) >= ((i - hole) & mask())) {
+                slots_[hole] = slots_[i];
+                hole = i;
+            }
+        }
+        slots_[hole] = {};
+        --count_;
+    }
+
+  private:
+    size_t mask() const { return slots_.size() - 1; }
+    // Fibonacci hashing of the address without its low bits, always multiples of kMinBlockSize.
+    size_t home(uint64_t address) const {
+        return static_cast<size_t>(((address >> 9) * 0x9E3779B97F4A7C15ull) >> shift_);
+    }
+
+    void grow() {
+        std::vector<Block> previous(slots_.empty() ? 1024 : slots_.size() * 2);
+        previous.swap(slots_);
+        shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(slots_.size()));
+        for (const Block& block : previous) {
+            if (block.address == 0)
+                continue;
+            size_t i = home(block.address);
+            while (slots_[i].address != 0)
+                i = (i + 1) & mask();
+            slots_[i] = block;
+        }
+    }
+
+    std::vector<Block> slots_;
+    size_t count_ = 0;
+    unsigned shift_ = 64;
+};
+
+// How often the model is compared with torch's count: at every allocation and free for a first
+// stretch, then at one in about kCheckInterval, at random so that no periodic pattern of the program
+// escapes it. A rule of torch's that the model gets wrong shows at every block it concerns, so
+// sampling still catches it in a program that keeps making such blocks; reading torch's count copies
+// its whole DeviceStats under the allocator's mutex, which at every event cost more than the rest of
+// the adapter together.
+constexpr uint32_t kCheckedFirst = 4096;
+constexpr uint32_t kCheckInterval = 256;
+
 // One device's allocator as far as the block sizes need it. Only touched with that device's allocator
 // mutex held, so it needs no lock of its own.
 struct DeviceModel {
-    std::map<uint64_t, uint64_t> segments; // address -> size, of segments from cudaMalloc
-    std::map<uint64_t, uint64_t> occupied; // address -> size, of blocks allocated or waiting to be freed
-    std::map<uint64_t, uint64_t> live;     // address -> size, of blocks allocated (not yet freed)
-    int64_t allocated = 0;                 // the sum of `live`: torch's allocated_bytes, if all is right
+    BlockTable blocks;
+    // Of the large pool only (blocks above kSmallSize), where a block's size depends on its
+    // neighbours: segments from cudaMalloc, and the blocks occupied in them, by address. Large blocks
+    // are few and each one costs the allocator far more than a tree node.
+    std::map<uint64_t, uint64_t> segments;
+    std::map<uint64_t, uint64_t> large_occupied;
+    int64_t allocated = 0; // the sum of the live blocks: torch's allocated_bytes, if all is right
+    uint32_t events_checked = 0;
+    uint32_t until_check = 1;
+    uint32_t random = 0x9E3779B9u;
+
+    // Whether this allocation or free is one to compare with torch's count.
+    bool check_due() {
+        if (--until_check != 0)
+            return false;
+        if (events_checked < kCheckedFirst) {
+            ++events_checked;
+            until_check = 1;
+        } else {
+            // xorshift32: uniform in [1, 2 * kCheckInterval - 1], kCheckInterval on average.
+            random ^= random << 13;
+            random ^= random >> 17;
+            random ^= random << 5;
+            until_check = 1 + random % (2 * kCheckInterval - 1);
+        }
+        return true;
+    }
 
     // The size of the block the allocator hands out at `address` for a request of `requested` bytes.
     uint64_t block_size(uint64_t address, uint64_t requested) const {
@@ -107,8 +219,8 @@ struct DeviceModel {
         uint64_t end = segment->first + segment->second;
         if (address >= end)
             return size;
-        auto next = occupied.upper_bound(address);
-        if (next != occupied.end() && next->first < end)
+        auto next = large_occupied.upper_bound(address);
+        if (next != large_occupied.end() && next->first < end)
             end = next->first;
         const uint64_t found = end - address;
         if (found < size)
@@ -130,6 +242,8 @@ std::atomic<bool> g_disagreement_reported{false};
 // FREE_REQUESTED, after ALLOC), so that a torch whose rules differ from the model's says so once
 // instead of silently reporting wrong sizes.
 void check_against_torch(c10::DeviceIndex device, int64_t expected) {
+    if (g_disagreement_reported.load(std::memory_order_relaxed))
+        return;
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
     const int64_t counted =
         stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
@@ -157,21 +271,23 @@ void on_trace_entry(const TraceEntry& entry) {
         model.segments.erase(address);
         break;
     case TraceEntry::ALLOC: {
-        check_against_torch(entry.device_, model.allocated);
+        if (model.check_due())
+            check_against_torch(entry.device_, model.allocated);
         const uint64_t size = model.block_size(address, entry.size_);
-        model.occupied[address] = size;
-        model.live[address] = size;
+        model.blocks.insert(address, size);
+        if (size > kSmallSize)
+            model.large_occupied[address] = size;
         model.allocated += static_cast<int64_t>(size);
         // NOLINTNEXTLINE(performance-no-int-to-ptr): the allocator reports addresses as integers.
         gpuleak_block_alloc(reinterpret_cast<const void*>(address), size, entry.device_);
         break;
     }
     case TraceEntry::FREE_REQUESTED: {
-        auto block = model.live.find(address);
-        if (block == model.live.end())
+        BlockTable::Block* block = model.blocks.find(address);
+        if (block == nullptr || !block->live)
             break; // allocated before the adapter was attached
-        model.allocated -= static_cast<int64_t>(block->second);
-        model.live.erase(block);
+        block->live = false;
+        model.allocated -= static_cast<int64_t>(block->size);
         // Tensors that die as the interpreter tears the program's modules down were still held when
         // the program's own code ended: what the report calls held at the end, as
         // torch.cuda.memory_allocated() said on the script's last line. Recording those frees would
@@ -180,12 +296,19 @@ void on_trace_entry(const TraceEntry& entry) {
             // NOLINTNEXTLINE(performance-no-int-to-ptr): the allocator reports addresses as integers.
             gpuleak_block_free(reinterpret_cast<const void*>(address));
         }
-        check_against_torch(entry.device_, model.allocated);
+        if (model.check_due())
+            check_against_torch(entry.device_, model.allocated);
         break;
     }
-    case TraceEntry::FREE_COMPLETED:
-        model.occupied.erase(address);
+    case TraceEntry::FREE_COMPLETED: {
+        BlockTable::Block* block = model.blocks.find(address);
+        if (block == nullptr)
+            break;
+        if (block->size > kSmallSize)
+            model.large_occupied.erase(address);
+        model.blocks.erase(block);
         break;
+    }
     case TraceEntry::OOM:
         gpuleak_block_alloc_failed(entry.size_, entry.device_, address);
         break;

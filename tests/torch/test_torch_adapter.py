@@ -339,6 +339,48 @@ def test_block_sizes_follow_the_allocator(tmp_path, adapter_cache):
     assert "disagree" not in run.stderr
 
 
+def test_block_sizes_with_power_of_two_divisions(tmp_path, adapter_cache):
+    # roundup_power2_divisions:4 rounds a request up to the next quarter step between two powers of two
+    # where 512-byte rounding would give less: 4200 -> 5120 (not 4608), 9000 -> 10240 (not 9216),
+    # 3 MiB + 1 -> 3.5 MiB, 5 MiB + 100 -> 6 MiB; requests of 2048 bytes or less keep 512-byte rounding.
+    run = run_traced(
+        tmp_path,
+        """
+        sizes = [700, 4200, 9000, 100000, 3 * (1 << 20) + 1, 5 * (1 << 20) + 100, 12345678]
+        kept = [torch.empty(size, dtype=torch.uint8, device="cuda") for size in sizes]
+        del kept[1], kept[-3]
+        kept += [torch.empty(size + 1000, dtype=torch.uint8, device="cuda") for size in sizes]
+        before = torch.cuda.memory_allocated()
+        kept.append(torch.empty(9000, dtype=torch.uint8, device="cuda"))
+        torch_numbers(block_of_9000=torch.cuda.memory_allocated() - before)
+        """,
+        adapter_cache,
+        PYTORCH_CUDA_ALLOC_CONF="roundup_power2_divisions:4",
+    )
+    assert run.numbers["block_of_9000"] == 10240  # the setting took effect
+    assert_torch_numbers(run)
+    assert "disagree" not in run.stderr
+
+
+def test_many_blocks_at_once(tmp_path, adapter_cache):
+    # Thousands of blocks held together, freed out of order and reallocated: the adapter's table of
+    # blocks grows several times and closes many gaps; a block it lost would be counted forever.
+    run = run_traced(
+        tmp_path,
+        """
+        held = [torch.empty(512 * (1 + i % 7), dtype=torch.uint8, device="cuda") for i in range(6000)]
+        for step in range(3):
+            del held[step::3]
+            held += [torch.empty(700 * (1 + i % 5), dtype=torch.uint8, device="cuda") for i in range(3000)]
+        del held[::2]
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert "disagree" not in run.stderr
+
+
 @SIMULATED_ONLY
 def test_two_devices(tmp_path, adapter_cache):
     run = run_traced(
