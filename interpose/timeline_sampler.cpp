@@ -54,6 +54,7 @@ void TimelineSampler::start(TraceWriter& writer) {
     sigset_t previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
+    writer.prepare_ring_ahead();
     pthread_t thread;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
@@ -80,6 +81,7 @@ void* TimelineSampler::run(void* self) {
         }
         recalibrate_monotonic_clock();
         sampler->sample_now();
+        writer->prepare_ring_ahead();
     }
 }
 

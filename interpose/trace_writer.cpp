@@ -2,6 +2,7 @@
 
 #include "monotonic_clock.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -195,6 +196,7 @@ void TraceWriter::abandon_after_fork() {
         ::munmap(base_, header_->file_bytes);
     base_ = nullptr;
     header_ = nullptr;
+    ring_prepared_ = 0;
     strings_lock_.reset_after_fork();
 }
 
@@ -232,6 +234,33 @@ void TraceWriter::append_event(EventRecord& event) {
     auto* ring = reinterpret_cast<EventRecord*>(base_ + header_->ring.offset);
     event.commit = sequence + 1;
     publish(ring[sequence & ring_mask_], event, sequence + 1);
+}
+
+void TraceWriter::prepare_ring_ahead() {
+    if (header_ == nullptr)
+        return;
+    // 65,536 events: a sampler interval's worth at 650,000 events a second, a page table's worth of the
+    // process's memory.
+    constexpr uint64_t kAhead = 4 << 20;
+    const uint64_t ring_bytes = header_->ring.size;
+    if (ring_prepared_ >= ring_bytes)
+        return;
+    const uint64_t head = __atomic_load_n(&header_->ring_head, __ATOMIC_RELAXED);
+    const uint64_t written = std::min(head * sizeof(EventRecord), ring_bytes);
+    const uint64_t target = std::min(written + kAhead, ring_bytes);
+    // What the appending threads wrote already is present: start past it.
+    const uint64_t from = std::max(ring_prepared_, written);
+    if (target <= from)
+        return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<uintptr_t>(base_ + header_->ring.offset + from) & ~(page - 1);
+    const auto end = reinterpret_cast<uintptr_t>(base_ + header_->ring.offset + target);
+    // Before Linux 5.14 (EINVAL) the appending threads fault the pages in, as they always did.
+    if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+        ring_prepared_ = ring_bytes;
+        return;
+    }
+    ring_prepared_ = target;
 }
 
 bool TraceWriter::append_notable(EventRecord& event) {

@@ -48,6 +48,10 @@ class TraceWriter {
 
     // Appends to the event ring; fills in `commit` itself. Lock-free.
     void append_event(format::EventRecord& event);
+    // Makes the ring's pages a few MiB ahead of the newest event present, in one call, until the ring
+    // has been written once: the first write to a page of the shared file otherwise faults on the thread
+    // that appends, for microseconds each. For one thread at a time (the sampler's).
+    void prepare_ring_ahead();
     // Appends to the array of events kept whatever happens to the ring; false when it is full.
     bool append_notable(format::EventRecord& event);
 
@@ -80,6 +84,7 @@ class TraceWriter {
     uint8_t* base_ = nullptr;
     format::FileHeader* header_ = nullptr;
     uint64_t ring_mask_ = 0;
+    uint64_t ring_prepared_ = 0; // bytes from the ring's start that prepare_ring_ahead made present
     uint32_t next_string_id_ = 1;
     SpinLock strings_lock_;
     char path_[1100] = {};

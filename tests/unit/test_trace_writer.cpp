@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
 #include "temp_dir.h"
 #include "trace_reader.h"
@@ -28,6 +31,25 @@ EventRecord alloc_event(uint64_t address) {
     event.size = 1;
     event.kind = static_cast<uint8_t>(gpuleak::format::MemoryKind::Device);
     return event;
+}
+
+// How many of the pages of [begin, begin + bytes) of the writer's file are mapped into this process:
+// present in its page tables (/proc/self/pagemap's bit 63), which is what spares a write its fault.
+size_t mapped_pages(const TraceWriter& writer, uint64_t begin, uint64_t bytes) {
+    const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const auto first = reinterpret_cast<uint64_t>(writer.header()) + begin;
+    std::vector<uint64_t> entries((bytes + page - 1) / page);
+    const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    REQUIRE(pagemap >= 0);
+    const auto wanted = static_cast<ssize_t>(entries.size() * sizeof(uint64_t));
+    const ssize_t got =
+        ::pread(pagemap, entries.data(), static_cast<size_t>(wanted), static_cast<off_t>(first / page * 8));
+    ::close(pagemap);
+    REQUIRE(got == wanted);
+    size_t mapped = 0;
+    for (uint64_t entry : entries)
+        mapped += entry >> 63;
+    return mapped;
 }
 
 } // namespace
@@ -97,6 +119,31 @@ TEST_CASE("the ring keeps the newest events and counts what it overwrote") {
     CHECK(log.events.back().address == total - 1);
     for (size_t i = 1; i < log.events.size(); ++i)
         REQUIRE(log.events[i].sequence == log.events[i - 1].sequence + 1);
+}
+
+TEST_CASE("the ring's pages ahead of the newest event are made present before events reach them") {
+    TempDir dir;
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace", 64), {1, 0, ""}));
+    const gpuleak::format::Region ring = writer.header()->ring;
+    const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    constexpr uint64_t kAhead = 4 << 20;
+    REQUIRE(ring.size > 3 * kAhead);
+    // Whole pages only: the ring need not start on one.
+    const uint64_t first_page = (ring.offset + page - 1) / page * page;
+    const uint64_t whole = kAhead - page;
+    // A file just mapped has no page of the ring in the page tables yet.
+    CHECK(mapped_pages(writer, first_page, whole) == 0);
+    writer.prepare_ring_ahead();
+    CHECK(mapped_pages(writer, first_page, whole) == whole / page);
+    CHECK(mapped_pages(writer, first_page + 2 * kAhead, whole) == 0);
+    // As the head moves on, so does what is made present.
+    for (uint64_t i = 0; i < 2 * kAhead / sizeof(EventRecord); ++i) {
+        EventRecord event = alloc_event(i);
+        writer.append_event(event);
+    }
+    writer.prepare_ring_ahead();
+    CHECK(mapped_pages(writer, first_page + 2 * kAhead, whole) == whole / page);
 }
 
 TEST_CASE("notable events survive the ring and overflow is counted") {
