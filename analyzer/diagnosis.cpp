@@ -159,15 +159,17 @@ Diagnosis diagnose(const ProcessModel& model,
         }
     }
 
-    if (model.first_rss && model.last_rss && *model.last_rss > *model.first_rss) {
-        const double growth = static_cast<double>(*model.last_rss - *model.first_rss);
+    const std::optional<uint64_t> last_rss = model.code_end_rss ? model.code_end_rss : model.last_rss;
+    if (model.first_rss && last_rss && *last_rss > *model.first_rss) {
+        const double growth = static_cast<double>(*last_rss - *model.first_rss);
         if (growth >= kMinRssGrowth && growth >= kMinRssGrowthShare * static_cast<double>(*model.first_rss)) {
             return {
                 DiagnosisKind::HostRamGrowth,
-                fmt::format("GPU memory is steady but host memory (RSS) grew from {} to {}: the leak, if "
+                fmt::format("GPU memory is steady but host memory (RSS) grew from {} to {}{}: the leak, if "
                             "any, is in host RAM (tensors kept on the CPU, DataLoader workers' copies).{}",
                             human_bytes(static_cast<double>(*model.first_rss)),
-                            human_bytes(static_cast<double>(*model.last_rss)), failures)};
+                            human_bytes(static_cast<double>(*last_rss)),
+                            model.code_end_rss ? " before Python finalized" : "", failures)};
         }
     }
 

@@ -198,6 +198,14 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     return markers;
 }
 
+std::optional<uint64_t> python_finalizing_time(const TraceReader& trace) {
+    std::optional<uint64_t> earliest;
+    for (const Event& event : trace.notable_events().events)
+        if (event.type == EventType::PythonFinalizing)
+            earliest = std::min(earliest.value_or(UINT64_MAX), since_start(event.time_ns, trace.header()));
+    return earliest;
+}
+
 void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
     struct Accumulated {
         LeakSite site;
@@ -218,7 +226,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         ++entry.site.count;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
     }
-    const double duration_s = seconds_of(model.duration_ns);
+    const double duration_s = seconds_of(std::min(model.duration_ns, model.code_end_ns.value_or(UINT64_MAX)));
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
         site.stack_id = largest_stack(entry.bytes_by_stack);
@@ -395,6 +403,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     model.path = path;
     model.header = trace.header();
     model.duration_ns = since_start(end_time(trace), model.header);
+    model.code_end_ns = python_finalizing_time(trace);
     model.reports_blocks = process_reports_blocks(trace);
     model.events = model.header.counters.ring_head;
     model.events_overwritten = trace.events_dropped();
@@ -432,6 +441,8 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
                 model.first_rss = sample.rss_bytes;
             model.peak_rss = std::max(model.peak_rss.value_or(0), sample.rss_bytes);
             model.last_rss = sample.rss_bytes;
+            if (model.code_end_ns && point.time_ns <= *model.code_end_ns)
+                model.code_end_rss = sample.rss_bytes;
         }
     }
     const SiteKeys site_keys(trace);

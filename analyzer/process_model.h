@@ -93,6 +93,10 @@ struct ProcessModel {
     std::string path;
     TraceHeader header;
     uint64_t duration_ns = 0;
+    // When the Python interpreter began finalizing, since the start: the end of the program's own code.
+    // What follows (module teardown, libraries' shutdown) can take long against a short script, and
+    // whether a site grew is judged on the time before it. Absent when it was not recorded.
+    std::optional<uint64_t> code_end_ns;
     bool reports_blocks = false; // a sub-allocator reported blocks: allocated is told from reserved
     std::vector<DeviceSummary> devices;
     uint64_t peak_pinned_host = 0;
@@ -104,6 +108,9 @@ struct ProcessModel {
     std::optional<uint64_t> first_rss;
     std::optional<uint64_t> peak_rss;
     std::optional<uint64_t> last_rss;
+    // The last host RSS sampled before code_end_ns: the sample at exit comes after the teardown freed
+    // what the program held.
+    std::optional<uint64_t> code_end_rss;
     std::vector<Marker> markers;
     std::vector<LeakSite> leak_sites; // most bytes first
     std::vector<size_t> growth_sites; // indices into leak_sites of the growing ones, fastest first

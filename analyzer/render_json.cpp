@@ -130,33 +130,36 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
     for (const Marker& marker : model.markers)
         markers.push_back({{"t_s", seconds_of(marker.time_ns)}, {"label", marker.label}});
 
-    return {{"trace", model.path},
-            {"pid", model.header.pid},
-            {"ppid", model.header.ppid},
-            {"command", model.header.command_line},
-            {"ended", ended_json(model.header.end)},
-            {"simulated", model.header.simulated_device()},
-            {"duration_s", seconds_of(model.duration_ns)},
-            {"summary",
-             {{"peak_reserved_bytes", sum(model.devices, &DeviceSummary::peak_reserved)},
-              {"final_reserved_bytes", sum(model.devices, &DeviceSummary::final_reserved)},
-              {"peak_allocated_bytes", sum(model.devices, &DeviceSummary::peak_allocated)},
-              {"final_allocated_bytes", sum(model.devices, &DeviceSummary::final_allocated)},
-              {"peak_pinned_host_bytes", model.peak_pinned_host},
-              {"peak_managed_bytes", model.peak_managed},
-              {"events", model.events},
-              {"events_overwritten", model.events_overwritten},
-              {"failed_allocations", model.failed_allocations},
-              {"allocator_reports_blocks", model.reports_blocks},
-              {"devices", std::move(devices)}}},
-            {"diagnosis",
-             {{"kind", diagnosis_kind_name(report.diagnosis.kind)}, {"text", report.diagnosis.text}}},
-            {"leaks", std::move(leaks)},
-            {"growth", std::move(growth)},
-            {"failures", std::move(failures)},
-            {"timeline", std::move(timeline)},
-            {"markers", std::move(markers)},
-            {"warnings", model.warnings}};
+    json process = {{"trace", model.path},
+                    {"pid", model.header.pid},
+                    {"ppid", model.header.ppid},
+                    {"command", model.header.command_line},
+                    {"ended", ended_json(model.header.end)},
+                    {"simulated", model.header.simulated_device()},
+                    {"duration_s", seconds_of(model.duration_ns)},
+                    {"summary",
+                     {{"peak_reserved_bytes", sum(model.devices, &DeviceSummary::peak_reserved)},
+                      {"final_reserved_bytes", sum(model.devices, &DeviceSummary::final_reserved)},
+                      {"peak_allocated_bytes", sum(model.devices, &DeviceSummary::peak_allocated)},
+                      {"final_allocated_bytes", sum(model.devices, &DeviceSummary::final_allocated)},
+                      {"peak_pinned_host_bytes", model.peak_pinned_host},
+                      {"peak_managed_bytes", model.peak_managed},
+                      {"events", model.events},
+                      {"events_overwritten", model.events_overwritten},
+                      {"failed_allocations", model.failed_allocations},
+                      {"allocator_reports_blocks", model.reports_blocks},
+                      {"devices", std::move(devices)}}},
+                    {"diagnosis",
+                     {{"kind", diagnosis_kind_name(report.diagnosis.kind)}, {"text", report.diagnosis.text}}},
+                    {"leaks", std::move(leaks)},
+                    {"growth", std::move(growth)},
+                    {"failures", std::move(failures)},
+                    {"timeline", std::move(timeline)},
+                    {"markers", std::move(markers)},
+                    {"warnings", model.warnings}};
+    if (model.code_end_ns)
+        process["python_finalizing_s"] = seconds_of(*model.code_end_ns);
+    return process;
 }
 
 } // namespace

@@ -172,6 +172,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         fmt::format("  trace      {}{}\n", model.path,
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
     out += fmt::format("  ended      {}\n", ended(model));
+    if (model.code_end_ns)
+        out +=
+            fmt::format("  python     finalization began at {:.1f} s: growth is judged on the time before\n",
+                        seconds_of(*model.code_end_ns));
     for (const DeviceSummary& device : model.devices) {
         out +=
             fmt::format("  device {}   reserved peak {}, final {}; allocated peak {}, final {}{}\n",

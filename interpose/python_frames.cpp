@@ -40,9 +40,19 @@ bool loop_entry(const PythonLayout& layout, uintptr_t frame) {
     return false;
 }
 
+// The thread state that finalizes the interpreter; 0 before finalization.
+uintptr_t finalizing_thread_state(const PythonRuntime& python) {
+    return acquire_word_at(python.runtime + python.layout.runtime_finalizing);
+}
+
 } // namespace
 
-size_t capture_python_frames(PythonFrame* out, size_t max) {
+bool python_finalizing() {
+    const PythonRuntime* python = python_runtime();
+    return python != nullptr && finalizing_thread_state(*python) != 0;
+}
+
+size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing) {
     const PythonRuntime* python = python_runtime();
     if (python == nullptr || max == 0)
         return 0;
@@ -52,10 +62,10 @@ size_t capture_python_frames(PythonFrame* out, size_t max) {
     const PythonLayout& layout = python->layout;
     // Finalization frees the thread states and frames of all threads but the finalizing one (daemon
     // threads blocked in C calls keep pointing at theirs).
-    const uintptr_t finalizing_at = python->runtime + layout.runtime_finalizing;
     const auto finalized_by_another = [&] {
-        const uintptr_t finalizing = acquire_word_at(finalizing_at);
-        return finalizing != 0 && finalizing != thread_state;
+        const uintptr_t finalizer = finalizing_thread_state(*python);
+        finalizing |= finalizer != 0;
+        return finalizer != 0 && finalizer != thread_state;
     };
     if (finalized_by_another())
         return 0;

@@ -20,7 +20,12 @@ namespace gpuleak {
 // its first frame) and the outermost frame of the chain, so with a deeper stack the walk reads on past
 // the `max`-th frame to the next one to tell. Returns the count: 0 without a (supported) Python in the
 // process, in threads that never ran Python, before the interpreter starts and after it ends, and in
-// threads other than the finalizing one while the interpreter finalizes.
-size_t capture_python_frames(PythonFrame* out, size_t max);
+// threads other than the finalizing one while the interpreter finalizes. `finalizing` is set when the
+// walk saw the interpreter finalizing (a read the walk makes anyway), left alone otherwise.
+size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing);
+
+// Whether the interpreter has begun finalizing: Py_FinalizeEx sets it after the atexit handlers, before
+// it tears the modules down. One load; false without a (supported) Python in the process.
+bool python_finalizing();
 
 } // namespace gpuleak

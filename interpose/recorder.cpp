@@ -42,6 +42,8 @@ constinit ModuleMap g_modules;
 constinit TimelineSampler g_sampler;
 constinit char g_parent_trace[1100] = {};
 constinit bool g_process_hooks_installed = false;
+// A PythonFinalizing record is in this process's trace (or being added): at most one per trace.
+constinit std::atomic<bool> g_python_finalizing_noted{false};
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
@@ -89,6 +91,7 @@ void start_over_after_fork() {
     forget_thread_id_after_fork();
     t_last_stack = {}; // its id names a stack of the parent's trace
     t_failed_attempts = {};
+    g_python_finalizing_noted.store(false, std::memory_order_relaxed);
     if (g_state.load(std::memory_order_relaxed) == State::Active)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
@@ -124,6 +127,26 @@ void install_process_hooks() {
     }
 }
 
+void note_python_finalizing() {
+    if (g_python_finalizing_noted.load(std::memory_order_relaxed) ||
+        g_python_finalizing_noted.exchange(true, std::memory_order_relaxed))
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::PythonFinalizing);
+    event.device = kUnknownDevice;
+    g_writer.append_notable(event);
+}
+
+// On the sampler's thread, every interval: a program that allocates nothing while it finalizes is seen
+// finalizing too. Only where the walks read Python (GPULEAK_PYTHON=0 leaves the interpreter alone).
+void check_python_finalizing() {
+    if (g_config.python_stacks && !g_python_finalizing_noted.load(std::memory_order_relaxed) &&
+        python_finalizing())
+        note_python_finalizing();
+}
+
 bool start_recording() {
     t_starting = true;
     g_config = read_config();
@@ -147,7 +170,7 @@ bool start_recording() {
             warn("cannot map memory for the Python code index; Python frames are recorded without code");
         g_modules.attach(g_writer);
         install_process_hooks();
-        g_sampler.start(g_writer);
+        g_sampler.start(g_writer, check_python_finalizing);
         if (!g_config.quiet)
             warn("recording GPU memory of pid %d (%s) to %s", identity.pid,
                  g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?",
@@ -201,7 +224,10 @@ uint32_t capture_python_stack(format::PythonFrameRecord* records) {
     if (!g_config.python_stacks)
         return 0;
     PythonFrame frames[kMaxStackDepthSetting];
-    const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth));
+    bool finalizing = false;
+    const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth, finalizing));
+    if (finalizing)
+        note_python_finalizing();
     g_code.records_of(frames, count, records);
     return count;
 }

@@ -45,8 +45,9 @@ void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
 
 } // namespace
 
-void TimelineSampler::start(TraceWriter& writer) {
+void TimelineSampler::start(TraceWriter& writer, void (*on_wake)()) {
     writer_ = &writer;
+    on_wake_ = on_wake;
     stored_ = 0;
     lock_.reset_after_fork();
     // The thread must never take a signal meant for the program.
@@ -82,6 +83,7 @@ void* TimelineSampler::run(void* self) {
         recalibrate_monotonic_clock();
         sampler->sample_now();
         writer->prepare_ring_ahead();
+        sampler->on_wake_();
     }
 }
 

@@ -12,8 +12,9 @@ namespace gpuleak {
 
 class TimelineSampler {
   public:
-    // Starts the sampling thread for this process's trace.
-    void start(TraceWriter& writer);
+    // Starts the sampling thread for this process's trace; the thread calls `on_wake` after each of its
+    // samples.
+    void start(TraceWriter& writer, void (*on_wake)());
     // Takes one sample now (also at exit). Thread-safe.
     void sample_now();
     // In a forked child the thread does not exist; forget it and the parent's trace.
@@ -24,6 +25,7 @@ class TimelineSampler {
     void thin();
 
     TraceWriter* writer_ = nullptr;
+    void (*on_wake_)() = nullptr;
     uint64_t stored_ = 0;
     SpinLock lock_;
 };

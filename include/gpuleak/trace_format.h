@@ -9,7 +9,8 @@
 //   live      LiveStripeMarks, then a LiveSlot array: the exact set of live allocations, whatever
 //             happened to the ring (see below)
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
-//   notable   EventRecord array: failures, markers, forks and source names, kept even when the ring wraps
+//   notable   EventRecord array: failures, markers, forks, source names and the start of Python's
+//             finalization, kept even when the ring wraps
 //   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
 //
 // Crash consistency: every record has a commit word that the writer stores last, with release order,
@@ -42,8 +43,8 @@ namespace gpuleak::format {
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region. 4: a
 // Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry). 5: source
-// names (EventType::SourceName) in the notable array.
-static const uint32_t kFormatVersion = 5;
+// names (EventType::SourceName) in the notable array. 6: EventType::PythonFinalizing.
+static const uint32_t kFormatVersion = 6;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -97,6 +98,10 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // string id of the source text (0: it did not fit). In the notable array only; a later naming of the
     // same file replaces an earlier one.
     SourceName = 8,
+    // The Python interpreter was first seen finalizing (Py_FinalizeEx past the atexit handlers: module
+    // teardown, then the runtime's own), at time_ns, by thread_id. In the notable array only, at most
+    // once: what follows is no longer the program's own code.
+    PythonFinalizing = 9,
 };
 
 // The result of a sub-allocator's refusal: no CUDA error code, as no CUDA call need have failed.
@@ -410,6 +415,8 @@ constexpr const char* event_type_name(EventType type) {
         return "fork";
     case EventType::SourceName:
         return "source_name";
+    case EventType::PythonFinalizing:
+        return "python_finalizing";
     }
     return "unknown";
 }

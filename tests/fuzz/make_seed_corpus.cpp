@@ -219,6 +219,25 @@ TraceBuilder named_source() {
     return builder;
 }
 
+// A Python program whose interpreter began finalizing (format 6) after its allocations and well before
+// it exited.
+TraceBuilder python_finalizing() {
+    TraceBuilder builder(small_layout());
+    for (uint64_t slot = 0; slot < 3; ++slot) {
+        format::LiveSlot live = live_slot(0xa000 + slot * 0x1000, format::MemoryKind::Device, 0);
+        live.time_ns = 10 + slot * 10;
+        builder.set_live(slot, live);
+    }
+    format::EventRecord finalizing = event(format::EventType::PythonFinalizing, 0, 40);
+    finalizing.kind = 0;
+    finalizing.size = 0;
+    finalizing.stack_id = 0;
+    finalizing.device = -2;
+    builder.add_notable(finalizing);
+    builder.end_exited(0, 400);
+    return builder;
+}
+
 // More notable events than the array holds, one torn, and a process ended by a signal.
 TraceBuilder notable_overflow() {
     TraceBuilder builder(small_layout());
@@ -308,6 +327,7 @@ int main(int argc, char** argv) {
         {"python_3_12", python_frames(format::python_version(3, 12)).bytes()},
         {"notable_overflow", notable_overflow().bytes()},
         {"named_source", named_source().bytes()},
+        {"python_finalizing", python_finalizing().bytes()},
         {"truncated", truncated},
         {"empty", empty().bytes()},
     };

@@ -223,9 +223,12 @@ void check_trace_matches_log(const TraceReader& trace, const std::vector<LoggedC
         if (event.starts_with("alloc_failed"))
             failures.push_back(event);
     std::vector<std::string> notable_failures;
-    for (const Event& event : trace.notable_events().events)
+    for (const Event& event : trace.notable_events().events) {
         if (event.type == EventType::AllocFailed)
             notable_failures.push_back(describe(event));
+        // A program without Python has no interpreter to finalize.
+        CHECK(event.type != EventType::PythonFinalizing);
+    }
     CHECK(notable_failures == failures);
 
     std::vector<std::string> live;

@@ -57,7 +57,8 @@ ProbeFrame resolve(const PythonFrame& frame, uint16_t version) {
 
 void* count_frames(void* count) {
     PythonFrame frames[8];
-    *static_cast<size_t*>(count) = capture_python_frames(frames, 8);
+    bool finalizing = false;
+    *static_cast<size_t*>(count) = capture_python_frames(frames, 8, finalizing);
     return nullptr;
 }
 
@@ -79,7 +80,8 @@ PROBE_API uint32_t gpuleak_probe_python_version() {
 // The calling thread's stack, innermost first, at most `max` frames; returns the count.
 PROBE_API size_t gpuleak_probe_stack(ProbeFrame* out, size_t max) {
     std::vector<PythonFrame> frames(max);
-    const size_t count = capture_python_frames(frames.data(), max);
+    bool finalizing = false;
+    const size_t count = capture_python_frames(frames.data(), max, finalizing);
     const uint16_t version = static_cast<uint16_t>(gpuleak_probe_python_version());
     for (size_t i = 0; i < count; ++i)
         out[i] = resolve(frames[i], version);
@@ -89,7 +91,16 @@ PROBE_API size_t gpuleak_probe_stack(ProbeFrame* out, size_t max) {
 // Frames captured without resolving them: the hot path alone.
 PROBE_API size_t gpuleak_probe_count() {
     PythonFrame frames[256];
-    return capture_python_frames(frames, 256);
+    bool finalizing = false;
+    return capture_python_frames(frames, 256, finalizing);
+}
+
+// Whether the walker sees the interpreter finalizing, by itself and from a walk of the calling thread.
+PROBE_API int gpuleak_probe_finalizing() {
+    PythonFrame frames[8];
+    bool seen_by_walk = false;
+    capture_python_frames(frames, 8, seen_by_walk);
+    return (python_finalizing() ? 1 : 0) | (seen_by_walk ? 2 : 0);
 }
 
 // Frames that a thread created here, which never ran Python, captures.

@@ -181,3 +181,64 @@ def test_a_debug_build_gets_native_stacks_and_one_warning(tmp_path):
     process, report = record(tmp_path, "allocate(9 << 20)\nprint('done')\n", python=python)
     assert_native_stacks_and_one_warning(process, report, "is a debug build")
     assert process.stdout == "done\n"
+
+
+# A leak made over a short time, then a long finalization: module teardown runs an object's __del__ that
+# takes 2 s, as the shutdown of a large library can. Growth is judged on the time before finalization.
+SLOW_TEARDOWN = """
+import time
+held = []
+for _ in range(6):
+    held.append(allocate(2 << 20))
+    time.sleep(0.05)
+
+class SlowTeardown:
+    # Teardown may have cleared the module's globals by the time this runs: it keeps what it needs.
+    def __del__(self, sleep=time.sleep, allocate=allocate, allocate_too=ALLOCATE_AT_TEARDOWN):
+        if allocate_too:
+            allocate(1 << 20)
+        sleep(2)
+
+slow_teardown = SlowTeardown()
+"""
+
+
+def check_leak_before_slow_finalization(report):
+    (process,) = report["processes"]
+    finalizing = process.get("python_finalizing_s")
+    assert finalizing is not None, "no PythonFinalizing record"
+    assert process["duration_s"] - finalizing >= 1.5
+    (site,) = [s for s in process["leaks"] if s["bytes"] == 12 * MiB]
+    assert site["growing"]
+    assert site["last_s"] <= finalizing
+    assert process["diagnosis"]["kind"] == "leak", process["diagnosis"]["text"]
+
+
+def test_a_leak_before_a_slow_finalization_is_growing_seen_by_the_sampler(tmp_path):
+    # Nothing is allocated while finalizing: the sampler's thread sees it.
+    process, report = record(tmp_path, "ALLOCATE_AT_TEARDOWN = False\n" + SLOW_TEARDOWN)
+    assert process.returncode == 0, process.stderr
+    check_leak_before_slow_finalization(report)
+
+
+def test_a_leak_before_a_slow_finalization_is_growing_seen_by_an_allocation(tmp_path):
+    # The sampler sleeps through the run: the walk at the allocation in __del__ sees it.
+    process, report = record(
+        tmp_path, "ALLOCATE_AT_TEARDOWN = True\n" + SLOW_TEARDOWN, extra_env={"GPULEAK_SAMPLE_MS": "60000"}
+    )
+    assert process.returncode == 0, process.stderr
+    check_leak_before_slow_finalization(report)
+    (process_report,) = report["processes"]
+    (teardown,) = [s for s in process_report["leaks"] if s["bytes"] == 1 * MiB]
+    # Recorded when that allocation's walk saw it, just before the allocation itself.
+    assert 0 <= teardown["first_s"] - process_report["python_finalizing_s"] < 0.5
+
+
+def test_without_python_stacks_finalization_is_not_read(tmp_path):
+    process, report = record(
+        tmp_path, "ALLOCATE_AT_TEARDOWN = True\n" + SLOW_TEARDOWN.replace("sleep(2)", "pass"),
+        extra_env={"GPULEAK_PYTHON": "0"},
+    )
+    assert process.returncode == 0, process.stderr
+    (process_report,) = report["processes"]
+    assert "python_finalizing_s" not in process_report

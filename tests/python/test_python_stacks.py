@@ -356,6 +356,29 @@ def test_interpreter_finalization():
     assert run.stderr == f"frames 1 innermost {expected_qualname('Reporter.__del__')}\n"
 
 
+FINALIZING = """\
+import atexit, ctypes, os
+
+finalizing = ctypes.CDLL(os.environ["GPULEAK_PYTHON_PROBE"]).gpuleak_probe_finalizing
+
+class Witness:
+    def __del__(self, finalizing=finalizing, write=os.write):
+        write(1, b"teardown %d\\n" % finalizing())
+
+witness = Witness()
+print("running", finalizing(), flush=True)
+atexit.register(lambda: print("atexit", finalizing(), flush=True))
+"""
+
+
+def test_finalization_is_seen_from_module_teardown_and_not_before():
+    # Bit 0: the runtime's word read alone; bit 1: a walk of the calling thread's stack saw it. The
+    # atexit handlers run before Py_FinalizeEx marks the runtime finalizing.
+    run = run_python("-c", FINALIZING)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "running 0\natexit 0\nteardown 3\n"
+
+
 def test_after_the_interpreter_finalized():
     script = "import ctypes, os\nctypes.CDLL(os.environ['GPULEAK_PYTHON_PROBE']).gpuleak_probe_report_at_exit()\n"
     run = run_python("-c", script)

@@ -175,7 +175,10 @@ TEST_CASE("_Py_DebugOffsets that the walker cannot use are refused, with the rea
 TEST_CASE("without Python in the process the walker is inert") {
     CHECK(python_runtime() == nullptr);
     PythonFrame frames[4];
-    CHECK(capture_python_frames(frames, 4) == 0);
+    bool finalizing = false;
+    CHECK(capture_python_frames(frames, 4, finalizing) == 0);
+    CHECK_FALSE(finalizing);
+    CHECK_FALSE(python_finalizing());
     PythonCodeIdentity identity;
     CHECK_FALSE(read_python_code_identity(0x1000, identity));
     PythonCodeDescription description;
