@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
@@ -25,6 +26,24 @@ inline AddressRange loaded_range(const dl_phdr_info& info) {
         range.high = start + header.p_memsz > range.high ? start + header.p_memsz : range.high;
     }
     return range;
+}
+
+// glibc's _dl_find_object (2.35+), as found at run time: a carried build (GPULEAK_STATIC_DEPS) also runs
+// on glibc 2.34, which lacks it.
+using FindObjectFunction = int (*)(void*, dl_find_object*);
+
+// The loaded object holding `address`, nullptr for none. With `find_object` (glibc's _dl_find_object:
+// lock-free and allocation-free), else with dladdr1, under the loader's lock.
+inline const link_map* object_holding(const void* address, FindObjectFunction find_object) {
+    if (find_object != nullptr) {
+        dl_find_object found{};
+        return find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
+    }
+    Dl_info info;
+    link_map* map = nullptr;
+    if (dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0)
+        return nullptr;
+    return map;
 }
 
 // The GNU build id from an object's PT_NOTE segments, if any.

@@ -181,28 +181,14 @@ bool attach(const link_map* map) {
     }
 }
 
-// The loaded object holding `address`, nullptr for none. glibc 2.35's _dl_find_object is lock-free and
-// allocation-free: cheap enough for every allocation of a program that never imports torch. A carried
-// build (GPULEAK_STATIC_DEPS) also runs on glibc 2.34, which lacks it: there dladdr1 answers, under the
-// loader's lock, as the hooks' own dladdr look-ups do.
-const link_map* object_holding(const void* address) {
-    using FindObject = int (*)(void*, dl_find_object*);
-    static const auto find_object = reinterpret_cast<FindObject>(real_dlsym(RTLD_DEFAULT, "_dl_find_object"));
-    if (find_object != nullptr) {
-        dl_find_object found{};
-        return find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
-    }
-    Dl_info info;
-    link_map* map = nullptr;
-    if (dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0)
-        return nullptr;
-    return map;
-}
-
 } // namespace
 
 void notice_allocation_caller(const void* return_address) {
-    const link_map* object = object_holding(return_address);
+    // _dl_find_object where glibc has it: cheap enough for every allocation of a program that never
+    // imports torch.
+    static const auto find_object =
+        reinterpret_cast<FindObjectFunction>(real_dlsym(RTLD_DEFAULT, "_dl_find_object"));
+    const link_map* object = object_holding(return_address, find_object);
     if (object == nullptr || !is_libc10_cuda(object->l_name))
         return;
     bool expected = false;
