@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "diagnosis.h"
+#include "in_memory_report.h"
 #include "process_model.h"
 #include "render_json.h"
 #include "render_text.h"
@@ -12,6 +13,7 @@
 #include "trace_reader.h"
 
 using namespace gpuleak::analyzer;
+using gpuleak::test::report_of;
 using gpuleak::test::TraceBuilder;
 using gpuleak::test::TraceLayout;
 namespace format = gpuleak::format;
@@ -57,15 +59,6 @@ TraceBuilder leak_then_slow_exit(std::optional<uint64_t> finalizing_ms) {
 
 TraceReader parse(const TraceBuilder& builder) {
     return TraceReader::parse(builder.bytes(), "trace.bin");
-}
-
-ProcessReport report_of(const TraceReader& trace) {
-    ProcessReport report;
-    report.model = build_model("trace.bin", trace);
-    report.stacks = std::make_unique<SymbolizedStacks>(trace, "");
-    StackFrames& stacks = *report.stacks;
-    report.diagnosis = diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
-    return report;
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "in_memory_report.h"
 #include "process_model.h"
 #include "python_interleave.h"
 #include "python_stacks.h"
@@ -20,6 +21,7 @@
 #include "trace_reader.h"
 
 using namespace gpuleak::analyzer;
+using gpuleak::test::report_of;
 using gpuleak::test::TraceBuilder;
 using gpuleak::test::TraceLayout;
 namespace format = gpuleak::format;
@@ -184,15 +186,6 @@ TraceBuilder grouping_trace() {
     builder.header().accounting.live_bytes[0][1] = 5 * kMiB + (1152 << 10);
     builder.end_exited(0, kStart + 10 * kSecond);
     return builder;
-}
-
-ProcessReport report_of(const TraceReader& trace) {
-    ProcessReport report;
-    report.model = build_model("trace.bin", trace);
-    report.stacks = std::make_unique<SymbolizedStacks>(trace, "");
-    StackFrames& stacks = *report.stacks;
-    report.diagnosis = diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
-    return report;
 }
 
 } // namespace

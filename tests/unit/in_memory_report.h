@@ -1,0 +1,26 @@
+// A process report of a trace parsed from memory (TraceReader::parse, "trace.bin"), made the way
+// build_reports makes one from a file: model, stacks without debug info from elsewhere, diagnosis.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "diagnosis.h"
+#include "process_model.h"
+#include "report.h"
+#include "symbolized_stacks.h"
+#include "trace_reader.h"
+
+namespace gpuleak::test {
+
+inline analyzer::ProcessReport report_of(const analyzer::TraceReader& trace) {
+    analyzer::ProcessReport report;
+    report.model = analyzer::build_model("trace.bin", trace);
+    report.stacks = std::make_unique<analyzer::SymbolizedStacks>(trace, "");
+    analyzer::StackFrames& stacks = *report.stacks;
+    report.diagnosis =
+        analyzer::diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
+    return report;
+}
+
+} // namespace gpuleak::test
