@@ -35,19 +35,6 @@ trap 'rm -rf "$tmp"' EXIT
 export GPULEAK_SIM_QUIET=1
 args=(--pairs "$pairs" --warmup "$warmup" --depth "$depth" --size "$size")
 
-# The figure named $2 (ns_per_pair or cpu_ns_per_pair) of the benchmark's result line in the file $1;
-# fails when there is none.
-figure_of() {
-    local value
-    value=$(sed -n "s/^bench_alloc_pairs .* $2=\([0-9.]*\)\( .*\)\{0,1\}\$/\1/p" "$1")
-    if [[ -z $value ]]; then
-        echo "run_overhead: no result line in this output:" >&2
-        cat "$1" >&2
-        return 1
-    fi
-    echo "$value"
-}
-
 # One run of configuration $1; appends its wall-clock and CPU ns/pair to $tmp/$1 and $tmp/$1.cpu.
 run_config() {
     local config=$1 out=$tmp/out
@@ -88,8 +75,8 @@ run_config() {
         "$bench" unwind "${args[@]}" >"$out" 2>&1
         ;;
     esac
-    figure_of "$out" ns_per_pair >>"$tmp/$config"
-    figure_of "$out" cpu_ns_per_pair >>"$tmp/$config.cpu"
+    figure_of bench_alloc_pairs "$out" ns_per_pair >>"$tmp/$config"
+    figure_of bench_alloc_pairs "$out" cpu_ns_per_pair >>"$tmp/$config.cpu"
     grep -m1 '^bench_alloc_pairs ' "$out" >"$tmp/$config.line"
 }
 

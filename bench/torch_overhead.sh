@@ -40,18 +40,6 @@ export GPULEAK_SIM_QUIET=1 PYTHONWARNINGS=ignore
 export LD_LIBRARY_PATH=$build/simdevice:$cuda_lib_dir
 unset PYTORCH_CUDA_ALLOC_CONF
 
-# The figure named $2 of the program's result line in the file $1; fails when there is none.
-figure_of() {
-    local value
-    value=$(sed -n "s/^torch_overhead .* $2=\([0-9.]*\)\( .*\)\{0,1\}\$/\1/p" "$1")
-    if [[ -z $value ]]; then
-        echo "torch_overhead: no result line in this output:" >&2
-        cat "$1" >&2
-        return 1
-    fi
-    echo "$value"
-}
-
 # One run of configuration $1; appends its wall-clock and CPU ns/pair to $tmp/$1 and $tmp/$1.cpu.
 run_config() {
     local config=$1 out=$tmp/out
@@ -76,8 +64,8 @@ run_config() {
         rm -rf "$tmp/trace"
         ;;
     esac
-    figure_of "$out" ns_per_pair >>"$tmp/$config"
-    figure_of "$out" cpu_ns_per_pair >>"$tmp/$config.cpu"
+    figure_of torch_overhead "$out" ns_per_pair >>"$tmp/$config"
+    figure_of torch_overhead "$out" cpu_ns_per_pair >>"$tmp/$config.cpu"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
