@@ -35,21 +35,28 @@ uint64_t hash_address(uint64_t address) {
     return h ^ (h >> 29);
 }
 
+format::PythonFrameRecord record_of(const PythonFrame& frame, uint32_t id) {
+    return {id, frame.instruction_offset | (frame.loop_entry ? format::kPythonFrameLoopEntry : 0)};
+}
+
 uint64_t align8(uint64_t bytes) {
     return (bytes + 7) & ~uint64_t{7};
 }
 
 } // namespace
 
-struct PythonCodeTable::RecentCode {
-    uint64_t address;
-    PythonCodeIdentity identity;
-    uint32_t id;
-    uint32_t generation;
+struct PythonCodeTable::RecentCodes {
+    struct Entry {
+        uint64_t address; // 0: empty
+        PythonCodeIdentity identity;
+        uint32_t id;
+    };
+    uint32_t generation; // of the table whose ids the entries hold
+    std::array<Entry, kRecentCodes> entries;
 };
 
 namespace {
-constinit thread_local std::array<PythonCodeTable::RecentCode, kRecentCodes> t_recent_codes{};
+constinit thread_local PythonCodeTable::RecentCodes t_recent_codes{};
 } // namespace
 
 bool PythonCodeTable::attach(TraceWriter& writer) {
@@ -80,26 +87,32 @@ void PythonCodeTable::detach() {
 void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
                                  format::PythonFrameRecord* records) {
     const PythonRuntime* python = python_runtime();
-    // One look-up of the thread's dynamic TLS for the whole stack, not one a frame.
-    RecentCode* recent_codes = t_recent_codes.data();
-    for (uint32_t i = 0; i < count; ++i) {
-        const uint32_t id = python != nullptr ? id_of(*python, frames[i].code_object, recent_codes) : 0;
-        records[i] = {id, frames[i].instruction_offset |
-                              (frames[i].loop_entry ? format::kPythonFrameLoopEntry : 0)};
+    if (python == nullptr || entries_ == nullptr) {
+        for (uint32_t i = 0; i < count; ++i)
+            records[i] = record_of(frames[i], 0);
+        return;
     }
-}
-
-uint32_t PythonCodeTable::id_of(const PythonRuntime& python, uint64_t code_object, RecentCode* recent_codes) {
-    if (entries_ == nullptr)
-        return 0;
-    const PythonCodeIdentity identity = read_captured_code_identity(python, code_object);
-    RecentCode& recent = recent_codes[hash_address(code_object) % kRecentCodes];
-    if (recent.address == code_object && recent.generation == generation_ && recent.identity == identity)
-        return recent.id;
-    const uint32_t id = find_or_add(code_object, identity);
-    if (id != 0)
-        recent = {code_object, identity, id, generation_};
-    return id;
+    // One look-up of the thread's dynamic TLS for the whole stack: the empty asm keeps the compiler
+    // from computing the address again (a call to __tls_get_addr) at every frame.
+    RecentCodes* recent_codes = &t_recent_codes;
+    asm("" : "+r"(recent_codes));
+    if (recent_codes->generation != generation_) {
+        recent_codes->entries = {};
+        recent_codes->generation = generation_;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t code_object = frames[i].code_object;
+        RecentCodes::Entry& recent = recent_codes->entries[hash_address(code_object) % kRecentCodes];
+        uint32_t id = recent.id;
+        if (recent.address != code_object ||
+            !(read_captured_code_identity(*python, code_object) == recent.identity)) {
+            const PythonCodeIdentity identity = read_captured_code_identity(*python, code_object);
+            id = find_or_add(code_object, identity);
+            if (id != 0)
+                recent = {code_object, identity, id};
+        }
+        records[i] = record_of(frames[i], id);
+    }
 }
 
 uint32_t PythonCodeTable::probe(uint64_t code_object, const PythonCodeIdentity& identity,

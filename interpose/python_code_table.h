@@ -26,7 +26,7 @@ class PythonCodeTable {
     void records_of(const PythonFrame* frames, uint32_t count, format::PythonFrameRecord* records);
 
     // A thread's memory of the code objects it met last (python_code_table.cpp).
-    struct RecentCode;
+    struct RecentCodes;
 
   private:
     struct Entry {
@@ -34,7 +34,6 @@ class PythonCodeTable {
         PythonCodeIdentity identity;
         uint32_t id;
     };
-    uint32_t id_of(const PythonRuntime& python, uint64_t code_object, RecentCode* recent_codes);
     uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
     uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
     // The id of the entry for this code object from `position` on, or 0 with `position` at the empty

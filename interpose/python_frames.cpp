@@ -10,34 +10,102 @@ namespace gpuleak {
 
 namespace {
 
-uint32_t instruction_offset(const PythonLayout& layout, uintptr_t frame, uintptr_t code) {
-    // The trace keeps 31 bits of offset: the top bit of its word is a flag.
-    constexpr uint64_t kLastOffset = kPythonOffsetBeforeFirstInstruction - 1;
-    if (layout.instruction_kind == PythonInstructionKind::last_index) {
-        const auto last_index = read_at<int32_t>(frame + layout.frame_instruction);
-        if (last_index < 0)
-            return kPythonOffsetBeforeFirstInstruction;
-        return static_cast<uint32_t>(std::min(uint64_t{2} * static_cast<uint32_t>(last_index), kLastOffset));
+// The fields of the layout that the walk reads at every frame, copied out of it once: the walk's stores
+// to its output could otherwise alias them, and the compiler would load them again after each.
+struct FrameWalkLayout {
+    explicit FrameWalkLayout(const PythonLayout& layout, uintptr_t code_type)
+        : frame_previous(layout.frame_previous), frame_code(layout.frame_code),
+          frame_instruction(layout.frame_instruction), frame_owner(layout.frame_owner),
+          frame_is_entry(layout.frame_is_entry), code_bytecode(layout.code_bytecode),
+          object_type(layout.object_type),
+          code_mask(layout.frame_code_tagged ? ~uintptr_t{3} : ~uintptr_t{0}), code_type(code_type),
+          first_shim_owner(layout.frame_has_owner ? layout.first_shim_owner : uint32_t{0x100}) {}
+
+    uint32_t frame_previous;
+    uint32_t frame_code;
+    uint32_t frame_instruction;
+    uint32_t frame_owner;
+    uint32_t frame_is_entry;
+    uint32_t code_bytecode;
+    uint32_t object_type;
+    uintptr_t code_mask; // clears the tag bits of a tagged code reference
+    uintptr_t code_type;
+    uint32_t first_shim_owner; // above any owner where frames have none
+};
+
+// The trace keeps 31 bits of offset: the top bit of its word is a flag.
+constexpr uint64_t kLastOffset = kPythonOffsetBeforeFirstInstruction - 1;
+
+// The walk of one layout family: what differs between CPython versions at every frame is decided when
+// the template is instantiated, not at each frame.
+// Not inlined into the recorder's capture: on its own it keeps the layout in registers.
+template <PythonInstructionKind kInstruction, PythonLoopEntryKind kLoopEntry>
+__attribute__((noinline)) size_t walk_frames(const FrameWalkLayout& walk, uintptr_t frame, PythonFrame* out,
+                                             size_t max) {
+    constexpr bool kAboveShim = kLoopEntry == PythonLoopEntryKind::above_shim;
+    size_t count = 0;
+    bool chain_ended = false;
+    // Shims come at most a couple between two Python frames; a longer walk is a broken chain.
+    for (size_t steps = 4 * max + 8; steps > 0;
+         --steps, frame = read_at<uintptr_t>(frame + walk.frame_previous)) {
+        if (frame == 0) {
+            chain_ended = true;
+            break;
+        }
+        if (frame % alignof(void*) != 0)
+            break;
+        if (read_at<uint8_t>(frame + walk.frame_owner) >= walk.first_shim_owner) {
+            // Each evaluation loop pushes a shim below the first frame it runs.
+            if (count > 0)
+                out[count - 1].loop_entry = true;
+            if (count == max)
+                break;
+            continue;
+        }
+        // A full `out` walks on only until it is known whether its outermost frame is a loop entry.
+        if (count == max && !kAboveShim)
+            break;
+        const uintptr_t code = read_at<uintptr_t>(frame + walk.frame_code) & walk.code_mask;
+        // What is not a code object (3.13+ frames may hold None) is no Python code to report.
+        if (code == 0 || code % alignof(void*) != 0 ||
+            read_at<uintptr_t>(code + walk.object_type) != walk.code_type)
+            continue;
+        if (count == max)
+            break;
+        uint32_t offset = kPythonOffsetBeforeFirstInstruction;
+        if constexpr (kInstruction == PythonInstructionKind::last_index) {
+            const auto last_index = read_at<int32_t>(frame + walk.frame_instruction);
+            if (last_index >= 0)
+                offset = static_cast<uint32_t>(
+                    std::min(uint64_t{2} * static_cast<uint32_t>(last_index), kLastOffset));
+        } else {
+            const auto instruction = read_at<uintptr_t>(frame + walk.frame_instruction);
+            const uintptr_t bytecode = code + walk.code_bytecode;
+            if (instruction >= bytecode)
+                offset = static_cast<uint32_t>(std::min<uint64_t>(instruction - bytecode, kLastOffset));
+        }
+        bool loop_entry = false;
+        if constexpr (kLoopEntry == PythonLoopEntryKind::every_frame)
+            loop_entry = true;
+        else if constexpr (kLoopEntry == PythonLoopEntryKind::is_entry)
+            loop_entry = read_at<uint8_t>(frame + walk.frame_is_entry) != 0;
+        out[count++] = PythonFrame{code, offset, loop_entry};
     }
-    const auto instruction = read_at<uintptr_t>(frame + layout.frame_instruction);
-    const uintptr_t bytecode = code + layout.code_bytecode;
-    if (instruction < bytecode)
-        return kPythonOffsetBeforeFirstInstruction;
-    return static_cast<uint32_t>(std::min<uint64_t>(instruction - bytecode, kLastOffset));
+    // Whatever ran the outermost frame of the chain started a loop for it.
+    if (chain_ended && kAboveShim && count > 0)
+        out[count - 1].loop_entry = true;
+    return count;
 }
 
-// Whether the frame is a loop entry, where the frame itself tells; above_shim layouts learn it from the
-// frame the walk visits next.
-bool loop_entry(const PythonLayout& layout, uintptr_t frame) {
-    switch (layout.loop_entry_kind) {
-    case PythonLoopEntryKind::every_frame:
-        return true;
-    case PythonLoopEntryKind::is_entry:
-        return read_at<uint8_t>(frame + layout.frame_is_entry) != 0;
-    case PythonLoopEntryKind::above_shim:
-        break;
-    }
-    return false;
+size_t walk_frames(const PythonLayout& layout, const FrameWalkLayout& walk, uintptr_t frame, PythonFrame* out,
+                   size_t max) {
+    using Instruction = PythonInstructionKind;
+    using LoopEntry = PythonLoopEntryKind;
+    if (layout.instruction_kind == Instruction::last_index)
+        return walk_frames<Instruction::last_index, LoopEntry::every_frame>(walk, frame, out, max);
+    if (layout.loop_entry_kind == LoopEntry::is_entry)
+        return walk_frames<Instruction::code_unit_ptr, LoopEntry::is_entry>(walk, frame, out, max);
+    return walk_frames<Instruction::code_unit_ptr, LoopEntry::above_shim>(walk, frame, out, max);
 }
 
 // The thread state that finalizes the interpreter; 0 before finalization.
@@ -73,44 +141,7 @@ size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing) {
     uintptr_t frame = read_at<uintptr_t>(thread_state + layout.thread_frame);
     if (layout.frame_link == PythonFrameLink::through_cframe && frame != 0)
         frame = read_at<uintptr_t>(frame + layout.cframe_current_frame);
-    const bool above_shim = layout.loop_entry_kind == PythonLoopEntryKind::above_shim;
-    size_t count = 0;
-    bool chain_ended = false;
-    // Shims come at most a couple between two Python frames; a longer walk is a broken chain.
-    for (size_t steps = 4 * max + 8; steps > 0;
-         --steps, frame = read_at<uintptr_t>(frame + layout.frame_previous)) {
-        if (frame == 0) {
-            chain_ended = true;
-            break;
-        }
-        if (frame % alignof(void*) != 0)
-            break;
-        if (layout.frame_has_owner &&
-            read_at<uint8_t>(frame + layout.frame_owner) >= layout.first_shim_owner) {
-            // Each evaluation loop pushes a shim below the first frame it runs.
-            if (count > 0)
-                out[count - 1].loop_entry = true;
-            if (count == max)
-                break;
-            continue;
-        }
-        // A full `out` walks on only until it is known whether its outermost frame is a loop entry.
-        if (count == max && !above_shim)
-            break;
-        auto code = read_at<uintptr_t>(frame + layout.frame_code);
-        if (layout.frame_code_tagged)
-            code &= ~uintptr_t{3};
-        // What is not a code object (3.13+ frames may hold None) is no Python code to report.
-        if (code == 0 || code % alignof(void*) != 0 ||
-            read_at<uintptr_t>(code + layout.object_type) != python->code_type)
-            continue;
-        if (count == max)
-            break;
-        out[count++] = PythonFrame{code, instruction_offset(layout, frame, code), loop_entry(layout, frame)};
-    }
-    // Whatever ran the outermost frame of the chain started a loop for it.
-    if (chain_ended && above_shim && count > 0)
-        out[count - 1].loop_entry = true;
+    const size_t count = walk_frames(layout, FrameWalkLayout(layout, python->code_type), frame, out, max);
     // Finalization that began during the walk may have freed what it read. It leaves a window between
     // the two checks in which a daemon thread's walk reads freed memory, as faulthandler's does.
     return finalized_by_another() ? 0 : count;

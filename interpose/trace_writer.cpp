@@ -219,8 +219,17 @@ namespace {
 // that a reader after a crash sees either the old commit (stale, rejected by sequence) or the new one
 // with every field in place.
 void publish(EventRecord& slot, const EventRecord& event, uint64_t commit) {
-    // Acquire keeps the field stores below from being ordered before the invalidation.
-    __atomic_exchange_n(&slot.commit, 0, __ATOMIC_ACQUIRE);
+    // A plain store and a fence, not a locked exchange: the slot is usually a cache line not yet in
+    // the cache (the ring is larger than the cache), and a locked instruction on it stalls the thread
+    // for the whole miss, where a store waits in the store buffer. The fence keeps the field stores
+    // below from becoming visible before the invalidation; x86-64 keeps stores in program order, so
+    // there only the compiler must not move them (and ThreadSanitizer supports no thread fence).
+    __atomic_store_n(&slot.commit, 0, __ATOMIC_RELAXED);
+#if defined(__x86_64__)
+    __atomic_signal_fence(__ATOMIC_RELEASE);
+#else
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.commit,
                 reinterpret_cast<const uint8_t*>(&event) + sizeof event.commit,
                 sizeof event - sizeof event.commit);
@@ -234,6 +243,8 @@ void TraceWriter::append_event(EventRecord& event) {
     auto* ring = reinterpret_cast<EventRecord*>(base_ + header_->ring.offset);
     event.commit = sequence + 1;
     publish(ring[sequence & ring_mask_], event, sequence + 1);
+    // The next event's slot, fetched now so that the next append does not wait for it.
+    __builtin_prefetch(&ring[(sequence + 1) & ring_mask_], 1);
 }
 
 void TraceWriter::prepare_ring_ahead() {
