@@ -50,8 +50,13 @@ struct PythonCodeTable::RecentCodes {
         uint64_t address; // 0: empty
         PythonCodeIdentity identity;
         uint32_t id;
+        uint32_t confirmed; // the stack whose walk last found the code object's identity unchanged
     };
     uint32_t generation; // of the table whose ids the entries hold
+    // Counts the thread's stacks. A code object that one stack holds twice (recursion, the wrappers
+    // every nn.Module call goes through) is the same object both times: all its frames are alive
+    // while the walk runs. Its identity is read once a stack, not once a frame.
+    uint32_t stack = 0;
     std::array<Entry, kRecentCodes> entries;
 };
 
@@ -96,20 +101,29 @@ void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
     // from computing the address again (a call to __tls_get_addr) at every frame.
     RecentCodes* recent_codes = &t_recent_codes;
     asm("" : "+r"(recent_codes));
-    if (recent_codes->generation != generation_) {
+    // 0 is no stack's number: entries of a new table, or made when the counter wrapped, are confirmed
+    // by none.
+    if (recent_codes->generation != generation_ || ++recent_codes->stack == 0) {
         recent_codes->entries = {};
         recent_codes->generation = generation_;
+        recent_codes->stack = 1;
     }
+    const uint32_t stack = recent_codes->stack;
     for (uint32_t i = 0; i < count; ++i) {
         const uint64_t code_object = frames[i].code_object;
         RecentCodes::Entry& recent = recent_codes->entries[hash_address(code_object) % kRecentCodes];
         uint32_t id = recent.id;
-        if (recent.address != code_object ||
-            !(read_captured_code_identity(*python, code_object) == recent.identity)) {
+        if (recent.address != code_object || recent.confirmed != stack) {
             const PythonCodeIdentity identity = read_captured_code_identity(*python, code_object);
-            id = find_or_add(code_object, identity);
-            if (id != 0)
-                recent = {code_object, identity, id};
+            if (recent.address != code_object || !(identity == recent.identity)) {
+                id = find_or_add(code_object, identity);
+                if (id == 0) {
+                    records[i] = record_of(frames[i], 0);
+                    continue;
+                }
+                recent = {code_object, identity, id, 0};
+            }
+            recent.confirmed = stack;
         }
         records[i] = record_of(frames[i], id);
     }

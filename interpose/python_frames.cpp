@@ -45,6 +45,7 @@ __attribute__((noinline)) size_t walk_frames(const FrameWalkLayout& walk, uintpt
     constexpr bool kAboveShim = kLoopEntry == PythonLoopEntryKind::above_shim;
     size_t count = 0;
     bool chain_ended = false;
+    uintptr_t checked_code = 0; // the code object whose type the walk checked last
     // Shims come at most a couple between two Python frames; a longer walk is a broken chain.
     for (size_t steps = 4 * max + 8; steps > 0;
          --steps, frame = read_at<uintptr_t>(frame + walk.frame_previous)) {
@@ -66,10 +67,14 @@ __attribute__((noinline)) size_t walk_frames(const FrameWalkLayout& walk, uintpt
         if (count == max && !kAboveShim)
             break;
         const uintptr_t code = read_at<uintptr_t>(frame + walk.frame_code) & walk.code_mask;
-        // What is not a code object (3.13+ frames may hold None) is no Python code to report.
-        if (code == 0 || code % alignof(void*) != 0 ||
-            read_at<uintptr_t>(code + walk.object_type) != walk.code_type)
-            continue;
+        // What is not a code object (3.13+ frames may hold None) is no Python code to report. Recursion
+        // runs one code object in frame after frame: its type is read once.
+        if (code != checked_code) {
+            if (code == 0 || code % alignof(void*) != 0 ||
+                read_at<uintptr_t>(code + walk.object_type) != walk.code_type)
+                continue;
+            checked_code = code;
+        }
         if (count == max)
             break;
         uint32_t offset = kPythonOffsetBeforeFirstInstruction;

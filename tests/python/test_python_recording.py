@@ -143,6 +143,31 @@ def test_deep_recursion_keeps_the_innermost_frames(tmp_path):
     assert all(frame["function"].split(".")[-1] == "descend" for frame in frames[1:])
 
 
+def test_code_objects_made_and_freed_at_one_address_keep_their_own_file_and_line(tmp_path):
+    # A notebook's cells: each run compiles a new code object, which the last one's freed memory often
+    # holds, and runs it from the same place; the names stay alive (IPython's linecache keeps them).
+    process, report = record(
+        tmp_path,
+        """
+        names, addresses = [], []
+        for index in range(40):
+            names.append("<cell %d>" % index)
+            code = compile("\\n" * (index % 5) + "allocate(%d)" % ((index + 1) << 16), names[-1], "exec")
+            addresses.append(id(code))
+            exec(code, {"allocate": allocate})
+            del code
+        assert len(set(addresses)) < len(addresses), "no code object took a freed one's address"
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    sites = leak_sites(report)
+    for index in range(40):
+        (site,) = [s for s in sites if s["bytes"] == (index + 1) << 16]
+        frames = python_frames(site)
+        assert frames[0]["function"].split(".")[-1] == "allocate"
+        assert (frames[1]["file"], frames[1]["line"]) == ("<cell %d>" % index, index % 5 + 1)
+
+
 def test_allocations_during_interpreter_shutdown_are_recorded(tmp_path):
     process, report = record(
         tmp_path,
