@@ -197,6 +197,8 @@ void TraceWriter::abandon_after_fork() {
     base_ = nullptr;
     header_ = nullptr;
     ring_prepared_ = 0;
+    ring_touched_ = 0;
+    head_at_last_prepare_ = 0;
     strings_lock_.reset_after_fork();
 }
 
@@ -250,15 +252,25 @@ void TraceWriter::append_event(EventRecord& event) {
 void TraceWriter::prepare_ring_ahead() {
     if (header_ == nullptr)
         return;
-    // 65,536 events: a sampler interval's worth at 650,000 events a second, a page table's worth of the
-    // process's memory.
+    // At least 65,536 events (a sampler interval's worth at 650,000 events a second, a page table's
+    // worth of the process's memory), and twice what was appended since the last call, as the
+    // sampler's interval grows when the timeline thins.
     constexpr uint64_t kAhead = 4 << 20;
     const uint64_t ring_bytes = header_->ring.size;
-    if (ring_prepared_ >= ring_bytes)
-        return;
     const uint64_t head = __atomic_load_n(&header_->ring_head, __ATOMIC_RELAXED);
+    const uint64_t lead =
+        std::min(std::max(kAhead, 2 * (head - head_at_last_prepare_) * sizeof(EventRecord)), ring_bytes / 2);
+    head_at_last_prepare_ = head;
+    if (ring_prepared_ < ring_bytes)
+        populate_ring(head, lead);
+    else
+        touch_ring(head, lead);
+}
+
+void TraceWriter::populate_ring(uint64_t head, uint64_t lead) {
+    const uint64_t ring_bytes = header_->ring.size;
     const uint64_t written = std::min(head * sizeof(EventRecord), ring_bytes);
-    const uint64_t target = std::min(written + kAhead, ring_bytes);
+    const uint64_t target = std::min(written + lead, ring_bytes);
     // What the appending threads wrote already is present: start past it.
     const uint64_t from = std::max(ring_prepared_, written);
     if (target <= from)
@@ -272,6 +284,21 @@ void TraceWriter::prepare_ring_ahead() {
         return;
     }
     ring_prepared_ = target;
+}
+
+void TraceWriter::touch_ring(uint64_t head, uint64_t lead) {
+    // Once the ring has been written its pages stay present, but the first write to a page after the
+    // kernel wrote it back to the file (which makes it read-only again), or after a hypervisor began
+    // tracking the guest's dirty pages, still traps on the thread that writes (bench/README.md: a
+    // fifth of what the recorder adds to a tensor's allocation and free on a VM). A write that changes
+    // nothing, to one slot of each page ahead of the head, takes those traps here instead. An append that
+    // reaches the slot meanwhile keeps its value: both are atomic accesses to the commit word.
+    const uint64_t slots_per_page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / sizeof(EventRecord);
+    auto* ring = reinterpret_cast<EventRecord*>(base_ + header_->ring.offset);
+    const uint64_t until = head + lead / sizeof(EventRecord);
+    for (uint64_t slot = std::max(head, ring_touched_); slot < until; slot += slots_per_page)
+        __atomic_fetch_add(&ring[slot & ring_mask_].commit, 0, __ATOMIC_RELAXED);
+    ring_touched_ = std::max(ring_touched_, until);
 }
 
 bool TraceWriter::append_notable(EventRecord& event) {

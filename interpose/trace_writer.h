@@ -48,9 +48,10 @@ class TraceWriter {
 
     // Appends to the event ring; fills in `commit` itself. Lock-free.
     void append_event(format::EventRecord& event);
-    // Makes the ring's pages a few MiB ahead of the newest event present, in one call, until the ring
-    // has been written once: the first write to a page of the shared file otherwise faults on the thread
-    // that appends, for microseconds each. For one thread at a time (the sampler's).
+    // Prepares the ring's pages a few MiB ahead of the newest event, in one call, so that the threads
+    // that append do not take the page faults and traps of a first write to a page, for microseconds
+    // each: makes them present until the ring has been written once, then writes to each without
+    // changing it. For one thread at a time (the sampler's).
     void prepare_ring_ahead();
     // Appends to the array of events kept whatever happens to the ring; false when it is full.
     bool append_notable(format::EventRecord& event);
@@ -80,11 +81,15 @@ class TraceWriter {
     uint8_t* reserve(Stream stream, uint32_t bytes);
     int64_t commit(Stream stream, uint8_t* record, uint32_t bytes);
     void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout);
+    void populate_ring(uint64_t head, uint64_t lead);
+    void touch_ring(uint64_t head, uint64_t lead);
 
     uint8_t* base_ = nullptr;
     format::FileHeader* header_ = nullptr;
     uint64_t ring_mask_ = 0;
-    uint64_t ring_prepared_ = 0; // bytes from the ring's start that prepare_ring_ahead made present
+    uint64_t ring_prepared_ = 0;        // bytes from the ring's start that prepare_ring_ahead made present
+    uint64_t ring_touched_ = 0;         // events up to which touch_ring wrote to the pages
+    uint64_t head_at_last_prepare_ = 0; // the ring's head at prepare_ring_ahead's last call
     uint32_t next_string_id_ = 1;
     SpinLock strings_lock_;
     char path_[1100] = {};

@@ -2,12 +2,15 @@
 // runs in a process of its own (ctest starts the binary once per case), so each gets a fresh recorder.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
 #include "recorder_test_support.h"
+#include "trace_writer.h"
 
 using gpuleak::Allocation;
 using gpuleak::KeySpace;
@@ -61,6 +64,44 @@ TEST_CASE("threads recording at once lose nothing and leave the exact live set")
     CHECK(live_of(reader) == expected);
     CHECK(header.accounting.live_bytes[0][static_cast<int>(MemoryKind::Device)] == expected_bytes);
     CHECK(header.accounting.peak_bytes[0][static_cast<int>(MemoryKind::Device)] >= expected_bytes);
+}
+
+TEST_CASE("preparing the ring's pages ahead of the head changes no event appended meanwhile") {
+    // The sampler writes to one slot of each page ahead of the head on every lap after the first,
+    // while threads append: here as fast as they can, round a small ring many times.
+    TempDir dir;
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s",
+                  (dir.path() + "/t.trace").c_str());
+    config.max_bytes = gpuleak::kMinMaxMb << 20;
+    gpuleak::TraceWriter writer;
+    REQUIRE(writer.create(config, {1, 0, ""}));
+    const uint64_t capacity = writer.header()->ring_capacity;
+    const uint64_t total = 8 * capacity + 123;
+    std::atomic<bool> appending{true};
+    std::thread sampler([&] {
+        while (appending.load(std::memory_order_relaxed))
+            writer.prepare_ring_ahead();
+    });
+    for (uint64_t i = 0; i < total; ++i) {
+        gpuleak::format::EventRecord event{};
+        event.type = static_cast<uint16_t>(EventType::Alloc);
+        event.address = i;
+        event.size = i * 3 + 1;
+        writer.append_event(event);
+    }
+    appending.store(false, std::memory_order_relaxed);
+    sampler.join();
+
+    TraceReader reader = TraceReader::open(writer.path());
+    const auto& log = reader.events();
+    CHECK(log.torn == 0);
+    REQUIRE(log.events.size() == capacity);
+    for (const auto& event : log.events) {
+        REQUIRE(event.address == event.sequence);
+        REQUIRE(event.size == event.sequence * 3 + 1);
+    }
+    CHECK(log.events.back().sequence == total - 1);
 }
 
 TEST_CASE("every allocation carries its stack and device and thread") {
