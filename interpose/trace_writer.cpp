@@ -276,10 +276,11 @@ void TraceWriter::populate_ring(uint64_t head, uint64_t lead) {
     if (target <= from)
         return;
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto start = reinterpret_cast<uintptr_t>(base_ + header_->ring.offset + from) & ~(page - 1);
-    const auto end = reinterpret_cast<uintptr_t>(base_ + header_->ring.offset + target);
+    uint8_t* const ring = base_ + header_->ring.offset;
+    uint8_t* const start = ring + from - (reinterpret_cast<uintptr_t>(ring + from) & (page - 1));
+    const auto length = static_cast<size_t>(ring + target - start);
     // Before Linux 5.14 (EINVAL) the appending threads fault the pages in, as they always did.
-    if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    if (::madvise(start, length, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
         ring_prepared_ = ring_bytes;
         return;
     }
