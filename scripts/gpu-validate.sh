@@ -69,7 +69,7 @@ else
         # run needs.
         tests=OFF targets=(gpuleak gpuleak-report gpuleak_command)
         if [[ $simulated == 1 ]]; then
-            tests=ON targets+=(simcudart simcuda)
+            tests=ON targets+=(simdevice)
         fi
         if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEAK_BUILD_TESTS=$tests \
             >"$tmp/build.log" 2>&1 ||
@@ -118,7 +118,8 @@ if [[ $simulated == 1 ]]; then
         exit 3
     fi
     # What the scenarios' environment is on the simulated device; the other checks get the same.
-    device_environment=(LD_LIBRARY_PATH="$simdevice:$cuda_lib_dir" GPULEAK_SIM_QUIET=1 GPULEAK_SIM_CAPACITY=4G)
+    device_environment=(LD_LIBRARY_PATH="$simdevice:$cuda_lib_dir" PYTHONPATH="$simdevice/python"
+        GPULEAK_SIM_QUIET=1 GPULEAK_SIM_CAPACITY=4G)
     scenario_environment=(GPULEAK_TEST_SIMDEVICE_DIR="$simdevice" GPULEAK_CUDA_LIB_DIR="$cuda_lib_dir")
 else
     device_environment=()

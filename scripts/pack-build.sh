@@ -12,7 +12,7 @@
 #   lib/libgpuleak.so                   with libunwind.so.8 and liblzma.so.5 beside it, found by $ORIGIN
 #                                       (Debian's libunwind.a is not position-independent)
 #   share/gpuleak/python                the Python package, where the launcher looks for it
-#   simdevice/                          the simulated libcudart.so.13 and libcuda.so.1 (dry runs)
+#   simdevice/                          the simulated device's libraries and its python/ (dry runs)
 #   include/, torch_adapter/            what torch_adapter/build-adapter.sh compiles for the torch there
 #   tests/torch/                        the PyTorch scenarios and their runner
 #   scripts/gpu-validate.sh             the validation itself
@@ -42,7 +42,8 @@ cp "$build/launcher/gpuleak" "$build/analyzer/gpuleak-report" "$package/bin/"
 strip --strip-debug "$package"/bin/*
 cp "$build/interpose/libgpuleak.so" "$build/interpose/libunwind.so.8" "$build/interpose/liblzma.so.5" \
     "$package/lib/"
-cp -L "$build/simdevice/libcudart.so.13" "$build/simdevice/libcuda.so.1" "$package/simdevice/"
+cp -L "$build"/simdevice/lib*.so.* "$package/simdevice/"
+cp -r "$build/simdevice/python" "$package/simdevice/"
 # Without __pycache__: what another interpreter compiles there is its own business.
 (cd "$root" && tar -cf - --exclude=__pycache__ python/gpuleak) | tar -xf - -C "$package/share/gpuleak"
 cp -r "$root/include" "$package/"

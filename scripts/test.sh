@@ -60,7 +60,7 @@ static_package_tier() {
     local build=$root/build-static status=0
     echo "== package for a GPU machine: static build, packed, validated on the simulated device" >&2
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEAK_STATIC_DEPS=ON >/dev/null
-    cmake --build "$build" -j "$jobs" --target gpuleak gpuleak_command gpuleak-report simcuda simcudart
+    cmake --build "$build" -j "$jobs" --target gpuleak gpuleak_command gpuleak-report simdevice
     local tarball
     tarball=$("$root/scripts/pack-build.sh" "$build")
     GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter" \

@@ -4,6 +4,10 @@
 // function of the same name.
 #include "driver_api.h"
 
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
 #include <string_view>
 
 namespace {
@@ -142,8 +146,23 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
     return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
-// The runtime's private tables are not simulated; the simulated runtime never asks for them.
-CUresult cuGetExportTable(const void** /*ppExportTable*/, const CUuuid* /*pExportTableId*/) {
+// The driver's private tables are not simulated; the simulated runtime and BLAS libraries never ask for
+// them. NVIDIA's own libraries do (cuDNN, cuFFT, cuSOLVER, cuSPARSE, NCCL, a static libcudart), and then
+// fail with errors of their own that do not say why, so the first request says it on stderr.
+CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* /*pExportTableId*/) {
+    static std::atomic<bool> explained{false};
+    if (!explained.exchange(true)) {
+        Dl_info caller{};
+        const bool known = dladdr(__builtin_return_address(0), &caller) != 0 && caller.dli_fname != nullptr;
+        std::fprintf(stderr,
+                     "gpuleak-sim: %s asked the simulated CUDA device for the driver's private export table, "
+                     "which it does not have: NVIDIA's closed libraries (cuDNN, cuFFT, cuSOLVER, cuSPARSE, "
+                     "NCCL) cannot run on the simulated device\n",
+                     known ? caller.dli_fname : "a library");
+    }
+    if (ppExportTable != nullptr) {
+        *ppExportTable = nullptr;
+    }
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 

@@ -23,7 +23,7 @@ import sys
 import textwrap
 
 import pytest
-from torch_environment import torch_python
+from torch_environment import simulated_device_environment, torch_python
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -111,11 +111,7 @@ def run_traced(tmp_path, body, adapter_cache, **env):
         PYTHONWARNINGS="ignore",
     )
     if not REAL_DEVICE:
-        environment.update(
-            LD_LIBRARY_PATH=os.pathsep.join([SIMDEVICE_DIR, CUDA_LIB_DIR]),
-            GPULEAK_SIM_CAPACITY=str(CAPACITY),
-            GPULEAK_SIM_QUIET="1",
-        )
+        environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
     environment.update(env)
     completed = subprocess.run(
         [TORCH_PYTHON, str(script)], env=environment, capture_output=True, text=True, timeout=240

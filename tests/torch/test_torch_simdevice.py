@@ -16,7 +16,7 @@ import sys
 import textwrap
 
 import pytest
-from torch_environment import torch_python
+from torch_environment import simulated_device_environment, torch_python
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -51,12 +51,7 @@ def run_torch(body, **env):
     program += textwrap.dedent(body)
     environment = dict(os.environ)
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    environment.update(
-        LD_LIBRARY_PATH=os.pathsep.join([SIMDEVICE_DIR, CUDA_LIB_DIR]),
-        GPULEAK_SIM_CAPACITY=str(CAPACITY),
-        GPULEAK_SIM_QUIET="1",
-        PYTHONWARNINGS="ignore",
-    )
+    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY), PYTHONWARNINGS="ignore")
     environment.update(env)
     completed = subprocess.run(
         [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
@@ -223,6 +218,121 @@ def test_streams_events_and_synchronisation():
     # The simulator offers priorities 0 to -5; PyTorch uses as many of them as it was built for.
     least, greatest = got["range"]
     assert least == 0 and -5 <= greatest < 0
+
+
+def exported_symbols(library):
+    """`name@version` of every function and object the shared library defines."""
+    listing = subprocess.run(["nm", "-D", "--defined-only", library], check=True, capture_output=True, text=True)
+    return {line.split()[-1].replace("@@", "@") for line in listing.stdout.splitlines() if line.strip()}
+
+
+def test_stand_in_blas_libraries_define_everything_torch_imports_from_them():
+    lib = run_torch("import os; report(lib=os.path.join(os.path.dirname(torch.__file__), 'lib'))")["lib"]
+    defined = exported_symbols(os.path.join(SIMDEVICE_DIR, "libcublas.so.13")) | exported_symbols(
+        os.path.join(SIMDEVICE_DIR, "libcublasLt.so.13")
+    )
+    imported = set()
+    for name in sorted(os.listdir(lib)):
+        listing = subprocess.run(
+            ["nm", "-D", "--undefined-only", os.path.join(lib, name)], capture_output=True, text=True
+        ).stdout
+        imported |= {
+            line.split()[-1]
+            for line in listing.splitlines()
+            if line.endswith(("@libcublas.so.13", "@libcublasLt.so.13"))
+        }
+    assert len(imported) > 100
+    missing = sorted(imported - defined)
+    assert not missing, f"run scripts/gen_blas_entry_points.py: the stand-ins lack {missing}"
+
+
+def test_matrix_products_take_their_workspace_from_the_caching_allocator():
+    # The loop the caching-allocator articles show. PyTorch hands each cuBLAS handle a workspace from
+    # its caching allocator: 32 MiB (4096 KiB x 8) on a device of compute capability 9.0, as on an H100.
+    got = run_torch(
+        """
+        a = torch.randn(2000, 2000).to("cuda")
+        b = torch.randn(2000, 2000).to("cuda")
+        before = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+        for _ in range(5):
+            c = torch.matmul(a, b)
+            del c
+        after = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+        sizes = sorted(block["size"] for segment in torch.cuda.memory_snapshot() for block in segment["blocks"])
+        report(before=before, after=after, sizes=sizes, shape=list(torch.matmul(a, b).shape))
+        """
+    )
+    tensor = 16 * MiB  # 2000 x 2000 x 4 bytes, rounded up to the large pool's 2 MiB
+    workspace = 32 * MiB
+    assert got["before"] == [2 * tensor, 2 * tensor]
+    assert got["after"] == [2 * tensor + workspace, 3 * tensor + workspace]
+    assert got["sizes"] == [tensor, tensor, tensor, workspace]
+    assert got["shape"] == [2000, 2000]
+
+
+def test_cublas_workspace_follows_cublas_workspace_config():
+    got = run_torch(
+        """
+        a = torch.ones(64, 64, device="cuda")
+        base = torch.cuda.memory_allocated()
+        (a @ a).sum()
+        report(workspace=torch.cuda.memory_allocated() - base)
+        """,
+        CUBLAS_WORKSPACE_CONFIG=":4096:2",
+    )
+    # 4096 KiB x 2; the product and its sum are freed.
+    assert got["workspace"] == 8 * MiB
+
+
+def test_linear_layers_train_with_adam():
+    got = run_torch(
+        """
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        for _ in range(3):
+            x, y = torch.randn(32, 64, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        grads = all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+        report(grads=grads, states=len(optimizer.state), loss_shape=list(loss.shape))
+        """
+    )
+    assert got == {"grads": True, "states": 4, "loss_shape": []}
+
+
+def test_convolutions_and_batch_norm_train_on_pytorchs_own_kernels():
+    got = run_torch(
+        """
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Dropout(0.25), torch.nn.Flatten(), torch.nn.Linear(16 * 16 * 16, 10)).cuda()
+        x = torch.randn(8, 3, 32, 32, device="cuda")
+        loss = torch.nn.functional.cross_entropy(model(x), torch.randint(0, 10, (8,), device="cuda"))
+        loss.backward()
+        report(cudnn=torch.backends.cudnn.enabled, grad=list(model[0].weight.grad.shape),
+               running_mean=list(model[1].running_mean.shape))
+        """
+    )
+    # The test bed keeps PyTorch off cuDNN, which cannot run on the simulated device.
+    assert got == {"cudnn": False, "grad": [16, 3, 3, 3], "running_mean": [16]}
+
+
+def test_attention_and_mixed_precision():
+    got = run_torch(
+        """
+        attention = torch.nn.MultiheadAttention(64, 4, batch_first=True).cuda()
+        scaler = torch.amp.GradScaler()
+        x = torch.randn(2, 33, 64, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            out, _ = attention(x, x, x, need_weights=False)
+            y = torch.nn.functional.scaled_dot_product_attention(out[:, None], out[:, None], out[:, None], is_causal=True)
+        scaler.scale(y.float().sum()).backward()
+        report(dtype=str(y.dtype), shape=list(y.shape), grad=attention.in_proj_weight.grad is not None)
+        """
+    )
+    assert got == {"dtype": "torch.float16", "shape": [2, 1, 33, 64], "grad": True}
 
 
 if __name__ == "__main__":

@@ -14,3 +14,18 @@ def torch_python():
         if os.path.exists(os.path.join(candidate, ".gpuleak-torch-complete")) and os.path.exists(python):
             return python
     return None
+
+
+def simulated_device_environment(simdevice_dir, cuda_lib_dir, capacity):
+    """The variables that run a PyTorch program on the simulated device of `simdevice_dir`: its libraries
+    found before the CUDA toolkit's (which serve the rest of torch's CUDA libraries), its Python half
+    that keeps PyTorch off cuDNN, a device of `capacity` bytes, and no announcement on stderr."""
+    python_path = [os.path.join(simdevice_dir, "python")]
+    if os.environ.get("PYTHONPATH"):
+        python_path.append(os.environ["PYTHONPATH"])
+    return {
+        "LD_LIBRARY_PATH": os.pathsep.join([simdevice_dir, cuda_lib_dir]),
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "GPULEAK_SIM_CAPACITY": str(capacity),
+        "GPULEAK_SIM_QUIET": "1",
+    }
