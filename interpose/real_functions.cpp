@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <span>
 
 // The trampoline reads this slot with a plain load.
 static_assert(std::atomic<void*>::is_always_lock_free && sizeof(std::atomic<void*>) == sizeof(void*));
@@ -28,8 +29,16 @@ using DlsymFunction = void* (*)(void*, const char*);
 constinit std::atomic<void*> real_slots[kEntryPointCount]{};
 constinit std::atomic<void*> library_handles[2]{};
 
-const char* soname_of(Library library) {
-    return library == Library::RUNTIME ? "libcudart.so.13" : "libcuda.so.1";
+// Programs are linked against CUDA 13's runtime or CUDA 12's; a process holding both is taken to use
+// the newer.
+constexpr const char* kRuntimeSonames[] = {"libcudart.so.13", "libcudart.so.12"};
+constexpr const char* kDriverSonames[] = {"libcuda.so.1"};
+
+std::span<const char* const> sonames_of(Library library) {
+    if (library == Library::RUNTIME) {
+        return kRuntimeSonames;
+    }
+    return kDriverSonames;
 }
 
 std::atomic<void*>& slot_of(EntryPoint row) {
@@ -56,9 +65,12 @@ void* loaded_library(Library library) {
     if (handle == nullptr) {
         // The reference this takes is kept: the slots may point into the library from now on. Two
         // threads racing here each keep one, which is harmless.
-        handle = dlopen(soname_of(library), RTLD_NOLOAD | RTLD_LAZY);
-        if (handle != nullptr) {
-            cached.store(handle, std::memory_order_release);
+        for (const char* soname : sonames_of(library)) {
+            handle = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY);
+            if (handle != nullptr) {
+                cached.store(handle, std::memory_order_release);
+                break;
+            }
         }
     }
     return handle;

@@ -31,8 +31,8 @@ void bind_real(EntryPoint row, void* function);
 // itself (found that way when it was loaded with RTLD_LOCAL); nullptr when neither defines it.
 void* resolve_real_symbol(Library library, const char* symbol);
 
-// The already loaded runtime or driver library (libcudart.so.13, libcuda.so.1), nullptr when it is not
-// loaded. Never loads it.
+// The already loaded runtime or driver library (libcudart.so.13, else libcudart.so.12; libcuda.so.1),
+// nullptr when it is not loaded. Never loads it.
 void* loaded_library(Library library);
 
 // The CUDA library whose file holds `address`, judged by the file name (libcudart.so*, libcuda.so*).

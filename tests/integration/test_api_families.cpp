@@ -1,7 +1,8 @@
 // Every allocation family of cuda_entry_points.def, reached by symbol and through every function-pointer
 // path, on the simulated device: the trace must hold exactly what the programs say they did, and the
 // programs must see exactly what they see without gpuleak. The expectations come from the table itself,
-// so a row added to it that no program exercises fails here.
+// so a row added to it that no program exercises fails here. A program linked against CUDA 12's runtime
+// is recorded the same way.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -419,4 +420,77 @@ TEST_CASE("return codes out-parameters errno and stdout are the same with and wi
     CHECK(comparable(traced.calls) == comparable(plain.calls));
     CHECK(traced.run.out == plain.run.out);
     CHECK(!traced.run.out.empty());
+}
+
+namespace {
+
+// A program linked against CUDA 12's runtime (cuda12_program) through `path`: each allocation and free
+// recorded with its size, row and kind as `expected` lists them ("<event> <row> <kind>", in order), on
+// the device it selected; its codes and stdout those of the same run without gpuleak.
+void check_cuda12_program(const std::string& path, const std::vector<std::string>& expected) {
+    const RunOptions two_devices = with_environment({"GPULEAK_SIM_DEVICES=2"});
+    TempDir traced_directory;
+    const LoggedRun traced =
+        run_logged(traced_directory, program_path("cuda12_program"), {path}, two_devices);
+    INFO("stderr: " << traced.run.err);
+    REQUIRE(traced.run.exited_with(0));
+    REQUIRE(!traced.calls.empty());
+    CHECK(failed_calls(traced.calls).empty());
+    CHECK(traced.run.out.find("runtime 12080") != std::string::npos);
+    const TraceReader trace = only_trace(traced.run);
+    CHECK(trace.header().simulated_device());
+    check_exited(trace, 0);
+    // CUDA 12's runtime is the one the process used, and CUDA 13's was never loaded.
+    auto loaded = [&](std::string_view file) {
+        return std::any_of(trace.modules().begin(), trace.modules().end(), [&](const auto& module) {
+            return std::filesystem::path(module.path).filename() == file;
+        });
+    };
+    CHECK(loaded("libcudart.so.12"));
+    CHECK(!loaded("libcudart.so.13"));
+    check_trace_matches_log(trace, traced.calls, 1, "cuda12_program");
+    std::vector<std::string> recorded;
+    for (const Event& event : trace.events().events) {
+        if (!is_allocation_event(event))
+            continue;
+        const char* row = gpuleak::entry_point_name(event.api);
+        recorded.push_back(std::string(gpuleak::format::event_type_name(event.type)) + " " +
+                           (row == nullptr ? "?" : row) + " " + gpuleak::format::kind_name(event.kind));
+    }
+    CHECK(recorded == expected);
+    CHECK(trace.live_allocations().allocations.empty());
+
+    TempDir plain_directory;
+    const LoggedRun plain =
+        run_logged(plain_directory, program_path("cuda12_program"), {path}, without_gpuleak(two_devices));
+    CHECK(plain.run.exited_with(0));
+    CHECK(plain.run.traces().empty());
+    CHECK(comparable(traced.calls) == comparable(plain.calls));
+    CHECK(traced.run.out == plain.run.out);
+}
+
+const std::vector<std::string> kCuda12RuntimeEvents = {
+    "alloc cudaMalloc device",          "free cudaFree device",
+    "alloc cudaMallocAsync async_pool", "free cudaFreeAsync async_pool",
+    "alloc cudaMallocHost pinned_host", "free cudaFreeHost pinned_host",
+};
+const std::vector<std::string> kCuda12DriverEvents = {"alloc cuMemAlloc_v2 device",
+                                                      "free cuMemFree_v2 device"};
+
+} // namespace
+
+TEST_CASE("a program linked against CUDA 12's runtime is recorded when it calls it by symbol") {
+    check_cuda12_program("symbol", kCuda12RuntimeEvents);
+}
+
+TEST_CASE("a program linked against CUDA 12's runtime is recorded through dlsym on its handle") {
+    check_cuda12_program("dlsym_handle", kCuda12RuntimeEvents);
+}
+
+TEST_CASE("a program linked against CUDA 12's runtime is recorded through cudaGetDriverEntryPoint") {
+    check_cuda12_program("cudaGetDriverEntryPoint", kCuda12DriverEvents);
+}
+
+TEST_CASE("a program linked against CUDA 12's runtime is recorded through cudaGetDriverEntryPointByVersion") {
+    check_cuda12_program("cudaGetDriverEntryPointByVersion", kCuda12DriverEvents);
 }

@@ -1,8 +1,9 @@
 """Python stacks recorded by libgpuleak.so in situations that are hard on a stack walker: several
 Python threads allocating at once, a thread C++ started that never ran Python, 1000-deep recursion,
 allocations while the interpreter shuts down, and Pythons the walker does not support (too old, a
-debug build). Each runs a script under LD_PRELOAD=libgpuleak.so on the simulated device and reads its
-trace back with gpuleak-report --format json.
+debug build); and CUDA 12's runtime loaded the way Python loads libraries. Each runs a script under
+LD_PRELOAD=libgpuleak.so on the simulated device and reads its trace back with gpuleak-report --format
+json.
 
 ctest runs this file once per CPython 3.10+ under pyenv (tests/python/CMakeLists.txt) with
 GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_REPORT, GPULEAK_TEST_NATIVE_THREAD,
@@ -42,10 +43,10 @@ def needed(name):
     return value
 
 
-def record(tmp_path, body, python=sys.executable, extra_env=None):
-    """Runs PRELUDE + body under libgpuleak.so; returns (the process, its JSON report or None)."""
+def record(tmp_path, body, python=sys.executable, extra_env=None, prelude=PRELUDE):
+    """Runs prelude + body under libgpuleak.so; returns (the process, its JSON report or None)."""
     script = tmp_path / "script.py"
-    script.write_text(PRELUDE + textwrap.dedent(body), encoding="utf-8")
+    script.write_text(prelude + textwrap.dedent(body), encoding="utf-8")
     env = dict(os.environ)
     env.update(
         LD_PRELOAD=needed("GPULEAK_TEST_LIBRARY"),
@@ -182,6 +183,27 @@ def test_allocations_during_interpreter_shutdown_are_recorded(tmp_path):
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 7 * MiB]
     functions = [frame["function"].split(".")[-1] for frame in python_frames(site)]
     assert functions[:2] == ["allocate", "at_exit"]
+
+
+def test_cuda_12s_runtime_in_a_scope_of_its_own_charges_the_device_selected(tmp_path):
+    # ctypes loads libraries RTLD_LOCAL, as Python loads the extension modules that bring CUDA 12's
+    # runtime in most installs: gpuleak finds that runtime by its soname to ask it for the device.
+    process, report = record(
+        tmp_path,
+        """
+        import ctypes, os
+        cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.12"))
+        assert cudart.cudaSetDevice(1) == 0
+        pointer = ctypes.c_void_p()
+        assert cudart.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(11 << 20)) == 0
+        """,
+        extra_env={"GPULEAK_SIM_DEVICES": "2"},
+        prelude="",
+    )
+    assert process.returncode == 0, process.stderr
+    (process_report,) = report["processes"]
+    devices = process_report["summary"]["devices"]
+    assert [(d["device"], d["final_allocated_bytes"]) for d in devices] == [(1, 11 * MiB)]
 
 
 def assert_native_stacks_and_one_warning(process, report, why):

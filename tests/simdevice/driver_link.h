@@ -5,9 +5,18 @@
 
 #include "driver_api.h"
 
+#include <type_traits>
+
 namespace gpuleak::sim {
 
-inline constexpr int kCudaVersion = 13000;
+// The CUDA release this build of the runtime stands in for (tests/simdevice/CMakeLists.txt): what
+// cudaRuntimeGetVersion says and the version the driver is asked for, as the real runtime of that
+// release asks for its own.
+inline constexpr int kCudaVersion = GPULEAK_SIM_CUDA_VERSION;
+
+// CUDA 13.0 gave cuCtxSynchronize a context parameter; an older version gets the function without it.
+using CtxSynchronize =
+    std::conditional_t<kCudaVersion >= 13000, decltype(&cuCtxSynchronize_v2), decltype(&cuCtxSynchronize)>;
 
 // Each pointer's type is that of the symbol the driver returns for kCudaVersion.
 struct DriverFunctions {
@@ -23,7 +32,7 @@ struct DriverFunctions {
     decltype(&cuDeviceGetPCIBusId) device_get_pci_bus_id;
     decltype(&cuDevicePrimaryCtxRetain) primary_ctx_retain;
     decltype(&cuCtxSetCurrent) ctx_set_current;
-    decltype(&cuCtxSynchronize_v2) ctx_synchronize;
+    CtxSynchronize ctx_synchronize;
     decltype(&cuStreamCreate) stream_create;
     decltype(&cuStreamCreateWithPriority) stream_create_with_priority;
     decltype(&cuStreamGetPriority) stream_get_priority;
@@ -49,6 +58,14 @@ struct DriverFunctions {
     decltype(&cuMemAllocFromPoolAsync_ptsz) mem_alloc_from_pool_async_ptsz;
     decltype(&cuMemPoolTrimTo) mem_pool_trim_to;
 };
+
+// Waits for the current context's work through either form of cuCtxSynchronize.
+inline CUresult synchronize_current_context(CUresult (*synchronize)(CUcontext)) {
+    return synchronize(nullptr);
+}
+inline CUresult synchronize_current_context(CUresult (*synchronize)()) {
+    return synchronize();
+}
 
 // Loads and initialises the driver on first use; nullptr when libcuda.so.1 cannot be loaded, lacks a
 // function, or fails cuInit.

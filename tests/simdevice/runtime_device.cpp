@@ -43,7 +43,7 @@ cudaError_t cudaGetDeviceCount(int* count) {
 
 cudaError_t cudaDeviceSynchronize(void) {
     return with_context([](const DriverFunctions& cu) {
-        const CUresult result = cu.ctx_synchronize(nullptr);
+        const CUresult result = synchronize_current_context(cu.ctx_synchronize);
         if (result == CUDA_SUCCESS) {
             wait_for_host_functions();
         }

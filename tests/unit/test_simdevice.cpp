@@ -273,6 +273,46 @@ TEST_CASE("cudaGetDriverEntryPoint hands out the driver's functions") {
     RT(cudaGetLastError)();
 }
 
+TEST_CASE("the runtime built as libcudart.so.12 speaks CUDA 12 and withholds what CUDA 13 changed") {
+    const Simulator& s = sim();
+    void* cuda12 = dlopen(GPULEAK_SIM_CUDART12, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(cuda12 != nullptr);
+    // Its definition of `name`, typed after our declaration `declared`.
+    auto in_cuda12 = [&](auto declared, const char* name) {
+        return reinterpret_cast<decltype(declared)>(dlsym(cuda12, name));
+    };
+    // Programs linked against CUDA 12's runtime ask for cudaMalloc@@libcudart.so.12.
+    CHECK(dlvsym(cuda12, "cudaMalloc", "libcudart.so.12") != nullptr);
+    CHECK(dlvsym(cuda12, "cudaMalloc", "libcudart.so.13") == nullptr);
+    CHECK(dlsym(cuda12, "gpuleak_simulated_device") != nullptr);
+    // CUDA 13.0 lays these out otherwise or gave them another parameter: the CUDA 12 build leaves them
+    // out, and has none of the names CUDA 12's headers call them by.
+    for (const char* changed : {"cudaGetDeviceProperties", "cudaPointerGetAttributes",
+                                "cudaStreamGetCaptureInfo", "cudaGraphNodeGetDependencies"}) {
+        INFO(changed);
+        CHECK(dlsym(s.runtime(), changed) != nullptr);
+        CHECK(dlsym(cuda12, changed) == nullptr);
+    }
+    for (const char* cuda12_only :
+         {"cudaGetDeviceProperties_v2", "cudaStreamGetCaptureInfo_v2", "cudaGraphNodeGetDependencies_v2"}) {
+        INFO(cuda12_only);
+        CHECK(dlsym(cuda12, cuda12_only) == nullptr);
+    }
+
+    int version = 0;
+    CHECK(in_cuda12(&cudaRuntimeGetVersion, "cudaRuntimeGetVersion")(&version) == cudaSuccess);
+    CHECK(version == 12080);
+    // It asks the driver for CUDA 12's functions: cuCtxSynchronize without CUDA 13's context parameter.
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult status = kNotSet;
+    CHECK(in_cuda12(&cudaGetDriverEntryPoint, "cudaGetDriverEntryPoint")(
+              "cuCtxSynchronize", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(found == driver_symbol("cuCtxSynchronize"));
+    CHECK(RT(cudaGetDriverEntryPoint)("cuCtxSynchronize", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(found == driver_symbol("cuCtxSynchronize_v2"));
+    CHECK(in_cuda12(&cudaDeviceSynchronize, "cudaDeviceSynchronize")() == cudaSuccess);
+}
+
 TEST_CASE("exceeding a device's capacity fails like a GPU, leaving the out-parameter untouched") {
     const OnDevice device(0);
     const std::size_t before = free_memory();
