@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One prepared run on a machine with a real NVIDIA GPU and PyTorch, and no network: runs PyTorch's
-# scenarios of tests/torch/test_torch_adapter.py on the real device under libgpuleak.so, comparing the
-# report with PyTorch's own counters, plus one allocation each with CuPy and JAX where they are
+# scenarios of tests/torch/test_torch_adapter.py and the workload corpus of tests/workloads/ (through
+# tests/torch/test_workloads.py) on the real device under libgpuleak.so, comparing the report with
+# PyTorch's own counters, plus one allocation each with CuPy and JAX where they are
 # installed, and prints a compact pass/fail table. Exits 1 when a check failed, 2 when it could not
 # start. Installs nothing, and is meant to finish within five minutes.
 #
@@ -149,8 +150,9 @@ fi
 # The PyTorch scenarios, adapter build first, through the runner (pytest may be missing there).
 # The adapter is compiled for this torch from the sources beside the programs, into a temporary cache.
 read -r -a scenario_names <<<"${GPULEAK_VALIDATE_SCENARIOS:-}"
-timeout 240 env "${device_environment[@]}" "${scenario_environment[@]}" \
-    GPULEAK_TEST_LIBRARY="$library" GPULEAK_TEST_REPORT="$report" GPULEAK_TEST_TORCH_PYTHON="$python" \
+timeout 300 env "${device_environment[@]}" "${scenario_environment[@]}" \
+    GPULEAK_TEST_LIBRARY="$library" GPULEAK_TEST_REPORT="$report" GPULEAK_TEST_LAUNCHER="$launcher" \
+    GPULEAK_TEST_TORCH_PYTHON="$python" \
     GPULEAK_TEST_ADAPTER_DIR="${GPULEAK_VALIDATE_ADAPTER_DIR:-}" \
     "$python" "$sources/tests/torch/scenario_runner.py" --jobs "$jobs" "${scenario_names[@]}" \
     >"$tmp/scenarios.out" 2>"$tmp/scenarios.err"

@@ -14,7 +14,7 @@
 #   share/gpuleak/python                the Python package, where the launcher looks for it
 #   simdevice/                          the simulated device's libraries and its python/ (dry runs)
 #   include/, torch_adapter/            what torch_adapter/build-adapter.sh compiles for the torch there
-#   tests/torch/                        the PyTorch scenarios and their runner
+#   tests/torch/, tests/workloads/      the PyTorch scenarios and their runner, the workload corpus
 #   scripts/gpu-validate.sh             the validation itself
 #   BUILD-INFO                          commit, compiler, and the newest glibc symbol versions needed
 # It refuses a build whose programs still need fmt, libunwind or elfutils from the system.
@@ -48,8 +48,9 @@ cp -r "$build/simdevice/python" "$package/simdevice/"
 (cd "$root" && tar -cf - --exclude=__pycache__ python/gpuleak) | tar -xf - -C "$package/share/gpuleak"
 cp -r "$root/include" "$package/"
 cp "$root/torch_adapter/build-adapter.sh" "$root/torch_adapter/gpuleak_torch_adapter.cpp" "$package/torch_adapter/"
-cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/torch_environment.py" "$root/tests/torch/scenario_runner.py" \
-    "$package/tests/torch/"
+cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.py" "$root/tests/torch/torch_environment.py" \
+    "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
+cp -r "$root/tests/workloads" "$package/tests/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
 
 # What the packed programs need from the system: none of fmt, libunwind, libdw or libelf, and the

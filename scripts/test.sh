@@ -54,8 +54,10 @@ fuzz_tier() {
 fuzz_tier
 
 # What a machine with a real GPU gets (see scripts/gpu-validate.sh): only the programs and the simulated
-# device are built, the tests already ran above. Exit status 3 of the validation (no PyTorch
-# environment, or no CUDA 13 toolkit libraries) skips it, as ctest does for the build tree's dry run.
+# device are built, the tests already ran above; three scenarios show the package's programs, its
+# adapter sources and its copy of the workload corpus at work. Exit status 3 of the validation (no
+# PyTorch environment, or no CUDA 13 toolkit libraries) skips it, as ctest does for the build tree's
+# dry run.
 static_package_tier() {
     local build=$root/build-static status=0
     echo "== package for a GPU machine: static build, packed, validated on the simulated device" >&2
@@ -63,7 +65,7 @@ static_package_tier() {
     cmake --build "$build" -j "$jobs" --target gpuleak gpuleak_command gpuleak-report simdevice
     local tarball
     tarball=$("$root/scripts/pack-build.sh" "$build")
-    GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter" \
+    GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter workload_that" \
         GPULEAK_VALIDATE_ADAPTER_DIR="$build/torch-adapter-cache" "$root/scripts/gpu-validate.sh" "$tarball" || status=$?
     if ((status == 3)); then
         echo "package: not validated (no PyTorch environment or CUDA 13 toolkit libraries here)" >&2

@@ -22,7 +22,10 @@ constexpr ErrorText kErrors[] = {
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cudaErrorHostMemoryNotRegistered",
      "pointer does not correspond to a registered memory region"},
-    {CUDA_ERROR_NOT_SUPPORTED, "cudaErrorNotSupported", "operation not supported"},
+    // What the simulator cannot do (CUDA graphs, interprocess handles) fails with this: PyTorch's error
+    // ("CUDA error: ...") quotes the description, which therefore names the simulated device.
+    {CUDA_ERROR_NOT_SUPPORTED, "cudaErrorNotSupported",
+     "operation not supported on the gpuleak simulated CUDA device"},
 };
 
 // What the real runtime answers for a code it does not know.

@@ -1,6 +1,6 @@
-"""Runs the scenarios of test_torch_adapter.py without pytest, for scripts/gpu-validate.sh: the machine
-with the real GPU may have PyTorch but no pytest, and nothing can be installed there. The scenarios
-themselves stay in one place, the test file; this only calls them.
+"""Runs the scenarios of test_torch_adapter.py and test_workloads.py without pytest, for
+scripts/gpu-validate.sh: the machine with the real GPU may have PyTorch but no pytest, and nothing can be
+installed there. The scenarios themselves stay in one place, the test files; this only calls them.
 
 Usage: scenario_runner.py [--jobs N] [NAME...]      (NAME: run only the scenarios whose name holds it)
 
@@ -63,14 +63,24 @@ class _TempFactory:
         return pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root))
 
 
+# The test files whose scenarios run, in this order; the first one's pytestmark and adapter_cache serve
+# them all (test_workloads.py takes both from test_torch_adapter.py).
+SCENARIO_FILES = ("test_torch_adapter", "test_workloads")
+
+
 def _load_scenarios():
     # The stand-in is used even where pytest exists, so that the marks have the one shape read below.
     sys.modules["pytest"] = _stand_in_pytest()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_torch_adapter.py")
-    spec = importlib.util.spec_from_file_location("test_torch_adapter", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    modules = []
+    for name in SCENARIO_FILES:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        # Registered before it runs, so that a later file importing it gets this one.
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        modules.append(module)
+    return modules
 
 
 def _reason(error):
@@ -88,22 +98,27 @@ def main():
     parser.add_argument("names", nargs="*")
     arguments = parser.parse_args()
 
-    scenarios = _load_scenarios()
+    modules = _load_scenarios()
+    scenarios = modules[0]
     tests = []
-    for name, function in vars(scenarios).items():
-        if not name.startswith("test_") or not callable(function):
-            continue
-        if arguments.names and not any(wanted in name for wanted in arguments.names):
-            continue
-        parameters = function.__dict__.get("parameters", [])
-        if not parameters:
-            tests.append((name, function, {}))
-        for parameter, values in parameters:
-            tests.extend((f"{name}[{value}]", function, {parameter: value}) for value in values)
+    for module in modules:
+        for name, function in vars(module).items():
+            # A scenario imported from another file is run with that file's.
+            if not name.startswith("test_") or not callable(function) or function.__module__ != module.__name__:
+                continue
+            if arguments.names and not any(wanted in name for wanted in arguments.names):
+                continue
+            marks = module.pytestmark + function.__dict__.get("skip_marks", [])
+            parameters = function.__dict__.get("parameters", [])
+            if not parameters:
+                tests.append((name, function, marks, {}))
+            for parameter, values in parameters:
+                tests.extend((f"{name}[{value}]", function, marks, {parameter: value}) for value in values)
+    # What keeps the first file's scenarios from running keeps the adapter from being built.
     skipped = [mark.reason for mark in scenarios.pytestmark if mark.condition]
     if skipped:
         print(f"SKIP build_adapter {skipped[0]}", flush=True)
-        for name, _, _ in tests:
+        for name, _, _, _ in tests:
             print(f"SKIP {name} {skipped[0]}", flush=True)
         return 0
 
@@ -116,10 +131,10 @@ def main():
         return 1
     print(f"PASS build_adapter {time.monotonic() - start:.1f}", flush=True)
 
-    def run(name, function, keywords):
-        marks = [mark for mark in function.__dict__.get("skip_marks", []) if mark.condition]
-        if marks:
-            return f"SKIP {name} {marks[0].reason}"
+    def run(name, function, marks, keywords):
+        applying = [mark for mark in marks if mark.condition]
+        if applying:
+            return f"SKIP {name} {applying[0].reason}"
         started = time.monotonic()
         try:
             directory = pathlib.Path(tempfile.mkdtemp(prefix=f"{function.__name__}-", dir=root))

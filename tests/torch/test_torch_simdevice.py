@@ -226,24 +226,76 @@ def exported_symbols(library):
     return {line.split()[-1].replace("@@", "@") for line in listing.stdout.splitlines() if line.strip()}
 
 
-def test_stand_in_blas_libraries_define_everything_torch_imports_from_them():
+# The simulated device's stand-ins for NVIDIA's libraries, and how PyTorch's imports name them: by version
+# node, or for NCCL, which has none, by its functions' prefix.
+STAND_INS = {
+    "libcublas.so.13": "@libcublas.so.13",
+    "libcublasLt.so.13": "@libcublasLt.so.13",
+    "libcudnn.so.9": "@libcudnn.so.9",
+    "libcufft.so.12": "@libcufft.so.12",
+    "libcusolver.so.12": "@libcusolver.so.12",
+    "libcusparse.so.12": "@libcusparse.so.12",
+    "libnccl.so.2": "nccl",
+}
+
+
+@pytest.mark.parametrize("library", sorted(STAND_INS))
+def test_stand_ins_define_everything_torch_imports_from_them(library):
     lib = run_torch("import os; report(lib=os.path.join(os.path.dirname(torch.__file__), 'lib'))")["lib"]
-    defined = exported_symbols(os.path.join(SIMDEVICE_DIR, "libcublas.so.13")) | exported_symbols(
-        os.path.join(SIMDEVICE_DIR, "libcublasLt.so.13")
-    )
+    defined = exported_symbols(os.path.join(SIMDEVICE_DIR, library))
+    versioned = STAND_INS[library].startswith("@")
     imported = set()
     for name in sorted(os.listdir(lib)):
         listing = subprocess.run(
             ["nm", "-D", "--undefined-only", os.path.join(lib, name)], capture_output=True, text=True
         ).stdout
-        imported |= {
-            line.split()[-1]
-            for line in listing.splitlines()
-            if line.endswith(("@libcublas.so.13", "@libcublasLt.so.13"))
-        }
-    assert len(imported) > 100
+        symbols = [line.split()[-1] for line in listing.splitlines() if line.strip()]
+        if versioned:
+            imported |= {symbol for symbol in symbols if symbol.endswith(STAND_INS[library])}
+        else:
+            imported |= {symbol for symbol in symbols if symbol.startswith(STAND_INS[library]) and "@" not in symbol}
+    assert imported, f"torch imports nothing from {library}"
     missing = sorted(imported - defined)
-    assert not missing, f"run scripts/gen_blas_entry_points.py: the stand-ins lack {missing}"
+    assert not missing, f"run scripts/gen_stand_in_entry_points.py: the stand-in lacks {missing}"
+
+
+# What PyTorch cannot do on the simulated device, each in the way it fails: an exception whose message,
+# or the simulated library's line on stderr beside it, names the simulated device.
+UNSUPPORTED = {
+    "fft": "torch.fft.fft(torch.randn(64, device='cuda'))",
+    "linalg": "torch.linalg.inv(torch.randn(4, 4, device='cuda'))",
+    "cudnn_turned_back_on": (
+        "torch.backends.cudnn.enabled = True\n"
+        "torch.nn.functional.conv2d(torch.randn(1, 3, 8, 8, device='cuda'), torch.randn(4, 3, 3, 3, device='cuda'))"
+    ),
+    "cuda_graph": (
+        "graph = torch.cuda.CUDAGraph()\n"
+        "x = torch.zeros(10, device='cuda')\n"
+        "with torch.cuda.graph(graph):\n"
+        "    y = x * 2"
+    ),
+    "ipc": "torch.zeros(10, device='cuda').untyped_storage()._share_cuda_()",
+    "nccl": (
+        "import tempfile, torch.distributed as dist\n"
+        "dist.init_process_group('nccl', init_method='file://' + tempfile.mktemp(), rank=0, world_size=1)\n"
+        "dist.all_reduce(torch.ones(2, device='cuda'))"
+    ),
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNSUPPORTED))
+def test_what_does_not_run_fails_naming_the_simulated_device(what):
+    program = "import torch\ntry:\n" + textwrap.indent(UNSUPPORTED[what], "    ") + "\n"
+    program += "except Exception as error:\n    print('raised', type(error).__name__, str(error).splitlines()[0])\n"
+    environment = dict(os.environ, PYTHONWARNINGS="ignore")
+    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
+    completed = subprocess.run(
+        [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert completed.stdout.startswith("raised "), completed.stdout
+    said = completed.stdout + completed.stderr
+    assert "simulated CUDA device" in said, said[-4000:]
 
 
 def test_matrix_products_take_their_workspace_from_the_caching_allocator():

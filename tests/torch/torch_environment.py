@@ -20,6 +20,8 @@ def simulated_device_environment(simdevice_dir, cuda_lib_dir, capacity):
     """The variables that run a PyTorch program on the simulated device of `simdevice_dir`: its libraries
     found before the CUDA toolkit's (which serve the rest of torch's CUDA libraries), its Python half
     that keeps PyTorch off cuDNN, a device of `capacity` bytes, and no announcement on stderr."""
+    # Absolute: the program may run in another directory.
+    simdevice_dir, cuda_lib_dir = os.path.abspath(simdevice_dir), os.path.abspath(cuda_lib_dir)
     python_path = [os.path.join(simdevice_dir, "python")]
     if os.environ.get("PYTHONPATH"):
         python_path.append(os.environ["PYTHONPATH"])

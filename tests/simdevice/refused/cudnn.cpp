@@ -1,0 +1,50 @@
+// libcudnn.so.9: cuDNN refuses every call with CUDNN_STATUS_NOT_SUPPORTED, and its error texts say why.
+// The test bed keeps PyTorch off cuDNN (../python/sitecustomize.py), so a program reaches this only
+// when it turns cuDNN back on.
+#include "refused_library.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <string>
+
+using gpuleak::sim::RefusedLibrary;
+
+namespace {
+
+RefusedLibrary cudnn_stand_in("cuDNN", "CUDNN_STATUS_NOT_SUPPORTED");
+
+} // namespace
+
+extern "C" {
+
+#define GPULEAK_RELEASED(ret, name, params) GPULEAK_RELEASED_FUNCTION(CUDNN_STATUS_SUCCESS, ret, name, params)
+#define GPULEAK_REFUSED(ret, name, params)                                                                   \
+    GPULEAK_REFUSED_FUNCTION(cudnn_stand_in, CUDNN_STATUS_NOT_SUPPORTED, ret, name, params)
+#include "cudnn.def"
+
+size_t cudnnGetVersion(void) {
+    return CUDNN_VERSION;
+}
+
+size_t cudnnGetCudartVersion(void) {
+    return CUDART_VERSION;
+}
+
+cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
+    return gpuleak::sim::read_version_property(type, {CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL}, value)
+               ? CUDNN_STATUS_SUCCESS
+               : CUDNN_STATUS_BAD_PARAM;
+}
+
+// PyTorch's message is "cuDNN error: " followed by this.
+const char* cudnnGetErrorString(cudnnStatus_t status) {
+    static const std::string refused = std::string("CUDNN_STATUS_NOT_SUPPORTED: ") + cudnn_stand_in.refusal();
+    return status == CUDNN_STATUS_SUCCESS ? "CUDNN_STATUS_SUCCESS" : refused.c_str();
+}
+
+void cudnnGetLastErrorString(char* message, size_t max_size) {
+    gpuleak::sim::copy_text(cudnn_stand_in.refusal(), message, max_size);
+}
+
+} // extern "C"

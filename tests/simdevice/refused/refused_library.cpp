@@ -1,0 +1,50 @@
+#include "refused_library.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace gpuleak::sim {
+
+RefusedLibrary::RefusedLibrary(const char* name, const char* status)
+    : name_(name), status_(status),
+      refusal_(std::string(name) + " does not run on the gpuleak simulated CUDA device") {}
+
+void RefusedLibrary::explain(const char* function) {
+    if (!explained_.exchange(true)) {
+        std::fprintf(stderr,
+                     "gpuleak-sim: %s does not run on the simulated CUDA device: %s and every other %s call "
+                     "fail with %s (gpuleak's README: What stays unsupported)\n",
+                     name_, function, name_, status_);
+    }
+}
+
+void copy_text(const char* text, char* buffer, std::size_t size) {
+    if (buffer == nullptr || size == 0) {
+        return;
+    }
+    const std::size_t length = std::min(std::strlen(text), size - 1);
+    std::memcpy(buffer, text, length);
+    buffer[length] = '\0';
+}
+
+bool read_version_property(int type, Version version, int* value) {
+    if (value == nullptr) {
+        return false;
+    }
+    switch (type) {
+    case 0: // MAJOR_VERSION
+        *value = version.major;
+        return true;
+    case 1: // MINOR_VERSION
+        *value = version.minor;
+        return true;
+    case 2: // PATCH_LEVEL
+        *value = version.patch;
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace gpuleak::sim

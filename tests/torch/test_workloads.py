@@ -1,0 +1,107 @@
+"""The workload corpus (tests/workloads/: training scripts as users write them) under `gpuleak run`: each
+must run as it runs alone, printing the same, and the report's peak and final allocated and reserved
+bytes must be the counters PyTorch printed as the script's last line.
+
+Environment: that of test_torch_adapter.py, plus GPULEAK_TEST_LAUNCHER (the gpuleak program). On the
+real device (GPULEAK_TEST_REAL_DEVICE=1) the workload that needs a small device to run out of memory
+is skipped.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from test_torch_adapter import (
+    CUDA_LIB_DIR,
+    HERE,
+    MiB,
+    REAL_DEVICE,
+    SIMDEVICE_DIR,
+    SIMULATED_ONLY,
+    TORCH_PYTHON,
+    adapter_cache,
+)
+from test_torch_adapter import pytestmark as adapter_marks
+from torch_environment import simulated_device_environment
+
+LAUNCHER = os.environ.get("GPULEAK_TEST_LAUNCHER", "")
+# The corpus and the gpuleak package its scripts import: in the source tree, or in scripts/pack-build.sh's
+# package, where the package lives under share/gpuleak.
+WORKLOADS = os.path.normpath(os.path.join(HERE, "..", "workloads"))
+PACKAGE = next(
+    path
+    for path in (os.path.join(HERE, "..", "..", "python"), os.path.join(HERE, "..", "..", "share", "gpuleak", "python"))
+    if os.path.isdir(os.path.join(path, "gpuleak"))
+)
+
+pytestmark = adapter_marks + [
+    pytest.mark.skipif(not os.path.exists(LAUNCHER), reason="GPULEAK_TEST_LAUNCHER does not name gpuleak"),
+]
+
+# What each workload runs on. The hyperparameter searches get a device that the leaking one fills in
+# a later trial; the rest a device as large as PyTorch's tests use.
+DEFAULT_CAPACITY = 4 << 30
+CAPACITY = {"hyperparameter_search.py": 512 * MiB, "leak_hyperparameter_search.py": 512 * MiB}
+RUNS_OUT_OF_MEMORY = {"leak_hyperparameter_search.py"}
+ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
+COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|max_memory_reserved)=(\d+)")
+EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
+
+
+def run_workload(directory, name, adapter_cache, traced):
+    environment = dict(os.environ)
+    environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    environment["PYTHONWARNINGS"] = "ignore"
+    if not REAL_DEVICE:
+        capacity = CAPACITY.get(name, DEFAULT_CAPACITY)
+        environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, capacity))
+    # As if the user had installed the package.
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE, environment.get("PYTHONPATH")]))
+    command = [TORCH_PYTHON, os.path.join(WORKLOADS, name)]
+    if traced:
+        environment["GPULEAK_TORCH_ADAPTER_DIR"] = adapter_cache
+        command = [LAUNCHER, "run", "--quiet", "-o", str(directory / "run"), "--", *command]
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+
+
+def check_workload(directory, name, adapter_cache):
+    plain = run_workload(directory, name, adapter_cache, traced=False)
+    assert plain.returncode == 0, plain.stderr[-4000:]
+    traced = run_workload(directory, name, adapter_cache, traced=True)
+    assert traced.returncode == 0, traced.stderr[-4000:]
+    assert traced.stdout == plain.stdout
+
+    counters = dict(COUNTERS.findall(traced.stdout.strip().splitlines()[-1]))
+    assert counters.keys() == EXPECTED_COUNTERS, f"{name} must print PyTorch's counters as its last line"
+    with open(directory / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    summary = process["summary"]
+    assert summary["allocator_reports_blocks"] is True
+    (device,) = summary["devices"]
+    assert device["peak_allocated_bytes"] == int(counters["max_memory_allocated"])
+    assert device["final_allocated_bytes"] == int(counters["memory_allocated"])
+    assert device["peak_reserved_bytes"] == int(counters["max_memory_reserved"])
+    assert device["final_reserved_bytes"] == int(counters["memory_reserved"])
+    return traced
+
+
+@pytest.mark.parametrize("workload", [name for name in ALL if name not in RUNS_OUT_OF_MEMORY])
+def test_workload_runs_as_alone_and_is_counted_exactly(tmp_path, adapter_cache, workload):
+    check_workload(tmp_path, workload, adapter_cache)
+
+
+@SIMULATED_ONLY
+@pytest.mark.parametrize("workload", sorted(RUNS_OUT_OF_MEMORY))
+def test_workload_that_runs_out_of_memory_is_counted_exactly(tmp_path, adapter_cache, workload):
+    traced = check_workload(tmp_path, workload, adapter_cache)
+    assert "CUDA out of memory" in traced.stdout
+    with open(tmp_path / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    assert process["failures"], "the out-of-memory error is in the report"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
