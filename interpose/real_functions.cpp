@@ -29,8 +29,8 @@ using DlsymFunction = void* (*)(void*, const char*);
 constinit std::atomic<void*> real_slots[kEntryPointCount]{};
 constinit std::atomic<void*> library_handles[2]{};
 
-// Programs are linked against CUDA 13's runtime or CUDA 12's; a process holding both is taken to use
-// the newer.
+// Programs are linked against CUDA 13's runtime or CUDA 12's. The first of them found loaded is the one
+// used from then on (loaded_library keeps it), the newer where both are loaded by then.
 constexpr const char* kRuntimeSonames[] = {"libcudart.so.13", "libcudart.so.12"};
 constexpr const char* kDriverSonames[] = {"libcuda.so.1"};
 

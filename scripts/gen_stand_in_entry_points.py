@@ -43,7 +43,8 @@ class Library:
 BLAS = [
     # Version queries, status texts and cuBLASLt's own handles, which any cuBLAS program calls.
     Library("CUBLAS", "libcublas.so.13", ["cublas_api.h"],
-            extra=["cublasGetVersion_v2", "cublasGetProperty", "cublasGetStatusName", "cublasGetStatusString"]),
+            extra=["cublasGetVersion_v2", "cublasGetProperty", "cublasGetStatusName", "cublasGetStatusString",
+                   "cublasGetStream_v2"]),
     Library("CUBLASLT", "libcublasLt.so.13", ["cublasLt.h"],
             extra=["cublasLtCreate", "cublasLtDestroy", "cublasLtGetProperty"]),
 ]
@@ -60,6 +61,9 @@ REFUSED = [
 # Parameters that are sizes: negative values are CUBLAS_STATUS_INVALID_VALUE in every cuBLAS routine.
 SIZE_PARAMETERS = ("m", "n", "k", "kl", "ku", "batchCount", "batchSize")
 GEMM_PARAMETERS = ("handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc")
+# The batched solvers (LU, QR, least squares) report each problem's outcome in these: a computation that
+# computes nothing cannot, so the simulated cuBLAS refuses them as the libraries of refused/ are.
+OUTCOME_PARAMETERS = ("info", "infoArray", "devInfoArray")
 # Calls on a cuBLAS handle that are not computations: its modes, stream and workspace, written by hand.
 HANDLE_CALL = re.compile(r"^cublas(Lt)?(Create|Destroy|Set|Get)")
 # What a refusing stand-in still answers, written by hand: the library's version and its error texts.
@@ -79,6 +83,7 @@ BLAS_HEADER = """\
 //   GPULEAK_BLAS_GEMM(lib, name, params, handle, transa, transb, m, n, k, lda, ldb, ldc, batch): a
 //       matrix product, whose shapes and leading dimensions are checked
 //   GPULEAK_BLAS_COMPUTE(lib, name, params, handle, (sizes...)): any other computation on a handle
+//   GPULEAK_BLAS_REFUSED(lib, name, params): a batched solver, which reports outcomes it cannot know
 // lib is CUBLAS (libcublas.so.13) or CUBLASLT (libcublasLt.so.13).
 #ifndef GPULEAK_BLAS_OWN
 #define GPULEAK_BLAS_OWN(lib, ret, name, params)
@@ -88,6 +93,9 @@ BLAS_HEADER = """\
 #endif
 #ifndef GPULEAK_BLAS_COMPUTE
 #define GPULEAK_BLAS_COMPUTE(lib, name, params, handle, sizes)
+#endif
+#ifndef GPULEAK_BLAS_REFUSED
+#define GPULEAK_BLAS_REFUSED(lib, name, params)
 #endif
 
 #define GPULEAK_CUBLAS_VER_MAJOR {major}
@@ -100,6 +108,7 @@ BLAS_FOOTER = """
 #undef GPULEAK_BLAS_OWN
 #undef GPULEAK_BLAS_GEMM
 #undef GPULEAK_BLAS_COMPUTE
+#undef GPULEAK_BLAS_REFUSED
 """
 
 REFUSED_HEADER = """\
@@ -130,7 +139,7 @@ REFUSED_FOOTER = """
 
 
 def torch_library_directory(python):
-    code = "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'lib')), print(torch.__version__)"
+    code = "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'lib'), torch.__version__)"
     lines = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     return Path(lines[0]), lines[1]
 
@@ -201,6 +210,8 @@ def blas_row(library, name, return_type, parameters):
     computes = return_type == "cublasStatus_t" and names[:1] == ["handle"] and not HANDLE_CALL.match(name)
     if library.key == "CUBLASLT" or not computes:
         return wrapped(f"GPULEAK_BLAS_OWN({library.key}, {return_type}, {name}, {params})")
+    if any(parameter in names for parameter in OUTCOME_PARAMETERS):
+        return wrapped(f"GPULEAK_BLAS_REFUSED({library.key}, {name}, {params})")
     if all(parameter in names for parameter in GEMM_PARAMETERS):
         batch = "batchCount" if "batchCount" in names else "1"
         return wrapped(f"GPULEAK_BLAS_GEMM({library.key}, {name}, {params}, handle, transa, transb, m, n, k, lda, ldb, ldc, {batch})")
@@ -251,20 +262,21 @@ def main():
     symbols = undefined_symbols(library_directory)
     include = arguments.cuda_include
 
+    # Every table is made before any is written: a library whose headers lack a function leaves them all
+    # as they were.
     version = cublas_version(include)
     blas = BLAS_HEADER.format(torch=torch_version, version="{major}.{minor}.{patch}.{build}".format(**version), **version)
     rows = []
     for library in BLAS:
         rows += rows_of(library, symbols, include, blas_row) + [""]
-    written = [SIMDEVICE / "blas_entry_points.def"]
-    written[0].write_text(blas + "\n".join(rows).rstrip("\n") + "\n" + BLAS_FOOTER)
-
+    tables = {SIMDEVICE / "blas_entry_points.def": blas + "\n".join(rows).rstrip("\n") + "\n" + BLAS_FOOTER}
     for library in REFUSED:
         header = REFUSED_HEADER.format(torch=torch_version, soname=library.soname)
         rows = rows_of(library, symbols, include, refused_row)
-        written.append(SIMDEVICE / "refused" / f"{library.table}.def")
-        written[-1].write_text(header + "\n".join(rows) + "\n" + REFUSED_FOOTER)
-    print("gen_stand_in_entry_points: wrote", ", ".join(str(path.relative_to(ROOT)) for path in written))
+        tables[SIMDEVICE / "refused" / f"{library.table}.def"] = header + "\n".join(rows) + "\n" + REFUSED_FOOTER
+    for path, text in tables.items():
+        path.write_text(text)
+    print("gen_stand_in_entry_points: wrote", ", ".join(str(path.relative_to(ROOT)) for path in tables))
 
 if __name__ == "__main__":
     main()

@@ -41,7 +41,9 @@ constexpr cublasStatus_t CUBLAS_STATUS_LICENSE_ERROR = 16;
 constexpr cublasOperation_t CUBLAS_OP_N = 0;
 constexpr cublasOperation_t CUBLAS_OP_C = 2;
 constexpr cublasPointerMode_t CUBLAS_POINTER_MODE_DEVICE = 1;
-// The largest math mode cublasSetMathMode takes, and the flag that may be or-ed into any of them.
+// The math modes beyond the first few that cublasSetMathMode takes, and the flag that may be or-ed into
+// any of them.
+constexpr cublasMath_t CUBLAS_FP32_EMULATED_BF16X9_MATH = 4;
 constexpr cublasMath_t CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH = 8;
 constexpr cublasMath_t CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION = 16;
 

@@ -10,6 +10,7 @@ extern "C" {
 #define GPULEAK_BLAS_OWN(lib, ret, name, params) GPULEAK_SIM_EXPORT ret name params;
 #define GPULEAK_BLAS_GEMM(lib, name, params, ...) GPULEAK_SIM_EXPORT cublasStatus_t name params;
 #define GPULEAK_BLAS_COMPUTE(lib, name, params, ...) GPULEAK_SIM_EXPORT cublasStatus_t name params;
+#define GPULEAK_BLAS_REFUSED(lib, name, params) GPULEAK_SIM_EXPORT cublasStatus_t name params;
 #include "blas_entry_points.def"
 
 } // extern "C"

@@ -1,6 +1,8 @@
 // What a cuBLAS handle is in the simulated libraries. A cuBLASLt handle may be a cuBLAS handle cast to
 // cublasLtHandle_t (cuBLAS documents the cast, and PyTorch makes it), so both kinds start with the same
-// cublasLtContext, which each library recognises by its mark.
+// cublasLtContext, and its mark tells either library that what it was handed is a handle: a null one,
+// or a pointer to something else, is not initialised. A destroyed handle is as undefined to use as with
+// the real libraries.
 #pragma once
 
 #include "blas_abi.h"
@@ -10,15 +12,13 @@
 extern "C" {
 
 struct cublasLtContext {
-    // Cleared when the handle is destroyed, so that a destroyed handle reads as not initialised.
     uint64_t mark;
 };
 
+// What the handle's getters give back. Its workspace is only checked: the computations need none.
 struct cublasContext {
     cublasLtContext lt;
     cudaStream_t stream;
-    void* workspace;
-    size_t workspace_size;
     cublasMath_t math_mode;
     cublasPointerMode_t pointer_mode;
 };

@@ -2,6 +2,7 @@
 #include "blas_library.h"
 
 #include "driver_link.h"
+#include "stand_in_library.h"
 
 namespace gpuleak::sim {
 
@@ -15,22 +16,8 @@ cublasStatus_t blas_library_status() {
 }
 
 cublasStatus_t blas_property(libraryPropertyType type, int* value) {
-    if (value == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    switch (type) {
-    case MAJOR_VERSION:
-        *value = GPULEAK_CUBLAS_VER_MAJOR;
-        return CUBLAS_STATUS_SUCCESS;
-    case MINOR_VERSION:
-        *value = GPULEAK_CUBLAS_VER_MINOR;
-        return CUBLAS_STATUS_SUCCESS;
-    case PATCH_LEVEL:
-        *value = GPULEAK_CUBLAS_VER_PATCH;
-        return CUBLAS_STATUS_SUCCESS;
-    default:
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
+    constexpr Version kVersion{GPULEAK_CUBLAS_VER_MAJOR, GPULEAK_CUBLAS_VER_MINOR, GPULEAK_CUBLAS_VER_PATCH};
+    return read_version_property(type, kVersion, value) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 } // namespace gpuleak::sim

@@ -1,8 +1,11 @@
 // Every cuBLAS computation PyTorch calls, defined from blas_entry_points.def. Like the simulated
 // kernels they compute nothing (device memory holds no meaningful numbers); they check their arguments
-// as cuBLAS does, so that a program's mistakes fail as they would on a GPU.
+// as cuBLAS does, so that a program's mistakes fail as they would on a GPU. The batched solvers would
+// have to report each problem's outcome (singular or not), which a computation that computes nothing
+// cannot know: they are refused, saying why.
 #include "blas_api.h"
 #include "blas_context.h"
+#include "stand_in_library.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +18,9 @@
 using namespace gpuleak::sim;
 
 namespace {
+
+RefusedLibrary batched_solvers("cuBLAS's batched solvers (getrf, getrs, geqrf, gels)",
+                               "CUBLAS_STATUS_NOT_SUPPORTED");
 
 bool any_negative(std::initializer_list<int64_t> sizes) {
     return std::any_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < 0; });
@@ -65,6 +71,8 @@ extern "C" {
     cublasStatus_t name params {                                                                             \
         return computation_status(handle, GPULEAK_BLAS_SIZES sizes);                                         \
     }
+#define GPULEAK_BLAS_REFUSED(lib, name, params)                                                              \
+    GPULEAK_REFUSED_FUNCTION(batched_solvers, CUBLAS_STATUS_NOT_SUPPORTED, cublasStatus_t, name, params)
 #include "blas_entry_points.def"
 #undef GPULEAK_BLAS_SIZES
 

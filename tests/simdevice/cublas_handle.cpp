@@ -37,9 +37,12 @@ template <typename Change> cublasStatus_t with_handle(cublasHandle_t handle, Cha
     return live_handle(handle) ? change(*handle) : CUBLAS_STATUS_NOT_INITIALIZED;
 }
 
+// CUBLAS_DEFAULT_MATH (0) to CUBLAS_FP32_EMULATED_BF16X9_MATH (4), or CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH,
+// each with or without the flag.
 bool valid_math_mode(cublasMath_t mode) {
     const cublasMath_t base = mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
-    return base >= 0 && base <= CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH;
+    return (base >= 0 && base <= CUBLAS_FP32_EMULATED_BF16X9_MATH) ||
+           base == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH;
 }
 
 } // namespace
@@ -64,7 +67,6 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
     return with_handle(handle, [](cublasContext& context) {
-        context.lt.mark = 0;
         delete &context;
         return CUBLAS_STATUS_SUCCESS;
     });
@@ -77,14 +79,22 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) 
     });
 }
 
-cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t workspaceSizeInBytes) {
+cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* streamId) {
     return with_handle(handle, [&](cublasContext& context) {
-        if (reinterpret_cast<std::uintptr_t>(workspace) % kWorkspaceAlignment != 0) {
+        if (streamId == nullptr) {
             return CUBLAS_STATUS_INVALID_VALUE;
         }
-        context.workspace = workspace;
-        context.workspace_size = workspace == nullptr ? 0 : workspaceSizeInBytes;
+        *streamId = context.stream;
         return CUBLAS_STATUS_SUCCESS;
+    });
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace,
+                                     size_t /*workspaceSizeInBytes*/) {
+    return with_handle(handle, [&](cublasContext&) {
+        return reinterpret_cast<std::uintptr_t>(workspace) % kWorkspaceAlignment == 0
+                   ? CUBLAS_STATUS_SUCCESS
+                   : CUBLAS_STATUS_INVALID_VALUE;
     });
 }
 

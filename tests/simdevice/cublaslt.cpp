@@ -12,15 +12,13 @@ using namespace gpuleak::sim;
 
 namespace {
 
+// What a product's shapes depend on; the types only choose kernels, which compute nothing here.
 struct MatmulDescription {
-    cublasComputeType_t compute_type;
-    cudaDataType_t scale_type;
     int32_t transa = CUBLAS_OP_N;
     int32_t transb = CUBLAS_OP_N;
 };
 
 struct MatrixLayout {
-    cudaDataType type;
     uint64_t rows;
     uint64_t cols;
     int64_t ld;
@@ -64,6 +62,16 @@ template <typename T> bool read_attribute(T& field, const void* buf, size_t size
         return false;
     }
     std::memcpy(&field, buf, sizeof(T));
+    return true;
+}
+
+// CUBLAS_OP_N, CUBLAS_OP_T or CUBLAS_OP_C.
+bool read_operation(int32_t& field, const void* buf, size_t sizeInBytes) {
+    int32_t operation = 0;
+    if (!read_attribute(operation, buf, sizeInBytes) || operation < CUBLAS_OP_N || operation > CUBLAS_OP_C) {
+        return false;
+    }
+    field = operation;
     return true;
 }
 
@@ -138,7 +146,6 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
     if (!live_handle(lightHandle)) {
         return CUBLAS_STATUS_NOT_INITIALIZED;
     }
-    lightHandle->mark = 0;
     delete lightHandle;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -151,9 +158,9 @@ cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
     return blas_property(type, value);
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
-                                        cudaDataType_t scaleType) {
-    return create<MatmulDescription>(matmulDesc, computeType, scaleType);
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t /*computeType*/,
+                                        cudaDataType_t /*scaleType*/) {
+    return create<MatmulDescription>(matmulDesc);
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
@@ -171,10 +178,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
     bool accepted = false;
     switch (attr) {
     case CUBLASLT_MATMUL_DESC_TRANSA:
-        accepted = read_attribute(description.transa, buf, sizeInBytes);
+        accepted = read_operation(description.transa, buf, sizeInBytes);
         break;
     case CUBLASLT_MATMUL_DESC_TRANSB:
-        accepted = read_attribute(description.transb, buf, sizeInBytes);
+        accepted = read_operation(description.transb, buf, sizeInBytes);
         break;
     default:
         accepted = other_attribute(buf, sizeInBytes);
@@ -182,9 +189,9 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
     return accepted ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
-                                          uint64_t cols, int64_t ld) {
-    return create<MatrixLayout>(matLayout, type, rows, cols, ld);
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType /*type*/,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+    return create<MatrixLayout>(matLayout, rows, cols, ld);
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {

@@ -6,8 +6,10 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 #include <string_view>
 
 namespace {
@@ -147,18 +149,24 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 }
 
 // The driver's private tables are not simulated; the simulated runtime and BLAS libraries never ask for
-// them. NVIDIA's own libraries do (cuDNN, cuFFT, cuSOLVER, cuSPARSE, NCCL, a static libcudart), and then
-// fail with errors of their own that do not say why, so the first request says it on stderr.
+// them. NVIDIA's own libraries do (a static libcudart inside them, CUPTI), and then fail with errors of
+// their own that do not say why, so each library's first request says it on stderr.
 CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* /*pExportTableId*/) {
-    static std::atomic<bool> explained{false};
-    if (!explained.exchange(true)) {
-        Dl_info caller{};
-        const bool known = dladdr(__builtin_return_address(0), &caller) != 0 && caller.dli_fname != nullptr;
+    Dl_info caller{};
+    const bool known = dladdr(__builtin_return_address(0), &caller) != 0 && caller.dli_fname != nullptr;
+    const std::string library = known ? caller.dli_fname : "a library";
+    static std::mutex explained_lock;
+    static std::set<std::string>* explained = new std::set<std::string>; // outlives exit-time callers
+    bool first = false;
+    {
+        const std::lock_guard<std::mutex> hold(explained_lock);
+        first = explained->insert(library).second;
+    }
+    if (first) {
         std::fprintf(stderr,
                      "gpuleak-sim: %s asked the simulated CUDA device for the driver's private export table, "
-                     "which it does not have: NVIDIA's closed libraries (cuDNN, cuFFT, cuSOLVER, cuSPARSE, "
-                     "NCCL) cannot run on the simulated device\n",
-                     known ? caller.dli_fname : "a library");
+                     "which it does not have: NVIDIA's closed libraries cannot run on the simulated device\n",
+                     library.c_str());
     }
     if (ppExportTable != nullptr) {
         *ppExportTable = nullptr;

@@ -13,6 +13,7 @@ when a step failed.
 import argparse
 import concurrent.futures
 import importlib.util
+import inspect
 import os
 import pathlib
 import sys
@@ -138,7 +139,10 @@ def main():
         started = time.monotonic()
         try:
             directory = pathlib.Path(tempfile.mkdtemp(prefix=f"{function.__name__}-", dir=root))
-            function(directory, adapter_cache, **keywords)
+            # The fixtures the scenario names, as pytest would pass them.
+            fixtures = {"tmp_path": directory, "adapter_cache": adapter_cache}
+            wanted = inspect.signature(function).parameters
+            function(**{name: value for name, value in fixtures.items() if name in wanted}, **keywords)
         except Exception as error:  # noqa: BLE001
             traceback.print_exc()
             return f"FAIL {name} {_reason(error)}"

@@ -5,7 +5,7 @@ installs, on the simulated device, and prints one JSON line of PyTorch's numbers
 once per session into a temporary cache by torch_adapter/build-adapter.sh.
 
 Environment: GPULEAK_TEST_LIBRARY (libgpuleak.so), GPULEAK_TEST_REPORT (gpuleak-report),
-GPULEAK_TEST_SIMDEVICE_DIR (the simulated libcudart.so.13 and libcuda.so.1), GPULEAK_TORCH_DIR and
+GPULEAK_TEST_SIMDEVICE_DIR (the simulated device), GPULEAK_TORCH_DIR and
 GPULEAK_CUDA_LIB_DIR as in test_torch_simdevice.py. Missing ones skip every test, saying which.
 GPULEAK_TEST_TORCH_PYTHON names the scenarios' interpreter directly (any with torch importable), and
 GPULEAK_TEST_ADAPTER_DIR a cache for the adapter kept between runs.

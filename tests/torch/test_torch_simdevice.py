@@ -1,12 +1,14 @@
 """Real PyTorch on the simulated CUDA device: its caching allocator must run unchanged and account
-exactly. Each scenario runs in a fresh interpreter of the environment scripts/setup-torch.sh installs
-(PyTorch reads PYTORCH_CUDA_ALLOC_CONF and the simulator reads its variables once per process) and
-prints one JSON line of measurements, which the tests compare with what PyTorch's allocator must do.
+exactly, training code (matrix products, convolutions, attention, recurrent layers, optimizers) must
+run, and what cannot run must fail saying so. Each scenario runs in a fresh interpreter of the
+environment scripts/setup-torch.sh installs (PyTorch reads PYTORCH_CUDA_ALLOC_CONF and the simulator
+reads its variables once per process) and prints one JSON line of measurements, which the tests compare
+with what PyTorch must do.
 
-Environment: GPULEAK_TEST_SIMDEVICE_DIR (the simulated libcudart.so.13 and libcuda.so.1; required),
-GPULEAK_TORCH_DIR (the environment; default: what scripts/setup-torch.sh prints), GPULEAK_CUDA_LIB_DIR
-(the CUDA 13 toolkit's libraries, which serve torch's cuBLAS, cuDNN, NCCL...; default
-/usr/local/cuda/lib64). Missing ones skip every test, saying which.
+Environment: GPULEAK_TEST_SIMDEVICE_DIR (the simulated device's directory of libraries and its python/;
+required), GPULEAK_TORCH_DIR (the environment; default: what scripts/setup-torch.sh prints),
+GPULEAK_CUDA_LIB_DIR (the CUDA 13 toolkit's libraries, which serve the rest of torch's CUDA libraries;
+default /usr/local/cuda/lib64). Missing ones skip every test, saying which.
 """
 
 import json
@@ -259,43 +261,116 @@ def test_stand_ins_define_everything_torch_imports_from_them(library):
     assert not missing, f"run scripts/gen_stand_in_entry_points.py: the stand-in lacks {missing}"
 
 
-# What PyTorch cannot do on the simulated device, each in the way it fails: an exception whose message,
-# or the simulated library's line on stderr beside it, names the simulated device.
+# What PyTorch cannot do on the simulated device, each in the way it fails (README, "What stays
+# unsupported"): the program's code, and what the exception or the simulated library's line on stderr
+# beside it must say.
 UNSUPPORTED = {
-    "fft": "torch.fft.fft(torch.randn(64, device='cuda'))",
-    "linalg": "torch.linalg.inv(torch.randn(4, 4, device='cuda'))",
+    "fft": (
+        "torch.fft.fft(torch.randn(64, device='cuda'))",
+        "cuFFT cannot run on the simulated CUDA device; cufftCreate returned CUFFT_NOT_SUPPORTED",
+    ),
+    "linalg": (
+        "torch.linalg.inv(torch.randn(4, 4, device='cuda'))",
+        "cuSOLVER cannot run on the simulated CUDA device; cusolverDnCreate returned CUSOLVER_STATUS_NOT_INITIALIZED",
+    ),
+    "batched_solver": (
+        "torch.linalg.lu_factor(torch.randn(16, 4, 4, device='cuda'))",
+        "cuBLAS's batched solvers (getrf, getrs, geqrf, gels) cannot run on the simulated CUDA device; "
+        "cublasSgetrfBatched returned CUBLAS_STATUS_NOT_SUPPORTED",
+    ),
     "cudnn_turned_back_on": (
         "torch.backends.cudnn.enabled = True\n"
-        "torch.nn.functional.conv2d(torch.randn(1, 3, 8, 8, device='cuda'), torch.randn(4, 3, 3, 3, device='cuda'))"
+        "torch.nn.functional.conv2d(torch.randn(1, 3, 8, 8, device='cuda'), torch.randn(4, 3, 3, 3, device='cuda'))",
+        "raised RuntimeError cuDNN error: CUDNN_STATUS_NOT_SUPPORTED: cuDNN cannot run on the gpuleak simulated CUDA device",
+    ),
+    "cusparse": (
+        "import ctypes, os\n"
+        "cusparse = ctypes.CDLL('libcusparse.so.12')\n"
+        "cusparse.cusparseGetErrorString.restype = ctypes.c_char_p\n"
+        "status = cusparse.cusparseCreate(ctypes.byref(ctypes.c_void_p()))\n"
+        "raise RuntimeError(cusparse.cusparseGetErrorString(status).decode())",
+        "raised RuntimeError operation not supported: cuSPARSE cannot run on the gpuleak simulated CUDA device",
     ),
     "cuda_graph": (
         "graph = torch.cuda.CUDAGraph()\n"
         "x = torch.zeros(10, device='cuda')\n"
         "with torch.cuda.graph(graph):\n"
-        "    y = x * 2"
+        "    y = x * 2",
+        "CUDA error: operation not supported on the gpuleak simulated CUDA device",
     ),
-    "ipc": "torch.zeros(10, device='cuda').untyped_storage()._share_cuda_()",
+    "ipc": (
+        "torch.zeros(10, device='cuda').untyped_storage()._share_cuda_()",
+        "CUDA error: operation not supported on the gpuleak simulated CUDA device",
+    ),
     "nccl": (
         "import tempfile, torch.distributed as dist\n"
         "dist.init_process_group('nccl', init_method='file://' + tempfile.mktemp(), rank=0, world_size=1)\n"
-        "dist.all_reduce(torch.ones(2, device='cuda'))"
+        "dist.all_reduce(torch.ones(2, device='cuda'))",
+        "invalid usage: NCCL cannot run on the gpuleak simulated CUDA device",
     ),
 }
 
 
 @pytest.mark.parametrize("what", sorted(UNSUPPORTED))
 def test_what_does_not_run_fails_naming_the_simulated_device(what):
-    program = "import torch\ntry:\n" + textwrap.indent(UNSUPPORTED[what], "    ") + "\n"
+    code, expected = UNSUPPORTED[what]
+    program = "import torch\ntry:\n" + textwrap.indent(code, "    ") + "\n"
     program += "except Exception as error:\n    print('raised', type(error).__name__, str(error).splitlines()[0])\n"
     environment = dict(os.environ, PYTHONWARNINGS="ignore")
     environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
     completed = subprocess.run(
         [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
     )
+    # Never a crash: the program catches the error and ends normally, its teardown included.
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert completed.stdout.startswith("raised "), completed.stdout
-    said = completed.stdout + completed.stderr
-    assert "simulated CUDA device" in said, said[-4000:]
+    assert expected in completed.stdout + completed.stderr, (completed.stdout + completed.stderr)[-4000:]
+
+
+def test_cudnn_stays_off_when_a_library_looks_torch_up_before_importing_it(tmp_path):
+    # transformers, accelerate and lightning ask importlib for torch's spec long before they import it.
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.stderr.write('the next sitecustomize ran\\n')\n")
+    program = (
+        "import importlib.util\n"
+        "importlib.util.find_spec('torch')\n"
+        "import torch\n"
+        "print(torch.backends.cudnn.enabled, torch.backends.cuda.cudnn_sdp_enabled())\n"
+    )
+    environment = dict(os.environ, PYTHONWARNINGS="ignore")
+    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
+    # A sitecustomize further on the path (a distribution's, a virtual environment's) still runs.
+    environment["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    completed = subprocess.run(
+        [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert completed.stdout.split() == ["False", "False"]
+    assert "the next sitecustomize ran" in completed.stderr
+
+
+def test_recurrent_layers_and_optimizers_train():
+    got = run_torch(
+        """
+        steps = {}
+        for name, make in [("SGD", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+                           ("Adam", torch.optim.Adam), ("AdamW fused", lambda p: torch.optim.AdamW(p, fused=True)),
+                           ("RMSprop", torch.optim.RMSprop), ("Adagrad", torch.optim.Adagrad)]:
+            for layer in (torch.nn.LSTM(16, 32, num_layers=2, batch_first=True), torch.nn.GRU(16, 32, batch_first=True)):
+                layer = layer.cuda()
+                optimizer = make(layer.parameters())
+                output, _ = layer(torch.randn(4, 10, 16, device="cuda"))
+                output.sum().backward()
+                optimizer.step()
+                steps[f"{name} {type(layer).__name__}"] = len(optimizer.state)
+        report(steps=steps)
+        """
+    )
+    # Every optimizer made its state for every parameter: LSTM of two layers 8, GRU 4.
+    assert got["steps"] == {
+        f"{name} {layer}": count
+        for name in ("SGD", "Adam", "AdamW fused", "RMSprop", "Adagrad")
+        for layer, count in (("LSTM", 8), ("GRU", 4))
+    }
 
 
 def test_matrix_products_take_their_workspace_from_the_caching_allocator():

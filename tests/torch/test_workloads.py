@@ -7,6 +7,7 @@ real device (GPULEAK_TEST_REAL_DEVICE=1) the workload that needs a small device 
 is skipped.
 """
 
+import difflib
 import json
 import os
 import re
@@ -46,6 +47,15 @@ pytestmark = adapter_marks + [
 DEFAULT_CAPACITY = 4 << 30
 CAPACITY = {"hyperparameter_search.py": 512 * MiB, "leak_hyperparameter_search.py": 512 * MiB}
 RUNS_OUT_OF_MEMORY = {"leak_hyperparameter_search.py"}
+# Each leak and the correct workload it is one line away from (tests/workloads/README.md).
+CORRECT_OF = {
+    "leak_losses_append.py": "mlp_adam.py",
+    "leak_total_loss.py": "gradient_accumulation.py",
+    "leak_outputs_kept.py": "cnn.py",
+    "leak_evaluation_without_no_grad.py": "evaluation_no_grad.py",
+    "leak_cache_dict.py": "transformer_block.py",
+    "leak_hyperparameter_search.py": "hyperparameter_search.py",
+}
 ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
 COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|max_memory_reserved)=(\d+)")
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
@@ -90,7 +100,27 @@ def check_workload(directory, name, adapter_cache):
 
 @pytest.mark.parametrize("workload", [name for name in ALL if name not in RUNS_OUT_OF_MEMORY])
 def test_workload_runs_as_alone_and_is_counted_exactly(tmp_path, adapter_cache, workload):
-    check_workload(tmp_path, workload, adapter_cache)
+    traced = check_workload(tmp_path, workload, adapter_cache)
+    # The device is large enough for it: a search that caught an out-of-memory error would still end well.
+    assert "out of memory" not in traced.stdout
+
+
+def lines_of(name):
+    with open(os.path.join(WORKLOADS, name)) as script:
+        return script.read().splitlines()
+
+
+def test_each_leak_is_one_line_away_from_a_correct_workload():
+    assert sorted(CORRECT_OF) == [name for name in ALL if name.startswith("leak_")]
+    for leak, correct in CORRECT_OF.items():
+        changed = [
+            line
+            for line in difflib.unified_diff(lines_of(correct), lines_of(leak), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        removed = [line for line in changed if line.startswith("-")]
+        added = [line for line in changed if line.startswith("+")]
+        assert len(removed) <= 1 and len(added) <= 1 and changed, f"{leak} against {correct}: {changed}"
 
 
 @SIMULATED_ONLY

@@ -94,18 +94,28 @@ TEST_CASE("every function of the table is exported at the real library's version
     }
 }
 
-TEST_CASE("a cuBLAS handle keeps its stream, modes and workspace, and a destroyed one is not initialised") {
+TEST_CASE(
+    "a cuBLAS handle keeps its stream and modes, checks its workspace, and a null one is not initialised") {
     CHECK(CUBLAS(cublasCreate_v2)(nullptr) == CUBLAS_STATUS_INVALID_VALUE);
     cublasHandle_t handle = nullptr;
     REQUIRE(CUBLAS(cublasCreate_v2)(&handle) == CUBLAS_STATUS_SUCCESS);
 
-    CHECK(CUBLAS(cublasSetStream_v2)(handle, nullptr) == CUBLAS_STATUS_SUCCESS);
+    // Any stream: the handle only keeps it.
+    static char stream_stand_in;
+    auto* const stream = reinterpret_cast<cudaStream_t>(&stream_stand_in);
+    CHECK(CUBLAS(cublasSetStream_v2)(handle, stream) == CUBLAS_STATUS_SUCCESS);
+    cudaStream_t kept = nullptr;
+    CHECK(CUBLAS(cublasGetStream_v2)(handle, &kept) == CUBLAS_STATUS_SUCCESS);
+    CHECK(kept == stream);
     CHECK(CUBLAS(cublasSetMathMode)(handle, 3 | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) ==
           CUBLAS_STATUS_SUCCESS);
     cublasMath_t math = 0;
     CHECK(CUBLAS(cublasGetMathMode)(handle, &math) == CUBLAS_STATUS_SUCCESS);
     CHECK(math == (3 | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    CHECK(CUBLAS(cublasSetMathMode)(handle, 9) == CUBLAS_STATUS_INVALID_VALUE);
+    CHECK(CUBLAS(cublasSetMathMode)(handle, 8) == CUBLAS_STATUS_SUCCESS);
+    for (const cublasMath_t undefined : {5, 7, 9}) {
+        CHECK(CUBLAS(cublasSetMathMode)(handle, undefined) == CUBLAS_STATUS_INVALID_VALUE);
+    }
     CHECK(CUBLAS(cublasGetMathMode)(handle, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
 
     CHECK(CUBLAS(cublasSetPointerMode_v2)(handle, CUBLAS_POINTER_MODE_DEVICE) == CUBLAS_STATUS_SUCCESS);
@@ -122,6 +132,7 @@ TEST_CASE("a cuBLAS handle keeps its stream, modes and workspace, and a destroye
 
     REQUIRE(CUBLAS(cublasDestroy_v2)(handle) == CUBLAS_STATUS_SUCCESS);
     CHECK(CUBLAS(cublasSetStream_v2)(nullptr, nullptr) == CUBLAS_STATUS_NOT_INITIALIZED);
+    CHECK(CUBLAS(cublasDestroy_v2)(nullptr) == CUBLAS_STATUS_NOT_INITIALIZED);
     CHECK(sgemm(nullptr, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, 2, 2, 2) == CUBLAS_STATUS_NOT_INITIALIZED);
 }
 
@@ -140,6 +151,11 @@ TEST_CASE("matrix products check their shapes and leading dimensions as cuBLAS d
 
     const float one = 1.0F;
     std::vector<float> memory(64);
+    float* matrices[] = {memory.data(), memory.data() + 16};
+    CHECK(CUBLAS(cublasSgemmBatched)(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, matrices, 2,
+                                     matrices, 2, &one, matrices, 2, 2) == CUBLAS_STATUS_SUCCESS);
+    CHECK(CUBLAS(cublasSgemmBatched)(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, matrices, 1,
+                                     matrices, 2, &one, matrices, 2, 2) == CUBLAS_STATUS_INVALID_VALUE);
     CHECK(CUBLAS(cublasSgemmStridedBatched)(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one,
                                             memory.data(), 2, 4, memory.data(), 2, 4, &one, memory.data(), 2,
                                             4, -1) == CUBLAS_STATUS_INVALID_VALUE);
@@ -157,6 +173,20 @@ TEST_CASE("matrix products check their shapes and leading dimensions as cuBLAS d
           CUBLAS_STATUS_NOT_INITIALIZED);
 }
 
+TEST_CASE("the batched solvers, which would report outcomes they cannot know, are refused") {
+    const Handle handle;
+    std::vector<float> memory(64);
+    float* matrices[] = {memory.data(), memory.data() + 16};
+    std::vector<int> pivots(8);
+    std::vector<int> outcomes(2, -1);
+    CHECK(CUBLAS(cublasSgetrfBatched)(handle.get(), 4, matrices, 4, pivots.data(), outcomes.data(), 2) ==
+          CUBLAS_STATUS_NOT_SUPPORTED);
+    // No outcome is made up.
+    CHECK(outcomes == std::vector<int>{-1, -1});
+}
+
+// The macros are those blas_abi_check.cpp compares with the toolkit's CUBLAS_VER_* wherever its headers
+// are installed; what this checks is that both libraries answer them.
 TEST_CASE("version queries answer the toolkit's cuBLAS release") {
     constexpr int kVersion =
         GPULEAK_CUBLAS_VER_MAJOR * 10000 + GPULEAK_CUBLAS_VER_MINOR * 100 + GPULEAK_CUBLAS_VER_PATCH;
@@ -243,6 +273,10 @@ TEST_CASE("cuBLASLt offers one algorithm without workspace and refuses shapes th
                                    0, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
     CHECK(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, 8) ==
           CUBLAS_STATUS_INVALID_VALUE);
+    const int32_t no_such_operation = 7;
+    CHECK(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                   &no_such_operation,
+                                                   sizeof no_such_operation) == CUBLAS_STATUS_INVALID_VALUE);
 
     // A handle of cuBLASLt's own works the same; none at all is not initialised.
     cublasLtHandle_t own = nullptr;

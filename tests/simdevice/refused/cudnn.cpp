@@ -1,12 +1,12 @@
 // libcudnn.so.9: cuDNN refuses every call with CUDNN_STATUS_NOT_SUPPORTED, and its error texts say why.
 // The test bed keeps PyTorch off cuDNN (../python/sitecustomize.py), so a program reaches this only
 // when it turns cuDNN back on.
-#include "refused_library.h"
-
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include <string>
+
+#include "refused.h"
 
 using gpuleak::sim::RefusedLibrary;
 
@@ -37,14 +37,23 @@ cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int* value) {
                : CUDNN_STATUS_BAD_PARAM;
 }
 
-// PyTorch's message is "cuDNN error: " followed by this.
+// The statuses the stand-in returns; PyTorch's message is "cuDNN error: " followed by this.
 const char* cudnnGetErrorString(cudnnStatus_t status) {
     static const std::string refused = std::string("CUDNN_STATUS_NOT_SUPPORTED: ") + cudnn_stand_in.refusal();
-    return status == CUDNN_STATUS_SUCCESS ? "CUDNN_STATUS_SUCCESS" : refused.c_str();
+    switch (status) {
+    case CUDNN_STATUS_SUCCESS:
+        return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_BAD_PARAM:
+        return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_NOT_SUPPORTED:
+        return refused.c_str();
+    default:
+        return "CUDNN_STATUS_UNKNOWN";
+    }
 }
 
 void cudnnGetLastErrorString(char* message, size_t max_size) {
-    gpuleak::sim::copy_text(cudnn_stand_in.refusal(), message, max_size);
+    gpuleak::sim::copy_text(cudnn_stand_in.refused() ? cudnn_stand_in.refusal() : "", message, max_size);
 }
 
 } // extern "C"

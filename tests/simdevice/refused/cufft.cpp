@@ -1,9 +1,9 @@
 // libcufft.so.12: cuFFT refuses every call with CUFFT_NOT_SUPPORTED. PyTorch names that status itself
 // ("cuFFT error: CUFFT_NOT_SUPPORTED"), so the first refusal's line on stderr is what says why.
-#include "refused_library.h"
-
 #include <cufft.h>
 #include <cufftXt.h>
+
+#include "refused.h"
 
 using gpuleak::sim::RefusedLibrary;
 

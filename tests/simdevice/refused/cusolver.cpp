@@ -2,9 +2,9 @@
 // initialise on a device (PyTorch has no name for CUSOLVER_STATUS_NOT_SUPPORTED). PyTorch names the
 // status itself ("cusolver error: CUSOLVER_STATUS_NOT_INITIALIZED, when calling
 // `cusolverDnCreate(handle)`"), so the first refusal's line on stderr is what says why.
-#include "refused_library.h"
-
 #include <cusolverDn.h>
+
+#include "refused.h"
 
 using gpuleak::sim::RefusedLibrary;
 

@@ -1,10 +1,10 @@
 // libcusparse.so.12: cuSPARSE refuses every call with CUSPARSE_STATUS_NOT_SUPPORTED, and its error text
 // says why (PyTorch's message quotes it).
-#include "refused_library.h"
-
 #include <cusparse.h>
 
 #include <string>
+
+#include "refused.h"
 
 using gpuleak::sim::RefusedLibrary;
 
@@ -22,9 +22,17 @@ extern "C" {
     GPULEAK_REFUSED_FUNCTION(cusparse_stand_in, CUSPARSE_STATUS_NOT_SUPPORTED, ret, name, params)
 #include "cusparse.def"
 
+// The statuses the stand-in returns.
 const char* cusparseGetErrorString(cusparseStatus_t status) {
     static const std::string refused = std::string("operation not supported: ") + cusparse_stand_in.refusal();
-    return status == CUSPARSE_STATUS_SUCCESS ? "success" : refused.c_str();
+    switch (status) {
+    case CUSPARSE_STATUS_SUCCESS:
+        return "success";
+    case CUSPARSE_STATUS_NOT_SUPPORTED:
+        return refused.c_str();
+    default:
+        return "unknown error";
+    }
 }
 
 } // extern "C"

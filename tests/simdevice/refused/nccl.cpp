@@ -1,11 +1,11 @@
 // libnccl.so.2: NCCL refuses every call with ncclInvalidUsage, and its error texts say why (PyTorch's
 // DistBackendError quotes both). Its version is answered: PyTorch asks for it when it loads.
-#include "refused_library.h"
-
 #include <nccl.h>
 #include <nccl_device/core.h>
 
 #include <string>
+
+#include "refused.h"
 
 using gpuleak::sim::RefusedLibrary;
 
@@ -30,13 +30,23 @@ ncclResult_t ncclGetVersion(int* version) {
     return ncclSuccess;
 }
 
+// The results the stand-in returns, in NCCL's words.
 const char* ncclGetErrorString(ncclResult_t result) {
     static const std::string refused = std::string("invalid usage: ") + nccl_stand_in.refusal();
-    return result == ncclSuccess ? "no error" : refused.c_str();
+    switch (result) {
+    case ncclSuccess:
+        return "no error";
+    case ncclInvalidArgument:
+        return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+        return refused.c_str();
+    default:
+        return "unknown result code";
+    }
 }
 
 const char* ncclGetLastError(ncclComm_t /*comm*/) {
-    return nccl_stand_in.refusal();
+    return nccl_stand_in.refused() ? nccl_stand_in.refusal() : "";
 }
 
 } // extern "C"

@@ -1,4 +1,4 @@
-#include "refused_library.h"
+#include "stand_in_library.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,16 +6,17 @@
 
 namespace gpuleak::sim {
 
-RefusedLibrary::RefusedLibrary(const char* name, const char* status)
-    : name_(name), status_(status),
-      refusal_(std::string(name) + " does not run on the gpuleak simulated CUDA device") {}
+RefusedLibrary::RefusedLibrary(const char* what, const char* status)
+    : what_(what), status_(status),
+      refusal_(std::string(what) + " cannot run on the gpuleak simulated CUDA device") {}
 
 void RefusedLibrary::explain(const char* function) {
     if (!explained_.exchange(true)) {
-        std::fprintf(stderr,
-                     "gpuleak-sim: %s does not run on the simulated CUDA device: %s and every other %s call "
-                     "fail with %s (gpuleak's README: What stays unsupported)\n",
-                     name_, function, name_, status_);
+        std::fprintf(
+            stderr,
+            "gpuleak-sim: %s cannot run on the simulated CUDA device; %s returned %s, and so will every "
+            "call that needs it (gpuleak's README: What stays unsupported)\n",
+            what_, function, status_);
     }
 }
 

@@ -1,8 +1,9 @@
-// What the stand-ins for NVIDIA's libraries that cannot run on the simulated device share. The real ones
-// initialise through the driver's private interfaces (cuGetExportTable), which a simulation cannot
-// offer, and then fail with errors that do not say why; each stand-in refuses every call with its
-// library's "not supported" status instead, and its first refusal says why on stderr. Their version
-// queries answer the toolkit's release, as the programs that load them check it.
+// What the stand-ins for NVIDIA's libraries share: refusing what cannot run on the simulated device,
+// and answering their version. Libraries that cannot run here initialise, on a GPU, through the
+// driver's private interfaces (cuGetExportTable), which a simulation cannot offer, and then fail with
+// errors that do not say why; their stand-ins (refused/) refuse every call with the library's own
+// status instead, and the first refusal says why on stderr. The simulated cuBLAS refuses its batched
+// solvers the same way.
 #pragma once
 
 #include <atomic>
@@ -13,19 +14,22 @@ namespace gpuleak::sim {
 
 class RefusedLibrary {
   public:
-    // `name` as its users know it ("cuFFT"), `status` the name of what every refused call returns.
-    RefusedLibrary(const char* name, const char* status);
+    // `what` as its users know it ("cuFFT"), `status` the name of what a refused call returns.
+    RefusedLibrary(const char* what, const char* status);
 
-    // Says on stderr, the first time a function is refused, that the library does not run on the
-    // simulated device, naming the function.
+    // Says on stderr, the first time a call is refused, that `what` cannot run on the simulated device,
+    // naming the call.
     void explain(const char* function);
 
-    // What the library's error-text functions answer: "cuFFT does not run on the gpuleak simulated CUDA
-    // device".
+    // Whether a call was refused yet.
+    bool refused() const { return explained_.load(std::memory_order_relaxed); }
+
+    // What the library's error texts answer for the refusal: "cuFFT cannot run on the gpuleak simulated
+    // CUDA device".
     const char* refusal() const { return refusal_.c_str(); }
 
   private:
-    const char* name_;
+    const char* what_;
     const char* status_;
     std::string refusal_;
     std::atomic<bool> explained_{false};
@@ -50,11 +54,7 @@ bool read_version_property(int type, Version version, int* value);
         return status;                                                                                       \
     }
 
-// Defines `name` (its prototype `ret name params` from the library's header) to refuse with `status`. The
-// stand-ins define their refused functions with the full parameter lists, which they never read, and
-// whatever the library still exports, deprecated or not.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// Defines `name` (its prototype `ret name params`) to refuse with `status`.
 #define GPULEAK_REFUSED_FUNCTION(library, status, ret, name, params)                                         \
     ret name params {                                                                                        \
         (library).explain(#name);                                                                            \
