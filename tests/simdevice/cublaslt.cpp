@@ -26,9 +26,9 @@ struct MatrixLayout {
     int32_t batch_count = 1;
 };
 
-struct MatmulPreference {
-    uint64_t max_workspace = 0;
-};
+// Its one setting the simulator reads, the workspace limit, is only checked: the one algorithm the
+// heuristic offers needs no workspace, so it fits any limit.
+struct MatmulPreference {};
 
 // The descriptors' handle types are opaque pointers; each stands for the stand-in's own object.
 MatmulDescription* description_of(cublasLtMatmulDesc_t desc) {
@@ -244,8 +244,9 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     if (pref == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    uint64_t workspace_limit = 0;
     const bool accepted = attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
-                              ? read_attribute(preference_of(pref)->max_workspace, buf, sizeInBytes)
+                              ? read_attribute(workspace_limit, buf, sizeInBytes)
                               : other_attribute(buf, sizeInBytes);
     return accepted ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }

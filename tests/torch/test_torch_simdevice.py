@@ -11,6 +11,7 @@ GPULEAK_CUDA_LIB_DIR (the CUDA 13 toolkit's libraries, which serve the rest of t
 default /usr/local/cuda/lib64). Missing ones skip every test, saying which.
 """
 
+import functools
 import json
 import os
 import subprocess
@@ -46,11 +47,8 @@ pytestmark = [
 ]
 
 
-def run_torch(body, **env):
-    """Runs `body` (Python; `torch` imported, `report(**values)` prints the result) under the simulated
-    device and returns what it reported."""
-    program = "import json, torch\n" "def report(**values):\n" "    print(json.dumps(values), flush=True)\n"
-    program += textwrap.dedent(body)
+def run_program(program, **env):
+    """Runs the Python `program` under the simulated device; it must end normally."""
     environment = dict(os.environ)
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY), PYTHONWARNINGS="ignore")
@@ -59,6 +57,14 @@ def run_torch(body, **env):
         [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
+    return completed
+
+
+def run_torch(body, **env):
+    """Runs `body` (Python; `torch` imported, `report(**values)` prints the result) under the simulated
+    device and returns what it reported."""
+    program = "import json, torch\n" "def report(**values):\n" "    print(json.dumps(values), flush=True)\n"
+    completed = run_program(program + textwrap.dedent(body), **env)
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
@@ -241,21 +247,27 @@ STAND_INS = {
 }
 
 
-@pytest.mark.parametrize("library", sorted(STAND_INS))
-def test_stand_ins_define_everything_torch_imports_from_them(library):
+@functools.cache
+def torch_imports():
+    """`name@version` (or `name`) of every undefined dynamic symbol of torch's libraries."""
     lib = run_torch("import os; report(lib=os.path.join(os.path.dirname(torch.__file__), 'lib'))")["lib"]
-    defined = exported_symbols(os.path.join(SIMDEVICE_DIR, library))
-    versioned = STAND_INS[library].startswith("@")
-    imported = set()
+    symbols = set()
     for name in sorted(os.listdir(lib)):
         listing = subprocess.run(
             ["nm", "-D", "--undefined-only", os.path.join(lib, name)], capture_output=True, text=True
         ).stdout
-        symbols = [line.split()[-1] for line in listing.splitlines() if line.strip()]
-        if versioned:
-            imported |= {symbol for symbol in symbols if symbol.endswith(STAND_INS[library])}
-        else:
-            imported |= {symbol for symbol in symbols if symbol.startswith(STAND_INS[library]) and "@" not in symbol}
+        symbols |= {line.split()[-1] for line in listing.splitlines() if line.strip()}
+    return symbols
+
+
+@pytest.mark.parametrize("library", sorted(STAND_INS))
+def test_stand_ins_define_everything_torch_imports_from_them(library):
+    defined = exported_symbols(os.path.join(SIMDEVICE_DIR, library))
+    mark = STAND_INS[library]
+    if mark.startswith("@"):
+        imported = {symbol for symbol in torch_imports() if symbol.endswith(mark)}
+    else:
+        imported = {symbol for symbol in torch_imports() if symbol.startswith(mark) and "@" not in symbol}
     assert imported, f"torch imports nothing from {library}"
     missing = sorted(imported - defined)
     assert not missing, f"run scripts/gen_stand_in_entry_points.py: the stand-in lacks {missing}"
@@ -316,13 +328,8 @@ def test_what_does_not_run_fails_naming_the_simulated_device(what):
     code, expected = UNSUPPORTED[what]
     program = "import torch\ntry:\n" + textwrap.indent(code, "    ") + "\n"
     program += "except Exception as error:\n    print('raised', type(error).__name__, str(error).splitlines()[0])\n"
-    environment = dict(os.environ, PYTHONWARNINGS="ignore")
-    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
-    completed = subprocess.run(
-        [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
-    )
     # Never a crash: the program catches the error and ends normally, its teardown included.
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    completed = run_program(program)
     assert completed.stdout.startswith("raised "), completed.stdout
     assert expected in completed.stdout + completed.stderr, (completed.stdout + completed.stderr)[-4000:]
 
@@ -336,14 +343,9 @@ def test_cudnn_stays_off_when_a_library_looks_torch_up_before_importing_it(tmp_p
         "import torch\n"
         "print(torch.backends.cudnn.enabled, torch.backends.cuda.cudnn_sdp_enabled())\n"
     )
-    environment = dict(os.environ, PYTHONWARNINGS="ignore")
-    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY))
     # A sitecustomize further on the path (a distribution's, a virtual environment's) still runs.
-    environment["PYTHONPATH"] += os.pathsep + str(tmp_path)
-    completed = subprocess.run(
-        [TORCH_PYTHON, "-c", program], env=environment, capture_output=True, text=True, timeout=240
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    python_path = simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, CAPACITY)["PYTHONPATH"]
+    completed = run_program(program, PYTHONPATH=python_path + os.pathsep + str(tmp_path))
     assert completed.stdout.split() == ["False", "False"]
     assert "the next sitecustomize ran" in completed.stderr
 
