@@ -198,12 +198,44 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     return markers;
 }
 
-std::optional<uint64_t> python_finalizing_time(const TraceReader& trace) {
-    std::optional<uint64_t> earliest;
+struct ProgramEnd {
+    uint64_t time_ns = 0;
+    uint64_t sequence = 0;
+};
+
+std::optional<ProgramEnd> python_finalizing(const TraceReader& trace) {
+    std::optional<ProgramEnd> earliest;
     for (const Event& event : trace.notable_events().events)
-        if (event.type == EventType::PythonFinalizing)
-            earliest = std::min(earliest.value_or(UINT64_MAX), since_start(event.time_ns, trace.header()));
+        if (event.type == EventType::PythonFinalizing) {
+            const uint64_t time_ns = since_start(event.time_ns, trace.header());
+            if (!earliest || time_ns < earliest->time_ns)
+                earliest = ProgramEnd{time_ns, event.size};
+        }
     return earliest;
+}
+
+bool is_segment_kind(MemoryKind kind) {
+    return kind == MemoryKind::Device || kind == MemoryKind::VmmPhysical || kind == MemoryKind::AsyncPool;
+}
+
+// A site is growing when its survivors were made through the program's work: at least this share of
+// the program's events came between its oldest and its youngest survivor, and the survivors are spread
+// over at least kMinGrowingParts of kProgramParts equal parts of those events. One-time allocations
+// (weights, an optimizer's state, a workspace, a warm-up) are made within a few of its events, however
+// long each took; what the last step still holds, next to one of them, spans the run but lies at its
+// two ends.
+constexpr double kGrowthShare = 0.25;
+constexpr uint64_t kProgramParts = 10;
+constexpr size_t kMinGrowingParts = 3;
+constexpr uint64_t kMinGrowingCount = 3;
+constexpr long kMinGrowingIntervals = 3;
+
+size_t program_parts_with(const std::vector<uint64_t>& sequences, uint64_t program_events) {
+    std::array<bool, kProgramParts> seen{};
+    for (uint64_t sequence : sequences)
+        seen[std::min(kProgramParts - 1,
+                      std::min(sequence, program_events) * kProgramParts / program_events)] = true;
+    return static_cast<size_t>(std::count(seen.begin(), seen.end(), true));
 }
 
 void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
@@ -211,6 +243,8 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         LeakSite site;
         std::map<uint32_t, uint64_t> bytes_by_stack;
         std::vector<uint64_t> times;
+        std::vector<uint64_t> sequences;
+        std::map<int, uint64_t> bytes_by_device;
     };
     // A site is also split by kind: where an allocator reports its blocks, the line that made a tensor
     // is also where the segment holding it was obtained, and the two answer different questions (what
@@ -222,20 +256,32 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
             continue;
         Accumulated& entry = by_site[{site_keys.of(allocation.stack_id), allocation.kind}];
         entry.bytes_by_stack[allocation.stack_id] += allocation.size;
+        entry.bytes_by_device[allocation.device] += allocation.size;
         entry.site.bytes += allocation.size;
         ++entry.site.count;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
+        entry.sequences.push_back(allocation.sequence);
     }
-    const double duration_s = seconds_of(std::min(model.duration_ns, model.code_end_ns.value_or(UINT64_MAX)));
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
         site.stack_id = largest_stack(entry.bytes_by_stack);
         site.kind = key.second;
+        site.segments = model.reports_blocks && is_segment_kind(site.kind);
+        site.device = std::max_element(entry.bytes_by_device.begin(), entry.bytes_by_device.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; })
+                          ->first;
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;
+        auto [first, last] = std::minmax_element(entry.sequences.begin(), entry.sequences.end());
+        site.first_sequence = *first;
+        site.last_sequence = *last;
+        if (model.program_events > 0)
+            site.program_share = static_cast<double>(std::min(site.last_sequence, model.program_events) -
+                                                     std::min(site.first_sequence, model.program_events)) /
+                                 static_cast<double>(model.program_events);
         const double span_s = seconds_of(site.last_ns - site.first_ns);
-        bool spread_in_time = site.count >= 3 && duration_s > 0 && span_s >= 0.25 * duration_s;
+        const bool many = site.count >= kMinGrowingCount;
         bool spread_in_markers = false;
         if (!model.markers.empty()) {
             std::vector<int> intervals;
@@ -244,12 +290,16 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
             std::sort(intervals.begin(), intervals.end());
             const auto distinct = std::unique(intervals.begin(), intervals.end()) - intervals.begin();
             site.marker_range = std::make_pair(intervals.front(), intervals[distinct - 1]);
-            spread_in_markers = site.count >= 3 && distinct >= 3;
+            spread_in_markers = distinct >= kMinGrowingIntervals;
             if (distinct > 1)
                 site.bytes_per_marker_interval =
                     static_cast<double>(site.bytes) / static_cast<double>(distinct);
         }
-        site.growing = model.markers.empty() ? spread_in_time : spread_in_markers;
+        // Markers are the program's own steps; within them, or without any, its events are.
+        const bool spread_in_events =
+            site.program_share >= kGrowthShare &&
+            program_parts_with(entry.sequences, model.program_events) >= kMinGrowingParts;
+        site.growing = many && (spread_in_markers || spread_in_events);
         if (span_s > 0)
             site.bytes_per_second = static_cast<double>(site.bytes) / span_s;
         model.leak_sites.push_back(site);
@@ -403,7 +453,11 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     model.path = path;
     model.header = trace.header();
     model.duration_ns = since_start(end_time(trace), model.header);
-    model.code_end_ns = python_finalizing_time(trace);
+    model.program_events = model.header.counters.ring_head;
+    if (const std::optional<ProgramEnd> end = python_finalizing(trace)) {
+        model.code_end_ns = end->time_ns;
+        model.program_events = std::min(model.program_events, end->sequence);
+    }
     model.reports_blocks = process_reports_blocks(trace);
     model.events = model.header.counters.ring_head;
     model.events_overwritten = trace.events_dropped();
@@ -487,17 +541,10 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     }
 
     find_leak_sites(trace, site_keys, model);
+    // leak_sites is in the order growth_sites keeps: most bytes first.
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
-        if (model.leak_sites[i].growing)
+        if (model.leak_sites[i].growing && !model.leak_sites[i].segments)
             model.growth_sites.push_back(i);
-    std::stable_sort(model.growth_sites.begin(), model.growth_sites.end(), [&](size_t a, size_t b) {
-        const LeakSite& first = model.leak_sites[a];
-        const LeakSite& second = model.leak_sites[b];
-        // Marker intervals are the program's own unit of progress: they rank first where there are any.
-        if (first.bytes_per_marker_interval != second.bytes_per_marker_interval)
-            return first.bytes_per_marker_interval > second.bytes_per_marker_interval;
-        return first.bytes_per_second > second.bytes_per_second;
-    });
     if (model.header.has_flag(format::HeaderFlag::LiveTableOverflow))
         model.warnings.push_back(
             fmt::format("the live-allocation table overflowed ({} allocations not tracked): "

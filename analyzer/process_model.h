@@ -43,16 +43,27 @@ struct Marker {
 struct LeakSite {
     uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
     format::MemoryKind kind = format::MemoryKind::None;
+    int device = 0; // where most of its bytes are
     uint64_t bytes = 0;
     uint64_t count = 0;
     uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start
     uint64_t last_ns = 0;  // of the youngest
+    // Event numbers of the oldest and youngest survivor's allocation, and the share of the program's
+    // events (ProcessModel::program_events) made between them: how much of the program's work the
+    // survivors were made through, whatever the time each step took.
+    uint64_t first_sequence = 0;
+    uint64_t last_sequence = 0;
+    double program_share = 0;
     // Index in markers() of the marker interval of the oldest and youngest survivor: -1 is before the
     // first marker. Absent when the process set no markers.
     std::optional<std::pair<int, int>> marker_range;
-    // Survivors made steadily through the run (a leak), as opposed to once early (weights, warm-up).
+    // Device memory a sub-allocator reserved where it reports its blocks (PyTorch's segments): what
+    // its cache holds for the blocks, not what the program holds.
+    bool segments = false;
+    // Survivors made through the program's work (a leak), as opposed to once (weights, a warm-up, a
+    // workspace): see kGrowthShare in process_model.cpp.
     bool growing = false;
-    double bytes_per_second = 0;
+    double bytes_per_second = 0;          // over the time its survivors were made in
     double bytes_per_marker_interval = 0; // when there are markers
 };
 
@@ -95,8 +106,12 @@ struct ProcessModel {
     uint64_t duration_ns = 0;
     // When the Python interpreter began finalizing, since the start: the end of the program's own code.
     // What follows (module teardown, libraries' shutdown) can take long against a short script, and
-    // whether a site grew is judged on the time before it. Absent when it was not recorded.
+    // whether a site grew is judged on the events before it (program_events). Absent when it was not
+    // recorded.
     std::optional<uint64_t> code_end_ns;
+    // The program's events: those numbered below this were made by its own code (the ring's head when
+    // Python began finalizing, else all the process's events).
+    uint64_t program_events = 0;
     bool reports_blocks = false; // a sub-allocator reported blocks: allocated is told from reserved
     std::vector<DeviceSummary> devices;
     uint64_t peak_pinned_host = 0;
@@ -113,7 +128,8 @@ struct ProcessModel {
     std::optional<uint64_t> code_end_rss;
     std::vector<Marker> markers;
     std::vector<LeakSite> leak_sites; // most bytes first
-    std::vector<size_t> growth_sites; // indices into leak_sites of the growing ones, fastest first
+    // Indices into leak_sites of the growing ones that the program holds (not segments), largest first.
+    std::vector<size_t> growth_sites;
     std::vector<FailureSummary> failures;
     std::vector<TimelinePoint> timeline;
     std::vector<std::string> warnings; // the reader's, and the model's own

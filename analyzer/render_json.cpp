@@ -1,5 +1,6 @@
 #include "render_json.h"
 
+#include "diagnosis_text.h"
 #include "stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -76,6 +77,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"first_s", seconds_of(site.first_ns)},
                       {"last_s", seconds_of(site.last_ns)},
                       {"growing", site.growing},
+                      {"segments", site.segments},
+                      {"program_share", site.program_share},
                       {"bytes_per_second", site.bytes_per_second},
                       {"frames", frames_json(*report.stacks, site.stack_id, options)}};
         if (site.marker_range) {
@@ -94,6 +97,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         const LeakSite& site = model.leak_sites[index];
         growth.push_back({{"bytes", site.bytes},
                           {"count", site.count},
+                          {"kind", format::kind_name(site.kind)},
+                          {"program_share", site.program_share},
                           {"bytes_per_second", site.bytes_per_second},
                           {"bytes_per_marker_interval", site.bytes_per_marker_interval},
                           {"frames", frames_json(*report.stacks, site.stack_id, options)}});
@@ -150,7 +155,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"allocator_reports_blocks", model.reports_blocks},
                       {"devices", std::move(devices)}}},
                     {"diagnosis",
-                     {{"kind", diagnosis_kind_name(report.diagnosis.kind)}, {"text", report.diagnosis.text}}},
+                     {{"kind", diagnosis_kind_name(report.diagnosis.kind)},
+                      {"text", diagnosis_text(report.model, report.diagnosis, *report.stacks)}}},
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},
                     {"failures", std::move(failures)},

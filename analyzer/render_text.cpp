@@ -1,10 +1,13 @@
 #include "render_text.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "diagnosis_text.h"
 #include "stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -89,15 +92,24 @@ std::string command(const ProcessModel& model) {
     return text.empty() ? "?" : text;
 }
 
-std::string frame_line(const ReportFrame& frame) {
+std::string frame_line(const StackLine& line, const ReportOptions& options) {
+    const ReportFrame& frame = *line.frame;
+    std::string more;
+    if (line.same_library > 0)
+        more = fmt::format("  (+{} more in {})", line.same_library, line.library);
     if (frame.python)
-        return python_frame_name(frame);
+        return python_frame_name(frame) + more;
+    const std::string module = std::filesystem::path(frame.module).filename().string();
     if (frame.function.empty() && frame.file.empty())
-        return fmt::format("{}+{:#x}", frame.module, frame.module_offset);
-    std::string where = frame.file.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
-                                           : fmt::format("{}:{}", frame.file, frame.line);
-    return fmt::format("{:<28} {}{}", frame.function.empty() ? "?" : frame.function, where,
-                       frame.inlined ? "  (inlined)" : "");
+        return fmt::format("{}+{:#x}{}", module, frame.module_offset, more);
+    const std::string where =
+        frame.file.empty()
+            ? module
+            : fmt::format("{}:{}", std::filesystem::path(frame.file).filename().string(), frame.line);
+    const std::string function = frame.function.empty() ? "?"
+                                 : options.full_names   ? frame.function
+                                                        : short_function_name(frame.function);
+    return fmt::format("{}  {}{}{}", function, where, frame.inlined ? " (inlined)" : "", more);
 }
 
 void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
@@ -110,7 +122,7 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
     for (const StackLine& line : stack_lines(frames, options)) {
         switch (line.kind) {
         case StackLine::Kind::Frame:
-            out += "        " + frame_line(*line.frame) + "\n";
+            out += "        " + frame_line(line, options) + "\n";
             break;
         case StackLine::Kind::NativeLeftOut:
             out += style.dim(
@@ -129,25 +141,30 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
 
 std::string when_made(const ProcessModel& model, const LeakSite& site) {
     auto marker = [&](int index) {
-        return index < 0 ? std::string("the start") : model.markers[index].label;
+        return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
     };
     if (site.count == 1) {
         std::string during =
             site.marker_range ? fmt::format(" (during {})", marker(site.marker_range->first)) : "";
         return fmt::format("made at {:.2f} s{}", seconds_of(site.first_ns), during);
     }
-    std::string during = site.marker_range
-                             ? fmt::format("made during {} to {}", marker(site.marker_range->first),
-                                           marker(site.marker_range->second))
-                             : fmt::format("made between {:.2f} s and {:.2f} s", seconds_of(site.first_ns),
-                                           seconds_of(site.last_ns));
+    const std::string during = site.marker_range && site.marker_range->first != site.marker_range->second
+                                   ? fmt::format("made during {} to {}", marker(site.marker_range->first),
+                                                 marker(site.marker_range->second))
+                                   : fmt::format("made between {:.2f} s and {:.2f} s",
+                                                 seconds_of(site.first_ns), seconds_of(site.last_ns));
+    const std::string share = fmt::format("{:.0f}% of the program's work", 100 * site.program_share);
     if (!site.growing)
-        return during + ", early, then kept";
-    std::string rate = site.marker_range && site.bytes_per_marker_interval > 0
-                           ? fmt::format("{} per marker interval",
-                                         bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
-                           : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
-    return during + ", still alive: growing " + rate;
+        return fmt::format("{}, within {}, then kept", during, share);
+    return fmt::format("{}, through {}: growing", during, share);
+}
+
+void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
+                 const ReportOptions& options, const Style& style) {
+    out +=
+        fmt::format("  #{} {} in {} {} allocation{}, {}\n", number, bytes(site.bytes), site.count,
+                    format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(report.model, site));
+    append_frames(out, *report.stacks, site.stack_id, options, style);
 }
 
 std::string failure_cause(const FailureSummary& failure) {
@@ -173,9 +190,9 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
     out += fmt::format("  ended      {}\n", ended(model));
     if (model.code_end_ns)
-        out +=
-            fmt::format("  python     finalization began at {:.1f} s: growth is judged on the time before\n",
-                        seconds_of(*model.code_end_ns));
+        out += fmt::format(
+            "  python     finalization began at {:.1f} s: growth is judged on the events before it\n",
+            seconds_of(*model.code_end_ns));
     for (const DeviceSummary& device : model.devices) {
         out +=
             fmt::format("  device {}   reserved peak {}, final {}; allocated peak {}, final {}{}\n",
@@ -200,35 +217,52 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 
     out += style.bold("Diagnosis: ") +
            style.verdict(report.diagnosis.kind, diagnosis_kind_name(report.diagnosis.kind)) + "\n";
-    out += wrapped(report.diagnosis.text, "  ") + "\n";
+    out += wrapped(diagnosis_text(model, report.diagnosis, *report.stacks), "  ") + "\n";
+
+    // What grew first: the leak is the first screen's, however small against what was made once.
+    for (size_t i = 0; i < model.growth_sites.size() && i < options.top; ++i) {
+        if (i == 0)
+            out +=
+                style.bold("Growing: held by the program and made through its work (largest first):") + "\n";
+        append_site(out, report, model.leak_sites[model.growth_sites[i]], i + 1, options, style);
+    }
+    if (!model.growth_sites.empty())
+        out += "\n";
 
     size_t shown = 0;
     for (const LeakSite& site : model.leak_sites) {
         if (shown >= options.top || site.bytes < options.min_bytes)
             break;
+        if (site.segments ||
+            std::find(model.growth_sites.begin(), model.growth_sites.end(),
+                      static_cast<size_t>(&site - model.leak_sites.data())) != model.growth_sites.end())
+            continue;
         if (shown == 0)
-            out += style.bold("Live at the end, by call stack (largest first):") + "\n";
+            out += style.bold(model.growth_sites.empty() ? "Live at the end, by call stack (largest first):"
+                                                         : "Also live at the end (largest first):") +
+                   "\n";
         ++shown;
-        out += fmt::format("  #{} {} in {} {} allocation{}, {}\n", shown, bytes(site.bytes), site.count,
-                           format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(model, site));
-        append_frames(out, *report.stacks, site.stack_id, options, style);
+        append_site(out, report, site, shown, options, style);
     }
-    if (shown == 0)
+    if (shown == 0 && model.growth_sites.empty())
         out += "Nothing was live at the end.\n";
     out += "\n";
 
-    for (size_t i = 0; i < model.growth_sites.size() && i < options.top; ++i) {
-        const LeakSite& site = model.leak_sites[model.growth_sites[i]];
-        if (i == 0)
-            out += style.bold("Growing, fastest first:") + "\n";
-        // Per marker interval where the program marks its progress; per second otherwise.
-        std::string rate = site.bytes_per_marker_interval > 0
-                               ? fmt::format("{} per marker interval",
-                                             bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
-                               : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
-        out += fmt::format("  {}  {}\n", rate, report.stacks->describe(site.stack_id));
+    // A sub-allocator's segments hold the blocks above and its cache: one line each, after them.
+    size_t segments = 0;
+    for (const LeakSite& site : model.leak_sites) {
+        if (!site.segments || segments >= options.top || site.bytes < options.min_bytes)
+            continue;
+        if (segments == 0)
+            out += style.bold("Reserved by the caching allocator at the end (segments holding the blocks "
+                              "above and its cache):") +
+                   "\n";
+        ++segments;
+        out += fmt::format("  {} in {} {} allocation{}, {}, for {}\n", bytes(site.bytes), site.count,
+                           format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(model, site),
+                           report.stacks->describe(site.stack_id));
     }
-    if (!model.growth_sites.empty())
+    if (segments > 0)
         out += "\n";
 
     for (size_t i = 0; i < model.failures.size() && i < options.top; ++i) {

@@ -47,10 +47,11 @@ struct ProcessReport {
 };
 
 struct ReportOptions {
-    size_t top = 10;        // leak origins and failures listed per process
-    uint64_t min_bytes = 0; // leak origins smaller than this are left out
-    size_t stack_depth = 8; // frames shown per stack (stack_view.h)
-    bool native = false;    // every native frame of a Python program's stacks, not only the innermost
+    size_t top = 10;         // leak origins and failures listed per process
+    uint64_t min_bytes = 0;  // leak origins smaller than this are left out
+    size_t stack_depth = 8;  // frames shown per stack (stack_view.h)
+    bool native = false;     // every native frame of a Python program's stacks, not only the innermost
+    bool full_names = false; // native functions with their parameter lists
     bool color = false;
 };
 

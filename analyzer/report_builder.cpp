@@ -42,15 +42,19 @@ class DebugInfoReadAhead {
 } // namespace
 
 std::string StackFrames::describe(uint32_t stack_id) {
-    // A Python program's own line says more than the CUDA call it led to.
+    // A Python program's own line says more than the CUDA call it led to, and more than the library
+    // line that made the call for it; a library's line, more than the CUDA call.
+    for (const ReportFrame& frame : frames(stack_id))
+        if (is_program_frame(frame))
+            return python_frame_name(frame);
     for (const ReportFrame& frame : frames(stack_id))
         if (frame.python && !frame.file.empty())
             return python_frame_name(frame);
     for (const ReportFrame& frame : frames(stack_id)) {
         if (frame.function.empty())
             continue;
-        return frame.file.empty() ? frame.function
-                                  : fmt::format("{} ({}:{})", frame.function, frame.file, frame.line);
+        const std::string function = short_function_name(frame.function);
+        return frame.file.empty() ? function : fmt::format("{} ({}:{})", function, frame.file, frame.line);
     }
     const auto& all = frames(stack_id);
     return all.empty() ? std::string("an unknown place (no stack)")
@@ -72,9 +76,7 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
             report.model = build_model(path, trace);
         }
         report.stacks = std::move(symbolized);
-        StackFrames& stacks = *report.stacks;
-        report.diagnosis =
-            diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
+        report.diagnosis = diagnose(report.model);
         if (keep_traces)
             report.trace = std::make_unique<TraceReader>(std::move(trace));
         reports.push_back(std::move(report));

@@ -55,6 +55,8 @@ int run(int argc, char** argv) {
         ->check(CLI::Range(1, 1024));
     app.add_flag("--native", options.native,
                  "show every native frame of a Python program's stacks, the Python frames among them");
+    app.add_flag("--full-names", options.full_names,
+                 "native functions with their parameter lists and return types");
     app.add_flag("--no-color", no_color, "no colour, even on a terminal");
     app.add_option(
         "--debug-dir", symbolize.debuginfo_path,

@@ -1,7 +1,11 @@
 #include "stack_view.h"
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -11,6 +15,19 @@ namespace gpuleak::analyzer {
 
 namespace {
 
+StackLine shown(const ReportFrame* frame) {
+    StackLine line;
+    line.frame = frame;
+    return line;
+}
+
+StackLine left_out(StackLine::Kind kind, size_t count) {
+    StackLine line;
+    line.kind = kind;
+    line.count = count;
+    return line;
+}
+
 bool is_python(const ReportFrame& frame) {
     return frame.python;
 }
@@ -18,9 +35,41 @@ bool is_python(const ReportFrame& frame) {
 std::vector<StackLine> all_frames(const std::vector<ReportFrame>& frames, size_t depth) {
     std::vector<StackLine> lines;
     for (size_t i = 0; i < frames.size() && i < depth; ++i)
-        lines.push_back({StackLine::Kind::Frame, &frames[i], 0});
+        lines.push_back(shown(&frames[i]));
     if (frames.size() > depth)
-        lines.push_back({StackLine::Kind::MoreLeftOut, nullptr, frames.size() - depth});
+        lines.push_back(left_out(StackLine::Kind::MoreLeftOut, frames.size() - depth));
+    return lines;
+}
+
+// A library's frames without line information are its internals (a release build's, such as
+// PyTorch's): the program's own, built with -g, keep a line each.
+bool library_internal(const ReportFrame& frame) {
+    return !frame.python && frame.file.empty();
+}
+
+// Like all_frames, one line for each run of library-internal frames of one library.
+std::vector<StackLine> native_frames(const std::vector<ReportFrame>& frames, size_t depth) {
+    std::vector<StackLine> lines;
+    size_t frames_shown = 0;
+    for (auto frame = frames.begin(); frame != frames.end(); ++frame) {
+        if (lines.size() == depth) {
+            lines.push_back(left_out(StackLine::Kind::MoreLeftOut, frames.size() - frames_shown));
+            break;
+        }
+        StackLine line = shown(&*frame);
+        ++frames_shown;
+        if (library_internal(*frame)) {
+            line.library = library_of(*frame);
+            for (auto next = std::next(frame);
+                 next != frames.end() && library_internal(*next) && library_of(*next) == line.library;
+                 ++next) {
+                ++line.same_library;
+                ++frames_shown;
+                frame = next;
+            }
+        }
+        lines.push_back(std::move(line));
+    }
     return lines;
 }
 
@@ -33,7 +82,7 @@ class NativeRun {
     }
     void flush(std::vector<StackLine>& lines) {
         if (foreign_)
-            lines.push_back({StackLine::Kind::NativeLeftOut, nullptr, frames_});
+            lines.push_back(left_out(StackLine::Kind::NativeLeftOut, frames_));
         *this = {};
     }
 
@@ -46,8 +95,10 @@ class NativeRun {
 
 std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const ReportOptions& options) {
     const size_t depth = options.stack_depth;
-    if (options.native || std::none_of(frames.begin(), frames.end(), is_python))
+    if (options.native)
         return all_frames(frames, depth);
+    if (std::none_of(frames.begin(), frames.end(), is_python))
+        return native_frames(frames, depth);
 
     std::set<std::string> interpreter_modules;
     for (const ReportFrame& frame : frames)
@@ -58,37 +109,168 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
     };
 
     std::vector<StackLine> lines;
+    // A frame's line, standing for the run of frames in its library that follow it, as long as `more`
+    // says they belong to the run.
+    const auto add_run = [&](auto& frame, auto end, auto&& more) {
+        StackLine line = shown(&*frame);
+        line.library = library_of(*frame);
+        auto next = std::next(frame);
+        while (library_internal(*frame) && next != end && more(*next) && library_internal(*next) &&
+               library_of(*next) == line.library) {
+            ++line.same_library;
+            ++next;
+        }
+        lines.push_back(std::move(line));
+        frame = std::prev(next);
+    };
     auto frame = frames.begin();
-    for (; frame != frames.end() && !frame->python && !is_interpreter(*frame) && lines.size() < depth;
-         ++frame)
-        lines.push_back({StackLine::Kind::Frame, &*frame, 0});
+    size_t native_shown = 0;
+    const auto native_above = [&](const ReportFrame& next) { return !next.python && !is_interpreter(next); };
+    for (; frame != frames.end() && native_above(*frame) && native_shown < depth; ++frame, ++native_shown)
+        add_run(frame, frames.end(), native_above);
     NativeRun run;
     size_t python_shown = 0;
+    const auto library_python = [](const ReportFrame& next) {
+        return next.python && !is_program_frame(next);
+    };
     for (; frame != frames.end(); ++frame) {
         if (!frame->python) {
             run.add(is_interpreter(*frame));
             continue;
         }
         if (python_shown == depth) {
-            lines.push_back({StackLine::Kind::MorePythonLeftOut, nullptr,
-                             static_cast<size_t>(std::count_if(frame, frames.end(), is_python))});
+            lines.push_back(left_out(StackLine::Kind::MorePythonLeftOut,
+                                     static_cast<size_t>(std::count_if(frame, frames.end(), is_python))));
             return lines;
         }
         run.flush(lines);
-        lines.push_back({StackLine::Kind::Frame, &*frame, 0});
+        // A package's frames between the program's are one line; the interpreter's native frames
+        // between them are glue, and left out with them.
+        if (library_python(*frame)) {
+            StackLine line = shown(&*frame);
+            line.library = library_of(*frame);
+            auto next = std::next(frame);
+            auto last = frame;
+            for (; next != frames.end(); ++next) {
+                if (!next->python) {
+                    if (!is_interpreter(*next))
+                        break;
+                    continue;
+                }
+                if (!library_python(*next) || library_of(*next) != line.library)
+                    break;
+                ++line.same_library;
+                last = next;
+            }
+            lines.push_back(std::move(line));
+            frame = last;
+        } else {
+            lines.push_back(shown(&*frame));
+        }
         ++python_shown;
     }
     run.flush(lines);
     return lines;
 }
 
+std::string short_function_name(const std::string& demangled) {
+    std::string name = demangled;
+    // GCC's specialised copies: "f(int) [clone .isra.0]".
+    if (const size_t clone = name.rfind(" [clone "); clone != std::string::npos && name.ends_with("]"))
+        name.erase(clone);
+    // The parameter list: from the '(' that matches the last ')' at depth 0 of parentheses and angle
+    // brackets, scanning back over the qualifiers after it.
+    const size_t close = name.rfind(')');
+    if (close != std::string::npos &&
+        name.find_first_not_of(" constvolatile&", close + 1) == std::string::npos) {
+        int depth = 0;
+        for (size_t i = close + 1; i-- > 0;) {
+            const char c = name[i];
+            if (c == ')' || c == '>')
+                ++depth;
+            else if (c == '(' || c == '<')
+                --depth;
+            if (depth == 0 && c == '(') {
+                name.erase(i);
+                break;
+            }
+        }
+    }
+    // A return type: whatever precedes the last space at depth 0.
+    int depth = 0;
+    for (size_t i = name.size(); i-- > 0;) {
+        const char c = name[i];
+        if (c == '>' || c == ')')
+            ++depth;
+        else if (c == '<' || c == '(')
+            --depth;
+        else if (c == ' ' && depth == 0 && !name.substr(0, i).ends_with("operator"))
+            return name.substr(i + 1);
+    }
+    return name;
+}
+
+std::string library_of(const ReportFrame& frame) {
+    if (!frame.python)
+        return std::filesystem::path(frame.module).filename().string();
+    if (is_program_frame(frame))
+        return "";
+    for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
+        const size_t at = frame.file.rfind(marker);
+        if (at != std::string::npos) {
+            const size_t start = at + std::strlen(marker);
+            return frame.file.substr(start, frame.file.find('/', start) - start);
+        }
+    }
+    return "the standard library";
+}
+
+std::string short_path(const std::string& file) {
+    for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
+        const size_t at = file.rfind(marker);
+        if (at != std::string::npos)
+            return file.substr(at + std::strlen(marker));
+    }
+    return file;
+}
+
 std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& frames,
                                              const ReportOptions& options) {
     std::vector<const ReportFrame*> shown;
-    for (const StackLine& line : stack_lines(frames, options))
-        if (line.kind == StackLine::Kind::Frame)
-            shown.push_back(line.frame);
+    for (const StackLine& line : stack_lines(frames, options)) {
+        if (line.kind != StackLine::Kind::Frame)
+            continue;
+        shown.push_back(line.frame);
+        // The frames its line stands for: those of the same library after it, of its own sort (a run of
+        // Python frames leaves out the interpreter's among them).
+        size_t more = line.same_library;
+        for (auto next = frames.begin() + (line.frame - frames.data()) + 1; more > 0 && next != frames.end();
+             ++next)
+            if (next->python == line.frame->python) {
+                shown.push_back(&*next);
+                --more;
+            }
+    }
     return shown;
+}
+
+bool is_program_frame(const ReportFrame& frame) {
+    if (!frame.python || frame.file.empty())
+        return false;
+    if (!frame.source_name.empty())
+        return true;
+    const std::string_view file = frame.file;
+    if (file.starts_with("<frozen ") || file.find("/site-packages/") != std::string_view::npos ||
+        file.find("/dist-packages/") != std::string_view::npos)
+        return false;
+    const std::filesystem::path path(frame.file);
+    const std::string directory = path.parent_path().filename().string();
+    // The standard library: lib/python3.12/*.py and its packages (lib/python3.12/json/...).
+    for (auto part = path.begin(); part != path.end(); ++part)
+        if (part->string().starts_with("python3.") && part != path.begin() &&
+            std::prev(part)->string() == "lib")
+            return false;
+    return !(directory == "gpuleak" && path.filename().string().starts_with("_"));
 }
 
 std::string python_frame_name(const ReportFrame& frame) {
@@ -101,7 +283,7 @@ std::string python_frame_name(const ReportFrame& frame) {
     }
     if (frame.file.empty() && frame.function.empty())
         return "a Python frame whose code object was not recorded";
-    const std::string file = frame.file.empty() ? std::string("?") : frame.file;
+    const std::string file = frame.file.empty() ? std::string("?") : short_path(frame.file);
     const std::string function = frame.function.empty() ? std::string("?") : frame.function;
     return frame.line == 0 ? fmt::format("{} in {}", file, function)
                            : fmt::format("{}:{} in {}", file, frame.line, function);

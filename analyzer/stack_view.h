@@ -2,12 +2,13 @@
 //
 // A stack without Python frames shows its innermost --stack-depth frames. A stack with Python frames
 // shows, by default, what a Python programmer acts on: the native frames that made the CUDA call, down
-// to where the interpreter called them (which allocator, which operator, which binding), then the
-// Python frames only. The interpreter's own frames (those of the module that holds its evaluation
-// loop) between and around Python frames are left out without a trace: they are the same glue in every
-// stack. Any other native frames left out, such as a C extension that called back into Python, or
-// the process's start, are one line "... N native frames" each run. Both parts, the native frames
-// above and the Python frames, are limited to --stack-depth frames each, so a deep native library
+// to where the interpreter called them (which allocator, which operator, which binding), one line for
+// each run of them in one library, then the Python frames only, one line for each run of frames in one
+// installed package (torch, IPython) between the program's own. The interpreter's own frames (those of the
+// module that holds its evaluation loop) between and around Python frames are left out without a trace: they
+// are the same glue in every stack. Any other native frames left out, such as a C extension that called back
+// into Python, or the process's start, are one line "... N native frames" each run. Both parts, the native
+// frames above and the Python frames, are limited to --stack-depth frames each, so a deep native library
 // never hides the Python lines. With --native, every frame is shown in order, up to --stack-depth.
 #pragma once
 
@@ -29,6 +30,10 @@ struct StackLine {
     Kind kind = Kind::Frame;
     const ReportFrame* frame = nullptr; // Kind::Frame: a frame of the stack given
     size_t count = 0;
+    // Kind::Frame: the frames after it, in the same library or the same installed Python package, that
+    // this line stands for (see stack_lines), and that library's or package's name.
+    size_t same_library = 0;
+    std::string library;
 };
 
 // `frames`: the whole stack, innermost first (StackFrames::frames).
@@ -38,6 +43,21 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
 // frames (JSON, a PyTorch snapshot) holds.
 std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& frames,
                                              const ReportOptions& options);
+
+// Whether a Python frame is the program's own code: not an installed package's (site-packages,
+// dist-packages), the standard library's, the interpreter's frozen modules or gpuleak's own package.
+bool is_program_frame(const ReportFrame& frame);
+
+// A native function's name as the report shows it by default: without its parameter list, its
+// qualifiers after it and the return type a template's name starts with.
+std::string short_function_name(const std::string& demangled);
+
+// The installed package a Python frame's file belongs to ("torch" for .../site-packages/torch/...), or
+// the library a native frame's is ("libc10_cuda.so"); empty for the program's own code.
+std::string library_of(const ReportFrame& frame);
+
+// A library file's path from its package ("torch/nn/modules/linear.py"); other paths as they are.
+std::string short_path(const std::string& file);
 
 // "train.py:88 in train_epoch"; without a line, "train.py in train_epoch". A frame of a named source (a
 // notebook's cell) reads "cell [12], line 4 in <module> (`x = torch.empty(n)`)", the line's text shown

@@ -8,8 +8,10 @@ namespace gpuleak::analyzer {
 
 namespace {
 
+// libgpuleak.so and the PyTorch adapter, libgpuleak_torch.so, with the std::function glue it was
+// called through, which is compiled into it.
 bool is_gpuleak_module(const std::string& path) {
-    return std::filesystem::path(path).filename() == "libgpuleak.so";
+    return std::filesystem::path(path).filename().string().starts_with("libgpuleak");
 }
 
 std::vector<ReportFrame> report_frames(const PythonStacks& python, const NamedSources& named,

@@ -471,6 +471,7 @@ class TraceReader::Decoder {
             .device = record.device,
             .kind = static_cast<format::MemoryKind>(record.kind),
             .api = record.api,
+            .sequence = record.sequence,
         });
     }
 

@@ -119,6 +119,7 @@ struct LiveAllocation {
     int16_t device = 0; // ordinal, -1 host, -2 unknown
     format::MemoryKind kind = format::MemoryKind::None;
     uint8_t api = 0;
+    uint64_t sequence = 0; // of its Alloc event in the ring (format::LiveSlot::sequence)
 };
 
 struct LiveSet {

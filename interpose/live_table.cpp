@@ -149,9 +149,17 @@ void LiveTable::take_out(Stripe& stripe, uint32_t* index_entry, LiveSlot* remove
     --stripe.live;
 }
 
-LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* replaced) {
-    if (slots_ == nullptr)
+LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* replaced,
+                                          uint64_t* sequence_counter, Sequences* sequences) {
+    uint64_t sequence = entry.sequence;
+    const auto claim = [&] {
+        if (sequence_counter != nullptr)
+            sequence = sequences->alloc = __atomic_fetch_add(sequence_counter, 1, __ATOMIC_RELAXED);
+    };
+    if (slots_ == nullptr) {
+        claim();
         return InsertResult::Full;
+    }
     auto space = format::key_space_of(static_cast<format::MemoryKind>(entry.kind));
     Stripe& stripe = stripe_for(space, entry.address);
     SpinGuard guard(stripe.lock);
@@ -166,13 +174,14 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     if (position != nullptr && *position != 0) {
         take_out(stripe, position, replaced);
         result = InsertResult::Replaced;
+        if (sequence_counter != nullptr)
+            sequences->replaced_free = __atomic_fetch_add(sequence_counter, 1, __ATOMIC_RELAXED);
     } else if (tombstone != nullptr) {
         // The key is not in the index: its first tombstone takes it (index_used does not change).
         position = tombstone;
     }
-    if (position == nullptr)
-        return InsertResult::Full;
-    if (stripe.free_count == 0)
+    claim();
+    if (position == nullptr || stripe.free_count == 0)
         return InsertResult::Full;
     uint32_t slot_index = stripe.free_slots[--stripe.free_count];
     if (slot_index - stripe.first_slot >= stripe.used) {
@@ -185,6 +194,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
                 reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state,
                 sizeof entry - sizeof entry.state);
+    slot.sequence = sequence;
     __atomic_store_n(&slot.state, format::kSlotLive, __ATOMIC_RELEASE);
     if (*position == 0)
         ++stripe.index_used;

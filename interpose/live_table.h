@@ -22,9 +22,18 @@ class LiveTable {
     void detach();
 
     enum class InsertResult { Inserted, Replaced, Full };
+    // The event numbers an insert claims from a counter: the free of the object it replaced, if any,
+    // then the new object's allocation, which its slot records.
+    struct Sequences {
+        uint64_t replaced_free = 0;
+        uint64_t alloc = 0;
+    };
     // Adds `entry` (state is set here). When an object with the same key is already live it is
-    // replaced and copied to `replaced`: its free went by unseen.
-    InsertResult insert(const format::LiveSlot& entry, format::LiveSlot* replaced);
+    // replaced and copied to `replaced`: its free went by unseen. With `sequence_counter`, the event
+    // numbers are claimed from it under the stripe's lock, so that the events of one key are numbered
+    // in the order the table saw them; without it, the slot keeps entry.sequence.
+    InsertResult insert(const format::LiveSlot& entry, format::LiveSlot* replaced,
+                        uint64_t* sequence_counter = nullptr, Sequences* sequences = nullptr);
     // Removes the object at `address` in `space`, copying it to `removed`; false when not live.
     bool remove(format::KeySpace space, uint64_t address, format::LiveSlot* removed);
     // Removes the live object of `space` with the lowest address in [low, high), if any.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -135,6 +136,7 @@ void note_python_finalizing() {
     event.time_ns = monotonic_ns();
     event.thread_id = current_thread_id();
     event.type = static_cast<uint16_t>(EventType::PythonFinalizing);
+    event.size = __atomic_load_n(g_writer.sequence_counter(), __ATOMIC_RELAXED);
     event.device = kUnknownDevice;
     g_writer.append_notable(event);
 }
@@ -283,14 +285,19 @@ EventRecord event_of(EventType type, const LiveSlot& slot) {
     return event;
 }
 
-void append_free(const LiveSlot& removed, uint64_t stream, uint8_t api) {
+// At `sequence` where it was claimed beforehand (LiveTable::insert), at the ring's head otherwise.
+void append_free(const LiveSlot& removed, uint64_t stream, uint8_t api,
+                 std::optional<uint64_t> sequence = std::nullopt) {
     account(removed, false);
     EventRecord event = event_of(EventType::Free, removed);
     event.time_ns = monotonic_ns();
     event.thread_id = current_thread_id();
     event.stream = stream;
     event.api = api;
-    g_writer.append_event(event);
+    if (sequence)
+        g_writer.append_event(event, *sequence);
+    else
+        g_writer.append_event(event);
 }
 
 void append_free_unknown(format::KeySpace space, uint64_t address, uint64_t stream, uint8_t api) {
@@ -351,10 +358,11 @@ void record_alloc(const Allocation& allocation) {
     entry.kind = static_cast<uint8_t>(allocation.kind);
     entry.api = allocation.api;
     LiveSlot replaced{};
-    switch (g_live.insert(entry, &replaced)) {
+    LiveTable::Sequences sequences;
+    switch (g_live.insert(entry, &replaced, g_writer.sequence_counter(), &sequences)) {
     case LiveTable::InsertResult::Replaced:
         // Its free went by unseen (a path gpuleak does not hook): the new object takes its place.
-        append_free(replaced, 0, allocation.api);
+        append_free(replaced, 0, allocation.api, sequences.replaced_free);
         account(entry, true);
         break;
     case LiveTable::InsertResult::Inserted:
@@ -367,7 +375,7 @@ void record_alloc(const Allocation& allocation) {
         break;
     }
     EventRecord event = event_of(EventType::Alloc, entry);
-    g_writer.append_event(event);
+    g_writer.append_event(event, sequences.alloc);
     t_failed_attempts.count = 0;
 }
 

@@ -241,7 +241,10 @@ void publish(EventRecord& slot, const EventRecord& event, uint64_t commit) {
 } // namespace
 
 void TraceWriter::append_event(EventRecord& event) {
-    uint64_t sequence = __atomic_fetch_add(&header_->ring_head, 1, __ATOMIC_RELAXED);
+    append_event(event, __atomic_fetch_add(&header_->ring_head, 1, __ATOMIC_RELAXED));
+}
+
+void TraceWriter::append_event(EventRecord& event, uint64_t sequence) {
     auto* ring = reinterpret_cast<EventRecord*>(base_ + header_->ring.offset);
     event.commit = sequence + 1;
     publish(ring[sequence & ring_mask_], event, sequence + 1);

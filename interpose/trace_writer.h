@@ -48,6 +48,10 @@ class TraceWriter {
 
     // Appends to the event ring; fills in `commit` itself. Lock-free.
     void append_event(format::EventRecord& event);
+    // Appends at a sequence number claimed from sequence_counter() beforehand, by whoever must know it
+    // before the event is written.
+    void append_event(format::EventRecord& event, uint64_t sequence);
+    [[nodiscard]] uint64_t* sequence_counter() const { return &header_->ring_head; }
     // Prepares the ring's pages a few MiB ahead of the newest event, in one call, so that the threads
     // that append do not take the page faults and traps of a first write to a page, for microseconds
     // each: makes them present until the ring has been written once, then writes to each without

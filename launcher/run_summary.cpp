@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "diagnosis.h"
+#include "diagnosis_text.h"
 
 namespace gpuleak::launcher {
 
@@ -108,21 +109,20 @@ std::string site_text(ProcessReport& process, const analyzer::LeakSite& site) {
                        plural(site.count, "allocation"));
 }
 
+// The diagnosis's own top site when it found a leak; without one, the site the program holds the most
+// in at the end (not a sub-allocator's segments, which hold what its cache keeps), named for what it is.
 std::optional<std::string> top_leak_origin(ProcessReport& process) {
     const analyzer::ProcessModel& model = process.model;
-    if (model.leak_sites.empty())
+    if (const auto& leak = process.diagnosis.leak) {
+        const analyzer::LeakSite& site = model.leak_sites[leak->sites.front()];
+        return fmt::format("top leak origin: {}, made through {:.0f}% of the program's work",
+                           site_text(process, site), 100 * site.program_share);
+    }
+    const auto held = std::find_if(model.leak_sites.begin(), model.leak_sites.end(),
+                                   [](const analyzer::LeakSite& site) { return !site.segments; });
+    if (held == model.leak_sites.end())
         return std::nullopt;
-    // A site that kept growing is the leak; without one, the site that holds the most at the end is
-    // named for what it is.
-    if (model.growth_sites.empty())
-        return "most held at the end: " + site_text(process, model.leak_sites.front());
-    const analyzer::LeakSite& site = model.leak_sites[model.growth_sites.front()];
-    // Per marker interval where the program marks its progress, as the report says it.
-    const std::string rate = site.bytes_per_marker_interval > 0
-                                 ? fmt::format("{} per marker interval",
-                                               bytes(static_cast<uint64_t>(site.bytes_per_marker_interval)))
-                                 : fmt::format("{}/s", bytes(static_cast<uint64_t>(site.bytes_per_second)));
-    return fmt::format("top leak origin: {}, growing {}", site_text(process, site), rate);
+    return "most held at the end: " + site_text(process, *held);
 }
 
 } // namespace
@@ -176,7 +176,8 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
     ProcessReport& focus = focus_process(processes);
     lines.push_back(fmt::format("diagnosis{}: {}: {}",
                                 several ? fmt::format(" of pid {}", focus.model.header.pid) : "",
-                                analyzer::diagnosis_kind_name(focus.diagnosis.kind), focus.diagnosis.text));
+                                analyzer::diagnosis_kind_name(focus.diagnosis.kind),
+                                analyzer::diagnosis_text(focus.model, focus.diagnosis, *focus.stacks)));
     if (auto origin = top_leak_origin(focus))
         lines.push_back(*origin);
     lines.push_back(fmt::format("full report: {} (and report.json beside it)", report.text_path));

@@ -43,8 +43,9 @@ namespace gpuleak::format {
 static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region. 4: a
 // Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry). 5: source
-// names (EventType::SourceName) in the notable array. 6: EventType::PythonFinalizing.
-static const uint32_t kFormatVersion = 6;
+// names (EventType::SourceName) in the notable array. 6: EventType::PythonFinalizing. 7: a live slot
+// holds its allocation's event sequence number; PythonFinalizing holds the ring's head then.
+static const uint32_t kFormatVersion = 7;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -100,7 +101,8 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     SourceName = 8,
     // The Python interpreter was first seen finalizing (Py_FinalizeEx past the atexit handlers: module
     // teardown, then the runtime's own), at time_ns, by thread_id. In the notable array only, at most
-    // once: what follows is no longer the program's own code.
+    // once: what follows is no longer the program's own code. size = the ring's head then: the events
+    // numbered below it are the program's.
     PythonFinalizing = 9,
 };
 
@@ -294,6 +296,9 @@ struct LiveSlot {
     int16_t device; // ordinal, -1 host, -2 unknown
     uint8_t kind;   // MemoryKind
     uint8_t api;    // entry-point index (see entry_point_names in the interposer), 255 = public C API
+    // The number of its Alloc event in the ring: where it was made in the order of the process's events,
+    // which a ring that wrapped no longer holds.
+    uint64_t sequence;
 };
 static const uint32_t kSlotFree = 0;
 static const uint32_t kSlotLive = 0x4c495645u; // "LIVE"
@@ -327,7 +332,7 @@ struct TimelineSample {
 
 #ifdef __cplusplus
 static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
-static_assert(sizeof(LiveSlot) == 48, "LiveSlot layout is part of the file format");
+static_assert(sizeof(LiveSlot) == 56, "LiveSlot layout is part of the file format");
 static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && sizeof(LiveStripeMarks) % 64 == 0,
               "the marks keep the live slots 64-byte aligned");
 static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");

@@ -83,10 +83,35 @@ TEST_CASE("a per-iteration leak is diagnosed as a leak at the line that keeps th
     CHECK(names_site(leaks[1]["frames"], "keep_history", "scenario_leak.cpp",
                      line_of("scenario_leak.cpp", "leak site")));
     CHECK(process["diagnosis"]["text"].get<std::string>().find("keep_history") != std::string::npos);
-    // Growth, ranked by rate: only the history grows.
+    // Only the history grows.
     REQUIRE(process["growth"].size() == 1);
     CHECK(process["growth"][0]["bytes"] == 20 * kMiB);
     CHECK(process["growth"][0]["bytes_per_marker_interval"].get<double>() == Approx(1.0 * kMiB));
+}
+
+TEST_CASE("the verdict and the top site are the same at any speed, with idling before and after the loop") {
+    const int step_ms = GENERATE(0, 10, 200);
+    const int idle_ms = GENERATE(0, 2000);
+    const std::string program = GENERATE(std::string("scenario_leak"), std::string("scenario_stable"));
+    INFO(program << " with " << step_ms << " ms steps and " << idle_ms << " ms idle before and after");
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path(program),
+                               {"10", std::to_string(step_ms), std::to_string(idle_ms), "unmarked"});
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    if (program == "scenario_stable") {
+        CHECK(process["diagnosis"]["kind"] == "stable");
+        CHECK(process["growth"].empty());
+        return;
+    }
+    CHECK(process["diagnosis"]["kind"] == "leak");
+    REQUIRE(process["growth"].size() == 1);
+    CHECK(process["growth"][0]["bytes"] == 10 * kMiB);
+    CHECK(names_site(process["growth"][0]["frames"], "keep_history", "scenario_leak.cpp",
+                     line_of("scenario_leak.cpp", "leak site")));
+    // The weights, made once before the idling, are never growing.
+    CHECK(process["leaks"][0]["bytes"] == 32 * kMiB);
+    CHECK(process["leaks"][0]["growing"] == false);
 }
 
 TEST_CASE("a stable run is not called a leak") {

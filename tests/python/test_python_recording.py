@@ -231,7 +231,7 @@ def test_a_debug_build_gets_native_stacks_and_one_warning(tmp_path):
 
 
 # A leak made over a short time, then a long finalization: module teardown runs an object's __del__ that
-# takes 2 s, as the shutdown of a large library can. Growth is judged on the time before finalization.
+# takes 2 s, as the shutdown of a large library can. Growth is judged on the events before finalization.
 SLOW_TEARDOWN = """
 import time
 held = []

@@ -56,6 +56,29 @@ CORRECT_OF = {
     "leak_cache_dict.py": "transformer_block.py",
     "leak_hyperparameter_search.py": "hyperparameter_search.py",
 }
+# The verdict each workload must get, and for a leak the text of the line of the script that the top
+# growing site names (the innermost frame of the script's own): where the tensor that is kept is made.
+VERDICTS = {
+    "mlp_adam.py": ("stable", None),
+    "cnn.py": ("stable", None),
+    "transformer_block.py": ("cache_growth", None),  # five sequence lengths: blocks of five sizes
+    "mixed_precision.py": ("stable", None),
+    "gradient_accumulation.py": ("stable", None),
+    "evaluation_no_grad.py": ("stable", None),
+    "matmul_empty_cache.py": ("stable", None),
+    "hyperparameter_search.py": ("stable", None),
+    "leak_losses_append.py": ("leak", "loss = loss_fn(model(x), y)"),
+    "leak_outputs_kept.py": ("leak", "features = self.features(x)"),
+    "leak_cache_dict.py": ("leak", 'return torch.triu(torch.full((length, length), float("-inf"), device=device), diagonal=1)'),
+    "leak_hyperparameter_search.py": ("leak", ").to(device)"),
+    # Not yet told from their correct twins (issue #14's note): `running_loss += loss` keeps autograd
+    # nodes whose buffers backward() freed, so the device holds what gradient_accumulation.py holds
+    # (PyTorch's counters are the same); the validation outputs' graphs are those of the last pass
+    # only, made within its share of the program's work.
+    "leak_total_loss.py": ("leak", "running_loss += loss"),
+    "leak_evaluation_without_no_grad.py": ("leak", "outputs.append(model(x.to(device)))"),
+}
+NOT_YET_TOLD = {"leak_total_loss.py", "leak_evaluation_without_no_grad.py"}
 ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
 COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|max_memory_reserved)=(\d+)")
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
@@ -98,11 +121,43 @@ def check_workload(directory, name, adapter_cache):
     return traced
 
 
+def check_verdict(directory, name):
+    with open(directory / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    kind, line = VERDICTS[name]
+    assert process["diagnosis"]["kind"] == kind, process["diagnosis"]["text"]
+    if kind != "leak":
+        assert process["growth"] == []
+        return
+    script = os.path.join(WORKLOADS, name)
+    top = process["growth"][0]
+    own = next(frame for frame in top["frames"] if frame.get("python") and frame["file"] == script)
+    assert lines_of(name)[own["line"] - 1].strip() == line
+    assert top["kind"] == "block", "the tensors are the leak, not the segments made for them"
+    with open(directory / "run" / "report.txt") as text:
+        diagnosis = " ".join(text.read().split("\n\n", 2)[1].split())
+    assert "%s:%d in" % (script, own["line"]) in diagnosis, "the diagnosis names the script's line"
+
+
+
+
 @pytest.mark.parametrize("workload", [name for name in ALL if name not in RUNS_OUT_OF_MEMORY])
 def test_workload_runs_as_alone_and_is_counted_exactly(tmp_path, adapter_cache, workload):
     traced = check_workload(tmp_path, workload, adapter_cache)
     # The device is large enough for it: a search that caught an out-of-memory error would still end well.
     assert "out of memory" not in traced.stdout
+    if workload not in NOT_YET_TOLD:
+        check_verdict(tmp_path, workload)
+        return
+    try:
+        check_verdict(tmp_path, workload)
+    except AssertionError:
+        pytest.xfail("not yet told from its correct twin: " + VERDICTS[workload][1])
+    pytest.fail(workload + " is told apart now: take it out of NOT_YET_TOLD")
+
+
+def test_every_workload_has_a_verdict():
+    assert sorted(VERDICTS) == ALL
 
 
 def lines_of(name):
@@ -131,6 +186,11 @@ def test_workload_that_runs_out_of_memory_is_counted_exactly(tmp_path, adapter_c
     with open(tmp_path / "run" / "report.json") as report:
         (process,) = json.load(report)["processes"]
     assert process["failures"], "the out-of-memory error is in the report"
+    check_verdict(tmp_path, workload)
+    # What the earlier trials still held when it failed: their models, made at the script's line.
+    held = process["failures"][0]["top_sites_then"][0]
+    own = next(frame for frame in held["frames"] if frame.get("python") and frame["file"].endswith(workload))
+    assert lines_of(workload)[own["line"] - 1].strip() == VERDICTS[workload][1]
 
 
 if __name__ == "__main__":

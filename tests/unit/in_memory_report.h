@@ -17,9 +17,7 @@ inline analyzer::ProcessReport report_of(const analyzer::TraceReader& trace) {
     analyzer::ProcessReport report;
     report.model = analyzer::build_model("trace.bin", trace);
     report.stacks = std::make_unique<analyzer::SymbolizedStacks>(trace, "");
-    analyzer::StackFrames& stacks = *report.stacks;
-    report.diagnosis =
-        analyzer::diagnose(report.model, [&](uint32_t stack_id) { return stacks.describe(stack_id); });
+    report.diagnosis = analyzer::diagnose(report.model);
     return report;
 }
 

@@ -615,9 +615,13 @@ TEST_CASE("header validation") {
     format::FileHeader& header = builder.header();
     std::string message;
     SECTION("future version") {
-        header.format_version = 7;
-        message =
-            "format version 7 is newer than this reader (" + std::to_string(format::kFormatVersion) + ")";
+        header.format_version = format::kFormatVersion + 1;
+        message = fmt::format("format version {} is newer than this reader ({})", format::kFormatVersion + 1,
+                              format::kFormatVersion);
+    }
+    SECTION("version 6, whose live slots do not say where in the order of events they were made") {
+        header.format_version = 6;
+        message = "unsupported format version 6";
     }
     SECTION("version 1 whose live region has no marks") {
         header.format_version = 1;
@@ -677,7 +681,7 @@ TEST_CASE("header validation") {
     }
     SECTION("live slots that need the marks' room") {
         header.live_capacity = 16 + sizeof(format::LiveStripeMarks) / sizeof(format::LiveSlot);
-        message = "region 'live' has room for 16 records, header says 26";
+        message = fmt::format("region 'live' has room for 16 records, header says {}", header.live_capacity);
     }
     CHECK_THROWS_WITH(parse(builder.bytes()), Catch::StartsWith("trace.bin: " + message));
 }

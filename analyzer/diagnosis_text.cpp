@@ -1,0 +1,141 @@
+#include "diagnosis_text.h"
+
+#include <fmt/format.h>
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+std::string bytes(uint64_t value) {
+    return human_bytes(static_cast<double>(value));
+}
+
+std::string plural(double count, const char* noun) {
+    return fmt::format("{:.0f} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
+std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnosis) {
+    if (!diagnosis.largest_failure)
+        return "";
+    const FailureSummary& largest = model.failures[*diagnosis.largest_failure];
+    const std::string free_then =
+        largest.free_bytes ? fmt::format(" with {} free", bytes(*largest.free_bytes)) : std::string();
+    const std::string held = largest.reserved_then
+                                 ? fmt::format(" while {} was reserved there", bytes(*largest.reserved_then))
+                                 : std::string();
+    // A cap of the allocator's own (PyTorch's set_per_process_memory_fraction) with the device not full.
+    const char* refused =
+        largest.allocator_refused && largest.failed_cuda_allocations == 0
+            ? " (the allocator refused it under a limit of its own: no CUDA allocation failed)"
+            : "";
+    return fmt::format(
+        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.",
+        model.failures.size(), model.failures.size() == 1 ? "" : "s", bytes(largest.bytes), largest.device,
+        free_then, held, refused);
+}
+
+// When the survivors were made: through which markers, or which share of the program's work.
+std::string made_through(const ProcessModel& model, const LeakSite& site) {
+    const auto name = [&](int index) {
+        return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
+    };
+    if (site.marker_range && site.marker_range->first != site.marker_range->second)
+        return fmt::format("from {} to {}", name(site.marker_range->first), name(site.marker_range->second));
+    return fmt::format("through {:.0f}% of the program's work (between {:.1f} s and {:.1f} s)",
+                       100 * site.program_share, seconds_of(site.first_ns), seconds_of(site.last_ns));
+}
+
+std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
+    const std::string each = human_bytes(static_cast<double>(site.bytes) / static_cast<double>(site.count));
+    const std::string more = fmt::format("{:.0f} more such allocations", fill.allocations);
+    if (site.bytes_per_second <= 0)
+        return fmt::format(" At {} per allocation, the {} still free on device {} would be gone after {}.",
+                           each, bytes(fill.free_bytes), fill.device, more);
+    return fmt::format(
+        " At the rate it grew ({}/s), the {} still free on device {} would be gone in about {} ({}).",
+        human_bytes(site.bytes_per_second), bytes(fill.free_bytes), fill.device, human_duration(fill.seconds),
+        more);
+}
+
+std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
+    const LeakSite& top = model.leak_sites[leak.sites.front()];
+    const std::string sites =
+        leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());
+    const std::string of_it =
+        leak.sites.size() == 1 ? std::string() : fmt::format(", {} of it", bytes(top.bytes));
+    return fmt::format(
+        "Memory the program holds kept growing: {} still alive was made {}{}{}, in {} ({} each) from {}.{} "
+        "That is a real leak: the program keeps references to memory it no longer needs (a list that grows "
+        "every iteration, an unbounded cache). Emptying the allocator's cache will not help; fix the code "
+        "that "
+        "keeps them.",
+        bytes(leak.bytes), made_through(model, top), sites, of_it,
+        plural(static_cast<double>(top.count), "allocation"),
+        human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
+        stacks.describe(top.stack_id), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
+}
+
+} // namespace
+
+std::string human_duration(double seconds) {
+    if (seconds < 120)
+        return fmt::format("{:.0f} s", seconds);
+    if (seconds < 2 * 3600)
+        return fmt::format("{:.1f} min", seconds / 60);
+    if (seconds < 2 * 86400)
+        return fmt::format("{:.1f} h", seconds / 3600);
+    return fmt::format("{:.1f} days", seconds / 86400);
+}
+
+std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {
+    const std::string failures = failure_sentence(model, diagnosis);
+    switch (diagnosis.kind) {
+    case DiagnosisKind::Leak:
+        return leak_text(model, *diagnosis.leak, stacks) + failures;
+    case DiagnosisKind::CacheGrowth: {
+        const CacheFacts& cache = *diagnosis.cache;
+        return fmt::format(
+            "Allocated memory peaked at {} ({} at the end), but the caching allocator reserved up to {} on "
+            "device "
+            "{}, more than the program ever had allocated at once, and still holds {} of cached, possibly "
+            "fragmented, blocks. This is not a leak. torch.cuda.empty_cache() gives unused cached memory "
+            "back; "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation.{}",
+            bytes(cache.peak_allocated), bytes(cache.final_allocated), bytes(cache.peak_reserved),
+            cache.device, bytes(cache.final_reserved - cache.final_allocated), failures);
+    }
+    case DiagnosisKind::OutsideAllocators: {
+        const OutsideFacts& outside = *diagnosis.outside;
+        return fmt::format(
+            "The driver reports up to {} of device {} in use, but this process obtained at most {} through "
+            "the "
+            "allocation calls gpuleak sees: {} is held outside the allocators. That is CUDA contexts (each "
+            "takes "
+            "hundreds of MiB), libraries that allocate by other means (cuBLAS and cuDNN workspaces, NCCL "
+            "buffers), or other processes on the same GPU, such as DataLoader workers that initialised CUDA. "
+            "Look for other processes in nvidia-smi and keep CUDA out of worker processes.{}",
+            bytes(outside.used_by_driver), outside.device, bytes(outside.obtained),
+            bytes(outside.used_by_driver - outside.obtained), failures);
+    }
+    case DiagnosisKind::HostRamGrowth: {
+        const HostRamFacts& host = *diagnosis.host_ram;
+        return fmt::format(
+            "GPU memory is steady but host memory (RSS) grew from {} to {}{}: the leak, if any, is "
+            "in host RAM (tensors kept on the CPU, DataLoader workers' copies).{}",
+            bytes(host.first_rss), bytes(host.last_rss),
+            host.before_finalizing ? " before Python finalized" : "", failures);
+    }
+    case DiagnosisKind::Stable:
+        break;
+    }
+    const std::string cached = diagnosis.cached_at_end > 0
+                                   ? fmt::format(" ({} of it held in the allocator's cache for reuse)",
+                                                 bytes(diagnosis.cached_at_end))
+                                   : std::string();
+    return fmt::format(
+        "No sign of a leak: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
+        bytes(diagnosis.peak_allocated), bytes(diagnosis.final_allocated), bytes(diagnosis.final_reserved),
+        cached, failures);
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,16 @@
+// The diagnosis in plain words, with the numbers it rests on and what to do: what every renderer shows
+// as the verdict's text.
+#pragma once
+
+#include <string>
+
+#include "report.h"
+
+namespace gpuleak::analyzer {
+
+std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks);
+
+// "40 s", "3.5 min", "2.1 h", "4.0 days".
+std::string human_duration(double seconds);
+
+} // namespace gpuleak::analyzer
