@@ -1,5 +1,7 @@
 #include "report_builder.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <optional>
 #include <system_error>
@@ -47,16 +49,25 @@ std::string StackFrames::describe(uint32_t stack_id) {
     for (const ReportFrame& frame : frames(stack_id))
         if (is_program_frame(frame))
             return python_frame_name(frame);
-    for (const ReportFrame& frame : frames(stack_id))
-        if (frame.python && !frame.file.empty())
-            return python_frame_name(frame);
+    const auto& all = frames(stack_id);
+    for (const ReportFrame& frame : all) {
+        if (!frame.python || frame.file.empty())
+            continue;
+        // A thread a library started (PyTorch's pin-memory thread) runs none of the program's code:
+        // what it made is handed to the program elsewhere.
+        const auto outermost = std::find_if(all.rbegin(), all.rend(), [](const ReportFrame& python) {
+            return python.python && !python.file.empty();
+        });
+        const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
+        return python_frame_name(frame) + (library_thread ? " (on a library's thread: no frame of the program's own)"
+                                                          : " (no frame of the program's own)");
+    }
     for (const ReportFrame& frame : frames(stack_id)) {
         if (frame.function.empty())
             continue;
         const std::string function = short_function_name(frame.function);
         return frame.file.empty() ? function : fmt::format("{} ({}:{})", function, frame.file, frame.line);
     }
-    const auto& all = frames(stack_id);
     return all.empty() ? std::string("an unknown place (no stack)")
                        : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);
 }

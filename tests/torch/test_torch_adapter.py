@@ -150,10 +150,7 @@ def line_of(run, text):
     return next(number for number, line in enumerate(lines, 1) if text in line)
 
 
-# A training-like loop: forward with elementwise kernels (cuBLAS is not simulated), 20 steps spread
-# over the run so that the report sees steady growth rather than one burst. Without markers the report
-# weighs a site's time span against the whole trace, which includes the interpreter's shutdown: the
-# steps take long enough that a slow shutdown on a loaded machine does not outweigh them.
+# A training-like loop: forward with elementwise kernels, 20 steps that each keep their output.
 LEAKY_LOOP = """
 weights = torch.randn(512, 512, device="cuda")
 history = []
@@ -161,7 +158,6 @@ for step in range(20):
     batch = torch.randn(256, 512, device="cuda")
     output = (batch * weights[:256]).relu()
     history.append(output.detach().clone())   # keeps every step's output: 512 KiB
-    time.sleep(0.1)
 torch_numbers()
 """
 
@@ -195,7 +191,6 @@ def test_varying_sizes_grow_the_cache_not_allocated(tmp_path, adapter_cache):
             scratch = torch.empty((step + 1) * 3 * (1 << 20), dtype=torch.uint8, device="cuda")
             scratch.fill_(1)
             del scratch
-            time.sleep(0.1)
         torch_numbers()
         """,
         adapter_cache,
@@ -212,7 +207,6 @@ def build():
 for trial in range(10):
     model = build().cuda()   # the previous model stays in the registry
     registry.append(model)
-    time.sleep(0.15)
 torch_numbers()
 """
 
@@ -226,6 +220,80 @@ def test_model_recreated_without_freeing_the_previous(tmp_path, adapter_cache):
 def test_model_recreated_is_diagnosed_a_leak(tmp_path, adapter_cache):
     run = run_traced(tmp_path, MODEL_LOOP, adapter_cache)
     assert run.process["diagnosis"]["kind"] == "leak"
+
+
+# The same loop at any speed, with or without idling before and after it, gets the same verdict and
+# the same top site: each step makes a 4 MiB temporary and keeps a 256 KiB tensor (seconds per step,
+# seconds of idling before and after).
+SPEEDS = {"no sleep": (0, 0), "10 ms steps, 2 s idle around": (0.01, 2), "200 ms steps": (0.2, 0)}
+
+
+@pytest.mark.parametrize("speed", sorted(SPEEDS))
+def test_verdict_at_any_speed(tmp_path, adapter_cache, speed):
+    step, idle = SPEEDS[speed]
+    run = run_traced(
+        tmp_path,
+        f"""
+        kept = []
+        time.sleep({idle})
+        for step in range(40):
+            temporary = torch.empty(4 << 20, dtype=torch.uint8, device="cuda")
+            kept.append(torch.empty(256 << 10, dtype=torch.uint8, device="cuda"))
+            del temporary
+            time.sleep({step})
+        time.sleep({idle})
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
+    (top, *_) = run.process["growth"]
+    assert top["bytes"] == 40 * (256 << 10) and top["kind"] == "block"
+    assert python_lines(top["frames"], run.path)[0] == line_of(run, "kept.append")
+
+
+def test_one_kept_batch_and_a_small_cache_are_stable(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        from torch.utils.data import DataLoader, TensorDataset
+        loader = DataLoader(TensorDataset(torch.randn(512, 1 << 16)), batch_size=16)
+        first = None
+        for (batch,) in loader:
+            x = batch.to("cuda")
+            y = (x * 2).relu()
+            if first is None:
+                first = y   # one 4 MiB tensor, kept on purpose
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert_torch_numbers(run)
+    assert run.numbers["reserved"] - run.numbers["allocated"] >= 8 * MiB
+    assert run.process["diagnosis"]["kind"] == "stable", run.process["diagnosis"]["text"]
+    assert run.process["growth"] == []
+
+
+def test_kept_pinned_batches_are_a_leak_named_on_the_pin_memory_thread(tmp_path, adapter_cache):
+    run = run_traced(
+        tmp_path,
+        """
+        from torch.utils.data import DataLoader, TensorDataset
+        loader = DataLoader(TensorDataset(torch.randn(1024, 64, 40)), batch_size=32, num_workers=2, pin_memory=True)
+        kept = []
+        for (batch,) in loader:
+            x = batch.to("cuda", non_blocking=True)
+            kept.append(batch)   # every pinned batch
+        torch_numbers()
+        """,
+        adapter_cache,
+    )
+    assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
+    (top, *_) = run.process["growth"]
+    assert top["kind"] == "pinned_host" and top["count"] == 32
+    text = " ".join(run.process["diagnosis"]["text"].split())
+    assert "pin_memory.py" in text and "on a library's thread: no frame of the program's own" in text
 
 
 def test_expandable_segments(tmp_path, adapter_cache):
