@@ -39,6 +39,8 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
                       {"module_offset", frame.module_offset},
                       {"inlined", frame.inlined},
                       {"python", frame.python}};
+        if (frame.python)
+            entry["program"] = is_program_frame(frame);
         if (!frame.source_name.empty()) {
             entry["source_name"] = frame.source_name;
             entry["source_line"] = frame.source_line;
@@ -76,6 +78,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"kind", format::kind_name(site.kind)},
                       {"first_s", seconds_of(site.first_ns)},
                       {"last_s", seconds_of(site.last_ns)},
+                      {"where", report.stacks->describe(site.stack_id)},
                       {"growing", site.growing},
                       {"segments", site.segments},
                       {"program_share", site.program_share},
@@ -98,6 +101,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         growth.push_back({{"bytes", site.bytes},
                           {"count", site.count},
                           {"kind", format::kind_name(site.kind)},
+                          {"where", report.stacks->describe(site.stack_id)},
                           {"program_share", site.program_share},
                           {"bytes_per_second", site.bytes_per_second},
                           {"bytes_per_marker_interval", site.bytes_per_marker_interval},

@@ -28,13 +28,16 @@ def frame_text(frame: dict) -> str:
 
 
 def site_text(site: dict) -> str:
-    """'3.0 MiB in 1 allocation: <innermost Python frame>, from <the outermost cell's frame>'."""
+    """'3.0 MiB in 1 allocation: <the program's innermost frame>, from <the outermost cell's frame>'."""
     frames = site.get("frames") or []
     python = [frame for frame in frames if frame.get("python")]
-    where = frame_text((python or frames or [{}])[0])
+    # The program's own innermost frame, not a library's (IPython's, torch's), names the site.
+    own = [frame for frame in python if frame.get("program")]
+    innermost = (own or python or frames or [{}])[0]
+    where = frame_text(innermost)
     # A function defined in one cell and called from another: the calling cell is what the user ran.
     cells = [frame for frame in python if frame.get("source_name")]
-    if cells and cells[-1] is not python[0]:
+    if cells and cells[-1] is not innermost:
         where += ", from " + frame_text(cells[-1])
     count = site.get("count") or 0
     return "%s in %d allocation%s: %s" % (
@@ -85,12 +88,17 @@ def live_state(process: dict, trace: str) -> str:
     growth = growth_line(process)
     if growth:
         lines.append("  " + growth)
-    sites = (process.get("leaks") or [])[:TOP_SITES]
+    # A caching allocator's segments hold the program's blocks and its cache: what the program holds is
+    # the blocks, and the segments' sites would list the same bytes again.
+    sites = [site for site in process.get("leaks") or [] if not site.get("segments")][:TOP_SITES]
     if sites:
-        lines.append("  live now, by site:")
+        lines.append("  held by the program now, by site:")
         lines += ["    " + site_text(site) for site in sites]
     else:
-        lines.append("  nothing live")
+        lines.append("  nothing held by the program")
+    if summary.get("allocator_reports_blocks"):
+        cached = (summary.get("final_reserved_bytes") or 0) - (summary.get("final_allocated_bytes") or 0)
+        lines.append("  the caching allocator holds %s more, cached for reuse" % _report.format_bytes(max(cached, 0)))
     return "\n".join(lines)
 
 

@@ -207,6 +207,7 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs):
             "from cell [2], line 3 (`held.append(allocate(3 << 20))`)"
         ) in live, live
         assert "+3.0 MiB reserved since cell [2] began" in live, live
+        assert "held by the program now, by site:" in live, live
 
         (trace,) = glob.glob(os.path.join(run_directories(jupyter_dirs)[0], "gpuleak.%d.trace" % pid))
         (process,) = report_json(trace)["processes"]

@@ -509,7 +509,8 @@ TEST_CASE("JSON frames say which are Python frames and follow the same view") {
                                       {"module", ""},
                                       {"module_offset", 0},
                                       {"inlined", false},
-                                      {"python", true}});
+                                      {"python", true},
+                                      {"program", true}});
     std::vector<bool> python_flags;
     for (const auto& frame : frames)
         python_flags.push_back(frame["python"]);
@@ -518,4 +519,47 @@ TEST_CASE("JSON frames say which are Python frames and follow the same view") {
     options.stack_depth = 100;
     frames = render_json(reports, options)["processes"][0]["leaks"][0]["frames"];
     CHECK(frames.size() == torch_stack().size());
+}
+
+TEST_CASE("a native function reads without its parameter list, return type and clone suffix") {
+    CHECK(
+        short_function_name("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed "
+                            "char, unsigned long, CUstream_st*)") ==
+        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc");
+    CHECK(short_function_name("bool at::cuda::blas::gemm_and_bias<float, float>(bool, bool, long)") ==
+          "at::cuda::blas::gemm_and_bias<float, float>");
+    CHECK(short_function_name(
+              "at::native::(anonymous namespace)::addmm_out_cuda_impl(at::Tensor&, at::Tensor "
+              "const&) [clone .isra.0]") == "at::native::(anonymous namespace)::addmm_out_cuda_impl");
+    CHECK(short_function_name("run()::{lambda(int)#1}::operator()(int) const") ==
+          "run()::{lambda(int)#1}::operator()");
+    CHECK(short_function_name("std::vector<int, std::allocator<int> >::push_back(int const&)") ==
+          "std::vector<int, std::allocator<int> >::push_back");
+    CHECK(short_function_name("main") == "main");
+    CHECK(short_function_name("keep_history") == "keep_history");
+}
+
+TEST_CASE("the program's own Python frames are told from libraries', the standard library's and gpuleak's") {
+    const auto python = [](const std::string& file) {
+        ReportFrame frame;
+        frame.python = true;
+        frame.file = file;
+        frame.function = "f";
+        return frame;
+    };
+    CHECK(is_program_frame(python("/home/me/train.py")));
+    CHECK(is_program_frame(python("train.py")));
+    CHECK_FALSE(is_program_frame(python("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py")));
+    CHECK_FALSE(is_program_frame(python("/usr/lib/python3/dist-packages/numpy/core/numeric.py")));
+    CHECK_FALSE(is_program_frame(python("/usr/lib/python3.12/threading.py")));
+    CHECK_FALSE(is_program_frame(python("/root/.pyenv/versions/3.12.1/lib/python3.12/json/decoder.py")));
+    CHECK_FALSE(is_program_frame(python("<frozen importlib._bootstrap>")));
+    CHECK_FALSE(is_program_frame(python("/opt/gpuleak/share/gpuleak/python/gpuleak/_isolated.py")));
+    ReportFrame cell = python("/tmp/ipykernel_1/123.py");
+    cell.source_name = "cell [3]";
+    CHECK(is_program_frame(cell));
+    CHECK(library_of(python("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py")) == "torch");
+    CHECK(short_path("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py") ==
+          "torch/nn/modules/linear.py");
+    CHECK(short_path("/home/me/train.py") == "/home/me/train.py");
 }
