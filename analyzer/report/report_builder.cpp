@@ -59,8 +59,9 @@ std::string StackFrames::describe(uint32_t stack_id) {
             return python.python && !python.file.empty();
         });
         const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
-        return python_frame_name(frame) + (library_thread ? " (on a library's thread: no frame of the program's own)"
-                                                          : " (no frame of the program's own)");
+        return python_frame_name(frame) + (library_thread
+                                               ? " (on a library's thread: no frame of the program's own)"
+                                               : " (no frame of the program's own)");
     }
     for (const ReportFrame& frame : frames(stack_id)) {
         if (frame.function.empty())
