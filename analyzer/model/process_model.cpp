@@ -149,14 +149,22 @@ uint32_t largest_stack(const std::map<uint32_t, uint64_t>& bytes_by_stack) {
     return largest->first;
 }
 
-std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SiteKeys& site_keys) {
+// Device memory a sub-allocator reserves for its blocks (LeakSite::segments).
+bool is_segment_kind(MemoryKind kind) {
+    return kind == MemoryKind::Device || kind == MemoryKind::VmmPhysical || kind == MemoryKind::AsyncPool;
+}
+
+// What the program held: where a sub-allocator reports blocks, its segments hold the same bytes again.
+std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SiteKeys& site_keys,
+                                  bool reports_blocks) {
     struct Held {
         LiveSiteAt site;
         std::map<uint32_t, uint64_t> bytes_by_stack;
     };
     std::unordered_map<uint64_t, Held> by_site;
     objects.for_each([&](const LiveObject& object) {
-        if (!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block)
+        if ((!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block) ||
+            (reports_blocks && is_segment_kind(object.kind)))
             return;
         Held& held = by_site[site_keys.of(object.stack_id)];
         held.site.bytes += object.size;
@@ -212,10 +220,6 @@ std::optional<ProgramEnd> python_finalizing(const TraceReader& trace) {
                 earliest = ProgramEnd{time_ns, event.size};
         }
     return earliest;
-}
-
-bool is_segment_kind(MemoryKind kind) {
-    return kind == MemoryKind::Device || kind == MemoryKind::VmmPhysical || kind == MemoryKind::AsyncPool;
 }
 
 // A site is growing when its survivors were made through the program's work: at least this share of
@@ -393,7 +397,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             auto failure = failures_by_time_size.find({event.time_ns, event.size});
             if (failure != failures_by_time_size.end()) {
                 failure->second->reserved_then = totals.reserved_on(event.device);
-                failure->second->top_sites_then = top_sites(objects, site_keys);
+                failure->second->top_sites_then = top_sites(objects, site_keys, model.reports_blocks);
                 ++snapshots;
             }
         }

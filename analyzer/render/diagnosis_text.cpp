@@ -52,7 +52,7 @@ std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
         return fmt::format(" At {} per allocation, the {} still free on device {} would be gone after {}.",
                            each, bytes(fill.free_bytes), fill.device, more);
     return fmt::format(
-        " At the rate it grew ({}/s), the {} still free on device {} would be gone in about {} ({}).",
+        " At the rate it grew ({}/s), the {} still free on device {} would be gone in {} ({}).",
         human_bytes(site.bytes_per_second), bytes(fill.free_bytes), fill.device, human_duration(fill.seconds),
         more);
 }
@@ -78,13 +78,15 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
 } // namespace
 
 std::string human_duration(double seconds) {
+    if (seconds < 1)
+        return "under a second";
     if (seconds < 120)
-        return fmt::format("{:.0f} s", seconds);
+        return fmt::format("about {:.0f} s", seconds);
     if (seconds < 2 * 3600)
-        return fmt::format("{:.1f} min", seconds / 60);
+        return fmt::format("about {:.1f} min", seconds / 60);
     if (seconds < 2 * 86400)
-        return fmt::format("{:.1f} h", seconds / 3600);
-    return fmt::format("{:.1f} days", seconds / 86400);
+        return fmt::format("about {:.1f} h", seconds / 3600);
+    return fmt::format("about {:.1f} days", seconds / 86400);
 }
 
 std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {

@@ -10,7 +10,7 @@ namespace gpuleak::analyzer {
 
 std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks);
 
-// "40 s", "3.5 min", "2.1 h", "4.0 days".
+// "under a second", "about 40 s", "about 3.5 min", "about 2.1 h", "about 4.0 days".
 std::string human_duration(double seconds);
 
 } // namespace gpuleak::analyzer

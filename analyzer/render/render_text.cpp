@@ -102,6 +102,11 @@ std::string frame_line(const StackLine& line, const ReportOptions& options) {
     const std::string module = std::filesystem::path(frame.module).filename().string();
     if (frame.function.empty() && frame.file.empty())
         return fmt::format("{}+{:#x}{}", module, frame.module_offset, more);
+    if (line.same_library > 0 && !options.full_names)
+        // A library's internals: its innermost function, by the last two parts of its name, tells one
+        // path through it from another.
+        return fmt::format("{}  ({} frames in {})", innermost_scopes(short_function_name(frame.function), 2),
+                           line.same_library + 1, line.library);
     const std::string where =
         frame.file.empty()
             ? module
@@ -148,14 +153,15 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
             site.marker_range ? fmt::format(" (during {})", marker(site.marker_range->first)) : "";
         return fmt::format("made at {:.2f} s{}", seconds_of(site.first_ns), during);
     }
-    const std::string during = site.marker_range && site.marker_range->first != site.marker_range->second
-                                   ? fmt::format("made during {} to {}", marker(site.marker_range->first),
-                                                 marker(site.marker_range->second))
-                                   : fmt::format("made between {:.2f} s and {:.2f} s",
-                                                 seconds_of(site.first_ns), seconds_of(site.last_ns));
-    const std::string share = fmt::format("{:.0f}% of the program's work", 100 * site.program_share);
+    const std::string during =
+        site.marker_range && site.marker_range->first != site.marker_range->second
+            ? fmt::format("made during {} to {}", marker(site.marker_range->first),
+                          marker(site.marker_range->second))
+            : fmt::format("made {:.2f} s to {:.2f} s", seconds_of(site.first_ns), seconds_of(site.last_ns));
+    const std::string share = fmt::format("{:.0f}% of the work", 100 * site.program_share);
     if (!site.growing)
-        return fmt::format("{}, within {}, then kept", during, share);
+        return site.program_share < 0.005 ? during + ", at once, then kept"
+                                          : fmt::format("{}, within {}, then kept", during, share);
     return fmt::format("{}, through {}: growing", during, share);
 }
 
@@ -258,8 +264,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                               "above and its cache):") +
                    "\n";
         ++segments;
-        out += fmt::format("  {} in {} {} allocation{}, {}, for {}\n", bytes(site.bytes), site.count,
-                           format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(model, site),
+        out += fmt::format("  {} in {} {} segment{}, for {}\n", bytes(site.bytes), site.count,
+                           format::kind_name(site.kind), site.count == 1 ? "" : "s",
                            report.stacks->describe(site.stack_id));
     }
     if (segments > 0)

@@ -169,7 +169,7 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
         }
         ++python_shown;
     }
-    run.flush(lines);
+    // What is left below the outermost Python frame is the interpreter's or its thread's start.
     return lines;
 }
 
@@ -196,15 +196,56 @@ std::string short_function_name(const std::string& demangled) {
             }
         }
     }
-    // A return type: whatever precedes the last space at depth 0.
+    // Template arguments too long to read at a glance (a kernel functor's whole signature): "<...>".
+    constexpr size_t kLongArguments = 32;
+    std::string shortened;
+    for (size_t i = 0; i < name.size(); ++i) {
+        const std::string_view before(name.data(), i);
+        if (name[i] != '<' || before.ends_with("operator") || before.ends_with("operator<")) {
+            shortened += name[i];
+            continue;
+        }
+        int open = 0;
+        size_t end = i;
+        for (; end < name.size(); ++end) {
+            if (name[end] == '<')
+                ++open;
+            else if (name[end] == '>' && --open == 0)
+                break;
+        }
+        if (end == name.size() || end - i - 1 <= kLongArguments) {
+            shortened += name[i];
+            continue;
+        }
+        shortened += "<...>";
+        i = end;
+    }
+    name = std::move(shortened);
+    // A return type: whatever precedes the last space at depth 0, before an operator's name, whose
+    // angle brackets are not brackets.
     int depth = 0;
-    for (size_t i = name.size(); i-- > 0;) {
+    const size_t operator_name = name.rfind("operator");
+    for (size_t i = operator_name == std::string::npos ? name.size() : operator_name; i-- > 0;) {
         const char c = name[i];
         if (c == '>' || c == ')')
             ++depth;
         else if (c == '<' || c == '(')
             --depth;
         else if (c == ' ' && depth == 0 && !name.substr(0, i).ends_with("operator"))
+            return name.substr(i + 1);
+    }
+    return name;
+}
+
+std::string innermost_scopes(const std::string& name, size_t scopes) {
+    int depth = 0;
+    for (size_t i = name.size(); i-- > 1;) {
+        const char c = name[i];
+        if (c == '>' || c == ')')
+            ++depth;
+        else if (c == '<' || c == '(')
+            --depth;
+        else if (depth == 0 && c == ':' && name[i - 1] == ':' && --scopes == 0)
             return name.substr(i + 1);
     }
     return name;

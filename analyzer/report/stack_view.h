@@ -4,10 +4,11 @@
 // shows, by default, what a Python programmer acts on: the native frames that made the CUDA call, down
 // to where the interpreter called them (which allocator, which operator, which binding), one line for
 // each run of them in one library, then the Python frames only, one line for each run of frames in one
-// installed package (torch, IPython) between the program's own. The interpreter's own frames (those of the
-// module that holds its evaluation loop) between and around Python frames are left out without a trace: they
-// are the same glue in every stack. Any other native frames left out, such as a C extension that called back
-// into Python, or the process's start, are one line "... N native frames" each run. Both parts, the native
+// installed package (torch, IPython) between the program's own; the native frames below the outermost
+// Python frame (the interpreter's or its thread's start) are left out. The interpreter's own frames (those of
+// the module that holds its evaluation loop) between and around Python frames are left out without a trace:
+// they are the same glue in every stack. Any other native frames left out between Python frames, such as a C
+// extension that called back into Python, are one line "... N native frames" each run. Both parts, the native
 // frames above and the Python frames, are limited to --stack-depth frames each, so a deep native library
 // never hides the Python lines. With --native, every frame is shown in order, up to --stack-depth.
 #pragma once
@@ -51,6 +52,9 @@ bool is_program_frame(const ReportFrame& frame);
 // A native function's name as the report shows it by default: without its parameter list, its
 // qualifiers after it and the return type a template's name starts with.
 std::string short_function_name(const std::string& demangled);
+
+// The last `scopes` components of a qualified name ("DeviceCachingAllocator::malloc" of 2), or all of it.
+std::string innermost_scopes(const std::string& name, size_t scopes);
 
 // The installed package a Python frame's file belongs to ("torch" for .../site-packages/torch/...), or
 // the library a native frame's is ("libc10_cuda.so"); empty for the program's own code.

@@ -296,6 +296,38 @@ def test_kept_pinned_batches_are_a_leak_named_on_the_pin_memory_thread(tmp_path,
     assert "pin_memory.py" in text and "on a library's thread: no frame of the program's own" in text
 
 
+# As in a notebook: one cell keeps a small slice of each of 50 16 MiB tensors (a view holds its whole
+# base), the next runs out of memory. The tensors are the leak, and what held the memory at the failure.
+SLICES_THEN_OUT_OF_MEMORY = """
+import gpuleak
+with gpuleak.phase("cell [1]"):
+    kept = []
+    for step in range(50):
+        features = torch.empty(4 << 20, device="cuda")
+        kept.append(features[:10])
+with gpuleak.phase("cell [2]"):
+    try:
+        torch.empty(8 << 30, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError:
+        pass
+torch_numbers()
+"""
+
+
+@SIMULATED_ONLY
+def test_kept_slices_are_the_leak_and_what_held_the_memory_at_the_failure(tmp_path, adapter_cache):
+    package = os.path.join(HERE, "..", "..", "python")
+    run = run_traced(tmp_path, SLICES_THEN_OUT_OF_MEMORY, adapter_cache, PYTHONPATH=package)
+    assert_torch_numbers(run)
+    assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
+    (top, *_) = run.process["growth"]
+    assert top["kind"] == "block" and top["bytes"] == 50 * 16 * MiB
+    made = line_of(run, "features = torch.empty")
+    assert python_lines(top["frames"], run.path)[0] == made
+    (failure,) = run.process["failures"]
+    assert python_lines(failure["top_sites_then"][0]["frames"], run.path)[0] == made
+
+
 def test_expandable_segments(tmp_path, adapter_cache):
     run = run_traced(tmp_path, LEAKY_LOOP, adapter_cache, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
     assert_torch_numbers(run)

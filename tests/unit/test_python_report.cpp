@@ -374,7 +374,7 @@ TEST_CASE("the default view: the native frames that made the call, then the Pyth
     SECTION("the interpreter's frames are left out silently, other native frames as one line a run") {
         CHECK(shown(frames, 8) == std::vector<std::string>{"c10::cuda::allocate", "at::empty",
                                                            "pybind11::dispatch", "py:Trainer.step", "py:hook",
-                                                           "... 4 native", "py:main", "... 2 native"});
+                                                           "... 4 native", "py:main"});
     }
     SECTION("the native frames above are limited to the depth, and so are the Python frames, each") {
         CHECK(shown(frames, 1) == std::vector<std::string>{"c10::cuda::allocate", "... 4 native",
@@ -456,8 +456,8 @@ TEST_CASE("the text report names the Python line of a leak, in the diagnosis and
     CHECK_THAT(text, Catch::Contains("        a Python frame whose code object was not recorded\n"));
     CHECK_THAT(text, Catch::Contains(
                          "Growing: held by the program and made through its work (largest first):\n"
-                         "  #1 5.0 MiB in 3 device allocations, made between 1.00 s and 9.00 s, through 80% "
-                         "of the program's work: growing\n"
+                         "  #1 5.0 MiB in 3 device allocations, made 1.00 s to 9.00 s, through 80% of the "
+                         "work: growing\n"
                          "        +0x3\n"));
     CHECK_THAT(text, Catch::Contains("allocations from /srv/train.py:81 in Trainer.step\n")); // held then
 }
@@ -476,8 +476,7 @@ TEST_CASE("the text report collapses native frames by default and shows them all
                                      "        /srv/train.py:81 in Trainer.step\n"
                                      "        /srv/hooks.py:5 in hook\n"
                                      "        ... 4 native frames\n"
-                                     "        /srv/train.py:102 in main\n"
-                                     "        ... 2 native frames\n"));
+                                     "        /srv/train.py:102 in main\n\n"));
     options.native = true;
     options.stack_depth = 6;
     text = render_text(reports, options);
@@ -535,6 +534,12 @@ TEST_CASE("a native function reads without its parameter list, return type and c
           "run()::{lambda(int)#1}::operator()");
     CHECK(short_function_name("std::vector<int, std::allocator<int> >::push_back(int const&)") ==
           "std::vector<int, std::allocator<int> >::push_back");
+    CHECK(short_function_name(
+              "c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<"
+              "c10::CompileTimeFunctionPointer<at::Tensor (at::Tensor const&), &at::wrapper_CUDA_mm>, "
+              "at::Tensor> >::call(c10::OperatorKernel*, at::Tensor const&)") ==
+          "c10::impl::wrap_kernel_functor_unboxed_<...>::call");
+    CHECK(short_function_name("std::ostream& operator<<(std::ostream&, at::Tensor const&)") == "operator<<");
     CHECK(short_function_name("main") == "main");
     CHECK(short_function_name("keep_history") == "keep_history");
 }
