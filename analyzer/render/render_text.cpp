@@ -165,11 +165,18 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
     return fmt::format("{}, through {}: growing", during, share);
 }
 
+// "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
+std::string allocations(const LeakSite& site) {
+    const char* plural = site.count == 1 ? "" : "s";
+    if (site.kind == format::MemoryKind::Block)
+        return fmt::format("{} block{}", site.count, plural);
+    return fmt::format("{} {} allocation{}", site.count, format::kind_name(site.kind), plural);
+}
+
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
                  const ReportOptions& options, const Style& style) {
-    out +=
-        fmt::format("  #{} {} in {} {} allocation{}, {}\n", number, bytes(site.bytes), site.count,
-                    format::kind_name(site.kind), site.count == 1 ? "" : "s", when_made(report.model, site));
+    out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes), allocations(site),
+                       when_made(report.model, site));
     append_frames(out, *report.stacks, site.stack_id, options, style);
 }
 
