@@ -47,6 +47,22 @@ bool library_internal(const ReportFrame& frame) {
     return !frame.python && frame.file.empty();
 }
 
+// The line of `frame`, standing for the library-internal frames of its library that follow it while
+// `belongs` says they may: `frame` is left at the last of them.
+template <class Frame, class Belongs> StackLine library_run(Frame& frame, Frame end, Belongs&& belongs) {
+    StackLine line = shown(&*frame);
+    line.library = library_of(*frame);
+    if (!library_internal(*frame))
+        return line;
+    for (auto next = std::next(frame);
+         next != end && belongs(*next) && library_internal(*next) && library_of(*next) == line.library;
+         ++next) {
+        ++line.same_library;
+        frame = next;
+    }
+    return line;
+}
+
 // Like all_frames, one line for each run of library-internal frames of one library.
 std::vector<StackLine> native_frames(const std::vector<ReportFrame>& frames, size_t depth) {
     std::vector<StackLine> lines;
@@ -56,19 +72,8 @@ std::vector<StackLine> native_frames(const std::vector<ReportFrame>& frames, siz
             lines.push_back(left_out(StackLine::Kind::MoreLeftOut, frames.size() - frames_shown));
             break;
         }
-        StackLine line = shown(&*frame);
-        ++frames_shown;
-        if (library_internal(*frame)) {
-            line.library = library_of(*frame);
-            for (auto next = std::next(frame);
-                 next != frames.end() && library_internal(*next) && library_of(*next) == line.library;
-                 ++next) {
-                ++line.same_library;
-                ++frames_shown;
-                frame = next;
-            }
-        }
-        lines.push_back(std::move(line));
+        lines.push_back(library_run(frame, frames.end(), [](const ReportFrame&) { return true; }));
+        frames_shown += 1 + lines.back().same_library;
     }
     return lines;
 }
@@ -109,25 +114,11 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
     };
 
     std::vector<StackLine> lines;
-    // A frame's line, standing for the run of frames in its library that follow it, as long as `more`
-    // says they belong to the run.
-    const auto add_run = [&](auto& frame, auto end, auto&& more) {
-        StackLine line = shown(&*frame);
-        line.library = library_of(*frame);
-        auto next = std::next(frame);
-        while (library_internal(*frame) && next != end && more(*next) && library_internal(*next) &&
-               library_of(*next) == line.library) {
-            ++line.same_library;
-            ++next;
-        }
-        lines.push_back(std::move(line));
-        frame = std::prev(next);
-    };
     auto frame = frames.begin();
     size_t native_shown = 0;
     const auto native_above = [&](const ReportFrame& next) { return !next.python && !is_interpreter(next); };
     for (; frame != frames.end() && native_above(*frame) && native_shown < depth; ++frame, ++native_shown)
-        add_run(frame, frames.end(), native_above);
+        lines.push_back(library_run(frame, frames.end(), native_above));
     NativeRun run;
     size_t python_shown = 0;
     const auto library_python = [](const ReportFrame& next) {
