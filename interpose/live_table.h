@@ -30,8 +30,9 @@ class LiveTable {
     };
     // Adds `entry` (state is set here). When an object with the same key is already live it is
     // replaced and copied to `replaced`: its free went by unseen. With `sequence_counter`, the event
-    // numbers are claimed from it under the stripe's lock, so that the events of one key are numbered
-    // in the order the table saw them; without it, the slot keeps entry.sequence.
+    // numbers are claimed from it under the stripe's lock, so that the replaced object's free is
+    // numbered before the new allocation, and the allocation before any free of it (a free is numbered
+    // after remove() returned); without it, the slot keeps entry.sequence.
     InsertResult insert(const format::LiveSlot& entry, format::LiveSlot* replaced,
                         uint64_t* sequence_counter = nullptr, Sequences* sequences = nullptr);
     // Removes the object at `address` in `space`, copying it to `removed`; false when not live.

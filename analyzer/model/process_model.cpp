@@ -234,12 +234,30 @@ constexpr size_t kMinGrowingParts = 3;
 constexpr uint64_t kMinGrowingCount = 3;
 constexpr long kMinGrowingIntervals = 3;
 
-size_t program_parts_with(const std::vector<uint64_t>& sequences, uint64_t program_events) {
+struct ProgramSpread {
+    double share = 0; // of the program's events, between the oldest and the youngest
+    size_t parts = 0; // of the kProgramParts the program's events fall in, those with any
+};
+
+// How the survivors the program's own code made (not those of its teardown) spread over its events.
+ProgramSpread spread_in_program(const std::vector<uint64_t>& sequences, uint64_t program_events) {
+    ProgramSpread spread;
+    if (program_events == 0)
+        return spread;
     std::array<bool, kProgramParts> seen{};
-    for (uint64_t sequence : sequences)
-        seen[std::min(kProgramParts - 1,
-                      std::min(sequence, program_events) * kProgramParts / program_events)] = true;
-    return static_cast<size_t>(std::count(seen.begin(), seen.end(), true));
+    uint64_t first = UINT64_MAX;
+    uint64_t last = 0;
+    for (uint64_t sequence : sequences) {
+        if (sequence >= program_events)
+            continue;
+        seen[sequence * kProgramParts / program_events] = true;
+        first = std::min(first, sequence);
+        last = std::max(last, sequence);
+    }
+    spread.parts = static_cast<size_t>(std::count(seen.begin(), seen.end(), true));
+    if (spread.parts > 0)
+        spread.share = static_cast<double>(last - first) / static_cast<double>(program_events);
+    return spread;
 }
 
 void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
@@ -277,13 +295,8 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;
-        auto [first, last] = std::minmax_element(entry.sequences.begin(), entry.sequences.end());
-        site.first_sequence = *first;
-        site.last_sequence = *last;
-        if (model.program_events > 0)
-            site.program_share = static_cast<double>(std::min(site.last_sequence, model.program_events) -
-                                                     std::min(site.first_sequence, model.program_events)) /
-                                 static_cast<double>(model.program_events);
+        const ProgramSpread spread = spread_in_program(entry.sequences, model.program_events);
+        site.program_share = spread.share;
         const double span_s = seconds_of(site.last_ns - site.first_ns);
         const bool many = site.count >= kMinGrowingCount;
         bool spread_in_markers = false;
@@ -300,9 +313,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
                     static_cast<double>(site.bytes) / static_cast<double>(distinct);
         }
         // Markers are the program's own steps; within them, or without any, its events are.
-        const bool spread_in_events =
-            site.program_share >= kGrowthShare &&
-            program_parts_with(entry.sequences, model.program_events) >= kMinGrowingParts;
+        const bool spread_in_events = spread.share >= kGrowthShare && spread.parts >= kMinGrowingParts;
         site.growing = many && (spread_in_markers || spread_in_events);
         if (span_s > 0)
             site.bytes_per_second = static_cast<double>(site.bytes) / span_s;

@@ -48,11 +48,9 @@ struct LeakSite {
     uint64_t count = 0;
     uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start
     uint64_t last_ns = 0;  // of the youngest
-    // Event numbers of the oldest and youngest survivor's allocation, and the share of the program's
-    // events (ProcessModel::program_events) made between them: how much of the program's work the
-    // survivors were made through, whatever the time each step took.
-    uint64_t first_sequence = 0;
-    uint64_t last_sequence = 0;
+    // The share of the program's events (ProcessModel::program_events) made between the oldest and the
+    // youngest survivor the program's code made: how much of its work they were made through, whatever
+    // the time each step took.
     double program_share = 0;
     // Index in markers() of the marker interval of the oldest and youngest survivor: -1 is before the
     // first marker. Absent when the process set no markers.

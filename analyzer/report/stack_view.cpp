@@ -164,10 +164,34 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
     return lines;
 }
 
+namespace {
+
+// Where a scan back over a name's brackets starts: before a trailing operator's name, whose angle
+// brackets and parentheses ("operator<<", "operator->", "operator()") are not brackets.
+size_t before_operator(const std::string& name) {
+    const size_t at = name.rfind("operator");
+    return at == std::string::npos ? name.size() : at;
+}
+
+// How deep in brackets of all kinds the character at `at` is (0: at the top level of the name).
+int depth_at(const std::string& name, size_t at) {
+    int depth = 0;
+    for (size_t i = 0; i < at; ++i) {
+        const char c = name[i];
+        if (c == '<' || c == '(' || c == '{' || c == '[')
+            ++depth;
+        else if (c == '>' || c == ')' || c == '}' || c == ']')
+            --depth;
+    }
+    return depth;
+}
+
+} // namespace
+
 std::string short_function_name(const std::string& demangled) {
     std::string name = demangled;
-    // GCC's specialised copies: "f(int) [clone .isra.0]".
-    if (const size_t clone = name.rfind(" [clone "); clone != std::string::npos && name.ends_with("]"))
+    // GCC's specialised copies: "f(int) [clone .isra.0]", "f(int) [clone .constprop.0] [clone .cold]".
+    if (const size_t clone = name.find(" [clone "); clone != std::string::npos && name.ends_with("]"))
         name.erase(clone);
     // The parameter list: from the '(' that matches the last ')' at depth 0 of parentheses and angle
     // brackets, scanning back over the qualifiers after it.
@@ -182,7 +206,9 @@ std::string short_function_name(const std::string& demangled) {
             else if (c == '(' || c == '<')
                 --depth;
             if (depth == 0 && c == '(') {
-                name.erase(i);
+                // A name without its parameters ("Foo::operator()", from DWARF) keeps the operator's own.
+                if (!std::string_view(name.data(), i).ends_with("operator"))
+                    name.erase(i);
                 break;
             }
         }
@@ -212,33 +238,18 @@ std::string short_function_name(const std::string& demangled) {
         i = end;
     }
     name = std::move(shortened);
-    // A return type: whatever precedes the last space at depth 0, before an operator's name, whose
-    // angle brackets are not brackets.
-    int depth = 0;
-    const size_t operator_name = name.rfind("operator");
-    for (size_t i = operator_name == std::string::npos ? name.size() : operator_name; i-- > 0;) {
-        const char c = name[i];
-        if (c == '>' || c == ')')
-            ++depth;
-        else if (c == '<' || c == '(')
-            --depth;
-        else if (c == ' ' && depth == 0 && !name.substr(0, i).ends_with("operator"))
+    // A return type: whatever precedes the last space at depth 0 (the demangler's "{lambda()#1}" and
+    // "{default arg#1}" are brackets too).
+    for (size_t i = before_operator(name); i-- > 0;)
+        if (name[i] == ' ' && depth_at(name, i) == 0)
             return name.substr(i + 1);
-    }
     return name;
 }
 
 std::string innermost_scopes(const std::string& name, size_t scopes) {
-    int depth = 0;
-    for (size_t i = name.size(); i-- > 1;) {
-        const char c = name[i];
-        if (c == '>' || c == ')')
-            ++depth;
-        else if (c == '<' || c == '(')
-            --depth;
-        else if (depth == 0 && c == ':' && name[i - 1] == ':' && --scopes == 0)
+    for (size_t i = before_operator(name); i-- > 1;)
+        if (name[i] == ':' && name[i - 1] == ':' && depth_at(name, i) == 0 && --scopes == 0)
             return name.substr(i + 1);
-    }
     return name;
 }
 

@@ -65,7 +65,8 @@ def growth_line(process: dict):
         return None
     previous = cells[-2]
     summary = process.get("summary") or {}
-    change = (summary.get("final_reserved_bytes") or 0) - reserved_at(process.get("timeline") or [], previous["t_s"])
+    before = reserved_at(process.get("timeline") or [], previous.get("t_s", 0))
+    change = (summary.get("final_reserved_bytes") or 0) - before
     sign = "+" if change >= 0 else "-"
     return "%s%s reserved since %s began" % (sign, _report.format_bytes(abs(change)), previous["label"])
 

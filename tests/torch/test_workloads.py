@@ -69,7 +69,10 @@ VERDICTS = {
     "hyperparameter_search.py": ("stable", None),
     "leak_losses_append.py": ("leak", "loss = loss_fn(model(x), y)"),
     "leak_outputs_kept.py": ("leak", "features = self.features(x)"),
-    "leak_cache_dict.py": ("leak", 'return torch.triu(torch.full((length, length), float("-inf"), device=device), diagonal=1)'),
+    "leak_cache_dict.py": (
+        "leak",
+        'return torch.triu(torch.full((length, length), float("-inf"), device=device), diagonal=1)',
+    ),
     "leak_hyperparameter_search.py": ("leak", ").to(device)"),
     # Not yet told from their correct twins (issue #14's note): `running_loss += loss` keeps autograd
     # nodes whose buffers backward() freed, so the device holds what gradient_accumulation.py holds

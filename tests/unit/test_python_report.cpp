@@ -540,6 +540,13 @@ TEST_CASE("a native function reads without its parameter list, return type and c
               "at::Tensor> >::call(c10::OperatorKernel*, at::Tensor const&)") ==
           "c10::impl::wrap_kernel_functor_unboxed_<...>::call");
     CHECK(short_function_name("std::ostream& operator<<(std::ostream&, at::Tensor const&)") == "operator<<");
+    CHECK(short_function_name("foo(int) [clone .constprop.0] [clone .cold]") == "foo");
+    CHECK(short_function_name("foo(int)::{default arg#1}::{lambda()#1}::operator()() const") ==
+          "foo(int)::{default arg#1}::{lambda()#1}::operator()");
+    CHECK(short_function_name("Foo::operator()") == "Foo::operator()");
+    CHECK(innermost_scopes("a::B<int>::operator->", 2) == "B<int>::operator->");
+    CHECK(innermost_scopes("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", 2) ==
+          "DeviceCachingAllocator::malloc");
     CHECK(short_function_name("main") == "main");
     CHECK(short_function_name("keep_history") == "keep_history");
 }
