@@ -10,10 +10,6 @@ std::string bytes(uint64_t value) {
     return human_bytes(static_cast<double>(value));
 }
 
-std::string plural(double count, const char* noun) {
-    return fmt::format("{:.0f} {}{}", count, noun, count == 1 ? "" : "s");
-}
-
 std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnosis) {
     if (!diagnosis.largest_failure)
         return "";
@@ -36,11 +32,9 @@ std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnos
 
 // When the survivors were made: through which markers, or which share of the program's work.
 std::string made_through(const ProcessModel& model, const LeakSite& site) {
-    const auto name = [&](int index) {
-        return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
-    };
     if (site.marker_range && site.marker_range->first != site.marker_range->second)
-        return fmt::format("from {} to {}", name(site.marker_range->first), name(site.marker_range->second));
+        return fmt::format("from {} to {}", marker_interval_name(model, site.marker_range->first),
+                           marker_interval_name(model, site.marker_range->second));
     return fmt::format("through {:.0f}% of the program's work (between {:.1f} s and {:.1f} s)",
                        100 * site.program_share, seconds_of(site.first_ns), seconds_of(site.last_ns));
 }
@@ -64,18 +58,20 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
     const std::string of_it =
         leak.sites.size() == 1 ? std::string() : fmt::format(", {} of it", bytes(top.bytes));
     return fmt::format(
-        "Memory the program holds kept growing: {} still alive was made {}{}{}, in {} ({} each) from {}.{} "
-        "That is a real leak: the program keeps references to memory it no longer needs (a list that grows "
-        "every iteration, an unbounded cache). Emptying the allocator's cache will not help; fix the code "
-        "that "
-        "keeps them.",
-        bytes(leak.bytes), made_through(model, top), sites, of_it,
-        plural(static_cast<double>(top.count), "allocation"),
+        "Memory the program holds kept growing: {} still alive was made {}{}{}, in {} allocation{} ({} each) "
+        "from {}.{} That is a real leak: the program keeps references to memory it no longer needs (a list "
+        "that grows every iteration, an unbounded cache). Emptying the allocator's cache will not help; fix "
+        "the code that keeps them.",
+        bytes(leak.bytes), made_through(model, top), sites, of_it, top.count, top.count == 1 ? "" : "s",
         human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
         stacks.describe(top.stack_id), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
 }
 
 } // namespace
+
+std::string marker_interval_name(const ProcessModel& model, int index) {
+    return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
+}
 
 std::string human_duration(double seconds) {
     if (seconds < 1)

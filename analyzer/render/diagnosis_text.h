@@ -10,6 +10,9 @@ namespace gpuleak::analyzer {
 
 std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks);
 
+// The marker interval `index` of LeakSite::marker_range: its marker's label, "the start" before the first.
+std::string marker_interval_name(const ProcessModel& model, int index);
+
 // "under a second", "about 40 s", "about 3.5 min", "about 2.1 h", "about 4.0 days".
 std::string human_duration(double seconds);
 

@@ -145,18 +145,17 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
 }
 
 std::string when_made(const ProcessModel& model, const LeakSite& site) {
-    auto marker = [&](int index) {
-        return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
-    };
     if (site.count == 1) {
         std::string during =
-            site.marker_range ? fmt::format(" (during {})", marker(site.marker_range->first)) : "";
+            site.marker_range
+                ? fmt::format(" (during {})", marker_interval_name(model, site.marker_range->first))
+                : "";
         return fmt::format("made at {:.2f} s{}", seconds_of(site.first_ns), during);
     }
     const std::string during =
         site.marker_range && site.marker_range->first != site.marker_range->second
-            ? fmt::format("made during {} to {}", marker(site.marker_range->first),
-                          marker(site.marker_range->second))
+            ? fmt::format("made during {} to {}", marker_interval_name(model, site.marker_range->first),
+                          marker_interval_name(model, site.marker_range->second))
             : fmt::format("made {:.2f} s to {:.2f} s", seconds_of(site.first_ns), seconds_of(site.last_ns));
     const std::string share = fmt::format("{:.0f}% of the work", 100 * site.program_share);
     if (!site.growing)
