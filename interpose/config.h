@@ -15,7 +15,7 @@ struct Config {
     bool python_stacks;          // GPULEAK_PYTHON: Python frames in stacks (up to stack_depth of them)
 };
 
-inline constexpr uint64_t kDefaultMaxMb = 64;
+inline constexpr uint64_t kDefaultMaxMb = 256;
 inline constexpr uint64_t kMinMaxMb = 4;
 inline constexpr uint64_t kMaxMaxMb = 65536;
 inline constexpr uint32_t kDefaultStackDepth = 64;

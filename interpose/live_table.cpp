@@ -1,7 +1,10 @@
 #include "live_table.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sys/mman.h>
+
+#include "trace_writer.h"
 
 namespace gpuleak {
 
@@ -9,6 +12,13 @@ using format::KeySpace;
 using format::LiveSlot;
 
 namespace {
+
+// Slots reserved in the file at a time, per stripe: a reservation is a system call, made under the
+// stripe's lock, once per this many new slots.
+constexpr uint32_t kReserveChunk = 1024;
+// Index entries a stripe starts with: one page.
+constexpr uint32_t kFirstIndexSize = 1024;
+constexpr uint32_t kFirstSpilledCapacity = 1024;
 
 uint64_t key_hash(KeySpace space, uint64_t address) {
     uint64_t x = address ^ (static_cast<uint64_t>(space) << 59);
@@ -25,77 +35,93 @@ bool same_key(const LiveSlot& slot, KeySpace space, uint64_t address) {
            format::key_space_of(static_cast<format::MemoryKind>(slot.kind)) == space;
 }
 
-uint32_t index_size_for(uint32_t slots) {
-    uint32_t size = 16;
-    while (size < slots * 2)
-        size *= 2;
-    return size;
+void* map_private(uint64_t bytes) {
+    void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return memory == MAP_FAILED ? nullptr : memory;
 }
 
 } // namespace
 
-bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t capacity) {
-    // Slot indices are 32-bit here, and the stripes must be the file's, so a larger table cannot be
-    // cut down: compute_layout never makes one (GPULEAK_MAX_MB's limit gives under 2^29 slots).
+bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t capacity,
+                       TraceWriter* writer, SpillSites* spill) {
+    // Slot indices are 32-bit here, below kSpilledReference, and the stripes must be the file's, so a
+    // larger table cannot be cut down: compute_layout never makes one.
     if (capacity > UINT32_MAX / 4)
         return false;
-    uint64_t words = 0;
-    for (uint32_t i = 0; i < kStripes; ++i) {
-        uint64_t count = format::live_stripe_start(capacity, i + 1) - format::live_stripe_start(capacity, i);
-        words += count + index_size_for(static_cast<uint32_t>(count));
-    }
-    private_bytes_ = words * sizeof(uint32_t);
-    void* memory =
-        ::mmap(nullptr, private_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) {
-        private_memory_ = nullptr;
+    // The free lists are reserved whole and touched only as far as frees reach.
+    free_slot_bytes_ = std::max<uint64_t>(capacity, 1) * sizeof(uint32_t);
+    free_slot_memory_ = static_cast<uint32_t*>(map_private(free_slot_bytes_));
+    if (free_slot_memory_ == nullptr)
         return false;
-    }
-    private_memory_ = memory;
     slots_ = slots;
-    auto* cursor = static_cast<uint32_t*>(memory);
+    writer_ = writer;
+    spill_ = spill;
     for (uint32_t i = 0; i < kStripes; ++i) {
         Stripe& stripe = stripes_[i];
         stripe.lock.reset_after_fork();
         stripe.first_slot = static_cast<uint32_t>(format::live_stripe_start(capacity, i));
         stripe.slot_count =
             static_cast<uint32_t>(format::live_stripe_start(capacity, i + 1)) - stripe.first_slot;
-        stripe.free_slots = cursor;
-        cursor += stripe.slot_count;
-        // Popping from the end hands out the stripe's slots lowest first.
-        for (uint32_t s = 0; s < stripe.slot_count; ++s)
-            stripe.free_slots[s] = stripe.first_slot + stripe.slot_count - 1 - s;
-        stripe.free_count = stripe.slot_count;
-        stripe.index_size = index_size_for(stripe.slot_count);
-        stripe.index = cursor;
-        cursor += stripe.index_size;
+        stripe.used = 0;
+        stripe.reserved = writer == nullptr ? stripe.slot_count : 0;
+        stripe.reserve_failed = false;
+        stripe.free_slots = free_slot_memory_ + stripe.first_slot;
+        stripe.free_count = 0;
+        stripe.index = static_cast<uint32_t*>(map_private(kFirstIndexSize * sizeof(uint32_t)));
+        if (stripe.index == nullptr) {
+            detach();
+            return false;
+        }
+        stripe.index_size = kFirstIndexSize;
         stripe.index_used = 0;
         stripe.live = 0;
-        stripe.used = 0;
+        stripe.spilled = nullptr;
+        stripe.spilled_capacity = 0;
+        stripe.spilled_used = 0;
+        stripe.spilled_free = kNoEntry;
+        stripe.spilled_live = 0;
         stripe.mark = &marks->used[i];
     }
     return true;
 }
 
 void LiveTable::detach() {
-    if (private_memory_ != nullptr)
-        ::munmap(private_memory_, private_bytes_);
-    private_memory_ = nullptr;
-    slots_ = nullptr;
     for (Stripe& stripe : stripes_) {
         stripe.lock.reset_after_fork();
-        stripe.slot_count = 0;
-        stripe.free_count = 0;
+        if (stripe.index != nullptr)
+            ::munmap(stripe.index, stripe.index_size * sizeof(uint32_t));
+        if (stripe.spilled != nullptr)
+            ::munmap(stripe.spilled, uint64_t{stripe.spilled_capacity} * sizeof(LiveSlot));
+        stripe.index = nullptr;
         stripe.index_size = 0;
         stripe.index_used = 0;
-        stripe.live = 0;
+        stripe.spilled = nullptr;
+        stripe.spilled_capacity = 0;
+        stripe.spilled_used = 0;
+        stripe.spilled_free = kNoEntry;
+        stripe.spilled_live = 0;
+        stripe.slot_count = 0;
+        stripe.free_count = 0;
         stripe.used = 0;
+        stripe.reserved = 0;
+        stripe.live = 0;
         stripe.mark = nullptr;
     }
+    if (free_slot_memory_ != nullptr)
+        ::munmap(free_slot_memory_, free_slot_bytes_);
+    free_slot_memory_ = nullptr;
+    slots_ = nullptr;
+    writer_ = nullptr;
+    spill_ = nullptr;
 }
 
 LiveTable::Stripe& LiveTable::stripe_for(KeySpace space, uint64_t address) {
     return stripes_[key_hash(space, address) % kStripes];
+}
+
+LiveSlot& LiveTable::object_of(Stripe& stripe, uint32_t index_entry) const {
+    const uint32_t reference = index_entry - 1;
+    return reference >= kSpilledReference ? stripe.spilled[reference - kSpilledReference] : slots_[reference];
 }
 
 // Returns the index entry holding the key, or the empty entry where the probe ended. With
@@ -114,99 +140,178 @@ uint32_t* LiveTable::probe(Stripe& stripe, KeySpace space, uint64_t address, uin
         if (*entry == kTombstone) {
             if (first_tombstone != nullptr && *first_tombstone == nullptr)
                 *first_tombstone = entry;
-        } else if (same_key(slots_[*entry - 1], space, address)) {
+        } else if (same_key(object_of(stripe, *entry), space, address)) {
             return entry;
         }
     }
     return nullptr;
 }
 
-void LiveTable::rebuild_index(Stripe& stripe) {
-    std::memset(stripe.index, 0, stripe.index_size * sizeof(uint32_t));
-    stripe.index_used = 0;
-    uint32_t mask = stripe.index_size - 1;
-    for (uint32_t s = stripe.first_slot; s < stripe.first_slot + stripe.used; ++s) {
-        const LiveSlot& slot = slots_[s];
-        if (slot.state != format::kSlotLive)
+// Tombstones make probes long: past 3/4 occupancy the index is rebuilt without them, twice as large as
+// its live entries need, so that a probe always ends on an empty entry. False when there was no memory
+// for it and the index is too full to take another entry.
+bool LiveTable::make_room_in_index(Stripe& stripe) {
+    if ((stripe.index_used + 1) * 4 <= stripe.index_size * 3)
+        return true;
+    uint32_t size = kFirstIndexSize;
+    while (size < (stripe.live + 1) * 4)
+        size *= 2;
+    size = std::max(size, stripe.index_size);
+    auto* index = static_cast<uint32_t*>(map_private(uint64_t{size} * sizeof(uint32_t)));
+    if (index == nullptr)
+        return stripe.index_used < stripe.index_size - 1;
+    const uint32_t mask = size - 1;
+    for (uint32_t i = 0; i < stripe.index_size; ++i) {
+        const uint32_t entry = stripe.index[i];
+        if (entry == 0 || entry == kTombstone)
             continue;
-        auto space = format::key_space_of(static_cast<format::MemoryKind>(slot.kind));
-        uint32_t position = static_cast<uint32_t>(key_hash(space, slot.address) >> 32) & mask;
-        while (stripe.index[position] != 0)
+        const LiveSlot& object = object_of(stripe, entry);
+        const auto space = format::key_space_of(static_cast<format::MemoryKind>(object.kind));
+        uint32_t position = static_cast<uint32_t>(key_hash(space, object.address) >> 32) & mask;
+        while (index[position] != 0)
             position = (position + 1) & mask;
-        stripe.index[position] = s + 1;
-        ++stripe.index_used;
+        index[position] = entry;
     }
+    ::munmap(stripe.index, uint64_t{stripe.index_size} * sizeof(uint32_t));
+    stripe.index = index;
+    stripe.index_size = size;
+    stripe.index_used = stripe.live;
+    return true;
+}
+
+bool LiveTable::reserve_more(Stripe& stripe) {
+    if (stripe.reserve_failed || stripe.reserved >= stripe.slot_count)
+        return false;
+    const uint32_t count = std::min(kReserveChunk, stripe.slot_count - stripe.reserved);
+    // A full disk leaves the rest of the stripe unused: its allocations are kept in private memory.
+    if (!writer_->reserve_live_slots(uint64_t{stripe.first_slot} + stripe.reserved, count)) {
+        stripe.reserve_failed = true;
+        return false;
+    }
+    stripe.reserved += count;
+    return true;
+}
+
+uint32_t LiveTable::take_spilled_entry(Stripe& stripe) {
+    if (stripe.spilled_free != kNoEntry) {
+        const uint32_t entry = stripe.spilled_free;
+        stripe.spilled_free = static_cast<uint32_t>(stripe.spilled[entry].address);
+        return entry;
+    }
+    if (stripe.spilled_used == stripe.spilled_capacity) {
+        const uint64_t capacity =
+            stripe.spilled_capacity == 0 ? kFirstSpilledCapacity : uint64_t{stripe.spilled_capacity} * 2;
+        if (capacity >= kSpilledReference - 1)
+            return kNoEntry;
+        void* memory = stripe.spilled == nullptr
+                           ? map_private(capacity * sizeof(LiveSlot))
+                           : ::mremap(stripe.spilled, uint64_t{stripe.spilled_capacity} * sizeof(LiveSlot),
+                                      capacity * sizeof(LiveSlot), MREMAP_MAYMOVE);
+        if (memory == nullptr || memory == MAP_FAILED)
+            return kNoEntry;
+        stripe.spilled = static_cast<LiveSlot*>(memory);
+        stripe.spilled_capacity = static_cast<uint32_t>(capacity);
+    }
+    return stripe.spilled_used++;
+}
+
+uint32_t LiveTable::take_place(Stripe& stripe) {
+    if (stripe.free_count > 0)
+        return stripe.free_slots[--stripe.free_count];
+    if (stripe.used < stripe.slot_count && (stripe.used < stripe.reserved || reserve_more(stripe))) {
+        ++stripe.used;
+        // The release store of the state that follows keeps this store before it: whenever a reader
+        // (also after a SIGKILL between the two) sees the slot live, the mark covers it.
+        __atomic_store_n(stripe.mark, stripe.used, __ATOMIC_RELAXED);
+        return stripe.first_slot + stripe.used - 1;
+    }
+    const uint32_t entry = take_spilled_entry(stripe);
+    return entry == kNoEntry ? kNoEntry : kSpilledReference + entry;
 }
 
 void LiveTable::take_out(Stripe& stripe, uint32_t* index_entry, LiveSlot* removed) {
-    uint32_t slot_index = *index_entry - 1;
-    LiveSlot& slot = slots_[slot_index];
-    if (removed != nullptr)
-        *removed = slot;
-    __atomic_store_n(&slot.state, format::kSlotFree, __ATOMIC_RELEASE);
+    const uint32_t reference = *index_entry - 1;
+    LiveSlot& object = object_of(stripe, *index_entry);
+    if (removed != nullptr) {
+        *removed = object;
+        removed->state = format::kSlotLive;
+    }
+    if (reference >= kSpilledReference) {
+        // Its state names the spill record that counts it.
+        if (spill_ != nullptr)
+            spill_->remove(object.state, object.size);
+        object.address = stripe.spilled_free;
+        stripe.spilled_free = reference - kSpilledReference;
+        __atomic_fetch_sub(&stripe.spilled_live, 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&object.state, format::kSlotFree, __ATOMIC_RELEASE);
+        stripe.free_slots[stripe.free_count++] = reference;
+    }
     *index_entry = kTombstone;
-    stripe.free_slots[stripe.free_count++] = slot_index;
-    --stripe.live;
+    __atomic_fetch_sub(&stripe.live, 1, __ATOMIC_RELAXED);
 }
 
 LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* replaced,
                                           uint64_t* sequence_counter, Sequences* sequences) {
+    InsertResult result;
     uint64_t sequence = entry.sequence;
     const auto claim = [&] {
         if (sequence_counter != nullptr)
             sequence = sequences->alloc = __atomic_fetch_add(sequence_counter, 1, __ATOMIC_RELAXED);
     };
-    if (slots_ == nullptr) {
+    if (stripes_[0].index == nullptr) {
         claim();
-        return InsertResult::Full;
+        result.untracked = true;
+        return result;
     }
     auto space = format::key_space_of(static_cast<format::MemoryKind>(entry.kind));
     Stripe& stripe = stripe_for(space, entry.address);
     SpinGuard guard(stripe.lock);
-    // Tombstones make probes long; past 3/4 occupancy the index is rebuilt from the file slots,
-    // which are the truth. The index has twice as many entries as the stripe has slots, so after a
-    // rebuild a probe always ends on an empty entry.
-    if ((stripe.index_used + 1) * 4 > stripe.index_size * 3)
-        rebuild_index(stripe);
-    InsertResult result = InsertResult::Inserted;
+    const bool index_has_room = make_room_in_index(stripe);
     uint32_t* tombstone = nullptr;
     uint32_t* position = probe(stripe, space, entry.address, &tombstone);
     if (position != nullptr && *position != 0) {
         take_out(stripe, position, replaced);
-        result = InsertResult::Replaced;
+        result.replaced = true;
         if (sequence_counter != nullptr)
             sequences->replaced_free = __atomic_fetch_add(sequence_counter, 1, __ATOMIC_RELAXED);
     } else if (tombstone != nullptr) {
         // The key is not in the index: its first tombstone takes it (index_used does not change).
         position = tombstone;
+    } else if (!index_has_room) {
+        position = nullptr;
     }
     claim();
-    if (position == nullptr || stripe.free_count == 0)
-        return InsertResult::Full;
-    uint32_t slot_index = stripe.free_slots[--stripe.free_count];
-    if (slot_index - stripe.first_slot >= stripe.used) {
-        stripe.used = slot_index - stripe.first_slot + 1;
-        // The release store of the state below keeps this store before it: whenever a reader (also
-        // after a SIGKILL between the two) sees the slot live, the mark covers it.
-        __atomic_store_n(stripe.mark, stripe.used, __ATOMIC_RELAXED);
+    const uint32_t place = position == nullptr ? kNoEntry : take_place(stripe);
+    if (place == kNoEntry) {
+        result.untracked = true;
+        return result;
     }
-    LiveSlot& slot = slots_[slot_index];
-    std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
-                reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state,
-                sizeof entry - sizeof entry.state);
-    slot.sequence = sequence;
-    __atomic_store_n(&slot.state, format::kSlotLive, __ATOMIC_RELEASE);
+    if (place >= kSpilledReference) {
+        LiveSlot& object = stripe.spilled[place - kSpilledReference];
+        object = entry;
+        object.sequence = sequence;
+        object.state = spill_ != nullptr ? spill_->add(object) : 0;
+        __atomic_fetch_add(&stripe.spilled_live, 1, __ATOMIC_RELAXED);
+    } else {
+        LiveSlot& slot = slots_[place];
+        std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
+                    reinterpret_cast<const uint8_t*>(&entry) + sizeof entry.state,
+                    sizeof entry - sizeof entry.state);
+        slot.sequence = sequence;
+        __atomic_store_n(&slot.state, format::kSlotLive, __ATOMIC_RELEASE);
+    }
     if (*position == 0)
         ++stripe.index_used;
-    *position = slot_index + 1;
-    ++stripe.live;
+    *position = place + 1;
+    __atomic_fetch_add(&stripe.live, 1, __ATOMIC_RELAXED);
     return result;
 }
 
 template <typename Action> bool LiveTable::with_entry(KeySpace space, uint64_t address, Action&& action) {
-    if (slots_ == nullptr)
-        return false;
     Stripe& stripe = stripe_for(space, address);
+    if (stripe.index == nullptr)
+        return false;
     SpinGuard guard(stripe.lock);
     uint32_t* entry = probe(stripe, space, address);
     if (entry == nullptr || *entry == 0)
@@ -221,21 +326,33 @@ bool LiveTable::remove(KeySpace space, uint64_t address, LiveSlot* removed) {
 }
 
 bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, LiveSlot* removed) {
-    if (slots_ == nullptr || low >= high)
+    if (stripes_[0].index == nullptr || low >= high)
         return false;
+    const auto candidate = [&](const LiveSlot& object) {
+        return object.address >= low && object.address < high &&
+               format::key_space_of(static_cast<format::MemoryKind>(object.kind)) == space;
+    };
     // Ranges span stripes, so this scans the slots: only VMM unmaps of several mappings at once get here.
     for (;;) {
         uint64_t best_address = UINT64_MAX;
-        for (const Stripe& stripe : stripes_) {
+        for (Stripe& stripe : stripes_) {
             // The file's mark, as `used` belongs to the stripe's lock. An object made before this call
             // lies below it; one made during the scan may be missed, as it always could be.
             const uint64_t used = __atomic_load_n(stripe.mark, __ATOMIC_ACQUIRE);
             for (uint32_t s = stripe.first_slot; s < stripe.first_slot + used; ++s) {
                 const LiveSlot& slot = slots_[s];
-                if (__atomic_load_n(&slot.state, __ATOMIC_ACQUIRE) == format::kSlotLive &&
-                    slot.address >= low && slot.address < high && slot.address < best_address &&
-                    format::key_space_of(static_cast<format::MemoryKind>(slot.kind)) == space)
-                    best_address = slot.address;
+                if (__atomic_load_n(&slot.state, __ATOMIC_ACQUIRE) == format::kSlotLive && candidate(slot))
+                    best_address = std::min(best_address, slot.address);
+            }
+            if (__atomic_load_n(&stripe.spilled_live, __ATOMIC_RELAXED) == 0)
+                continue;
+            // The spilled array moves as it grows: read it under the lock, through the index.
+            SpinGuard guard(stripe.lock);
+            for (uint32_t i = 0; i < stripe.index_size; ++i) {
+                const uint32_t entry = stripe.index[i];
+                if (entry != 0 && entry != kTombstone && entry - 1 >= kSpilledReference &&
+                    candidate(object_of(stripe, entry)))
+                    best_address = std::min(best_address, object_of(stripe, entry).address);
             }
         }
         if (best_address == UINT64_MAX)
@@ -247,13 +364,23 @@ bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, Liv
 }
 
 bool LiveTable::find(KeySpace space, uint64_t address, LiveSlot* found) {
-    return with_entry(space, address, [&](Stripe&, uint32_t* entry) { *found = slots_[*entry - 1]; });
+    return with_entry(space, address, [&](Stripe& stripe, uint32_t* entry) {
+        *found = object_of(stripe, *entry);
+        found->state = format::kSlotLive;
+    });
 }
 
 uint64_t LiveTable::live_count() const {
     uint64_t total = 0;
     for (const Stripe& stripe : stripes_)
         total += __atomic_load_n(&stripe.live, __ATOMIC_RELAXED);
+    return total;
+}
+
+uint64_t LiveTable::spilled_count() const {
+    uint64_t total = 0;
+    for (const Stripe& stripe : stripes_)
+        total += __atomic_load_n(&stripe.spilled_live, __ATOMIC_RELAXED);
     return total;
 }
 

@@ -19,6 +19,7 @@
 #include "python_code_table.h"
 #include "python_frames.h"
 #include "python_runtime.h"
+#include "spill_sites.h"
 #include "stack_table.h"
 #include "timeline_sampler.h"
 #include "trace_writer.h"
@@ -37,6 +38,7 @@ constinit std::atomic<State> g_state{State::Idle};
 constinit Config g_config{};
 constinit TraceWriter g_writer;
 constinit LiveTable g_live;
+constinit SpillSites g_spill;
 constinit StackTable g_stacks;
 constinit PythonCodeTable g_code;
 constinit ModuleMap g_modules;
@@ -100,6 +102,7 @@ void start_over_after_fork() {
     g_stacks.detach();
     g_code.detach();
     g_live.detach();
+    g_spill.detach();
     g_writer.abandon_after_fork();
     // The child gets its own trace from its first event; the parent's allocations are not its own.
     g_state.store(State::Idle, std::memory_order_release);
@@ -160,10 +163,14 @@ bool start_recording() {
         python_runtime();
     ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace};
     bool ok = g_writer.create(g_config, identity);
-    if (ok &&
-        !g_live.attach(g_writer.live_marks(), g_writer.live_slots(), g_writer.header()->live_capacity)) {
-        warn("cannot map memory for the live-allocation index; not recording");
-        ok = false;
+    if (ok) {
+        format::FileHeader& header = *g_writer.header();
+        const bool spill = g_spill.attach(g_writer.spill_sites(), header.spill_capacity, &header.spill_used);
+        if (!g_live.attach(g_writer.live_marks(), g_writer.live_slots(), header.live_capacity, &g_writer,
+                           spill ? &g_spill : nullptr)) {
+            warn("cannot map memory for the live-allocation index; not recording");
+            ok = false;
+        }
     }
     if (ok) {
         if (!g_stacks.attach(g_writer))
@@ -285,6 +292,14 @@ EventRecord event_of(EventType type, const LiveSlot& slot) {
     return event;
 }
 
+// An allocation the live table found no memory for: its free will not be matched, so it is not
+// counted in the totals either, and the trace says they are short.
+void note_untracked() {
+    __atomic_fetch_add(&g_writer.header()->live_untracked, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&g_writer.header()->flags, static_cast<uint32_t>(format::HeaderFlag::LiveUntracked),
+                      __ATOMIC_RELAXED);
+}
+
 // At `sequence` where it was claimed beforehand (LiveTable::insert), at the ring's head otherwise.
 void append_free(const LiveSlot& removed, uint64_t stream, uint8_t api,
                  std::optional<uint64_t> sequence = std::nullopt) {
@@ -359,21 +374,15 @@ void record_alloc(const Allocation& allocation) {
     entry.api = allocation.api;
     LiveSlot replaced{};
     LiveTable::Sequences sequences;
-    switch (g_live.insert(entry, &replaced, g_writer.sequence_counter(), &sequences)) {
-    case LiveTable::InsertResult::Replaced:
-        // Its free went by unseen (a path gpuleak does not hook): the new object takes its place.
+    const LiveTable::InsertResult inserted =
+        g_live.insert(entry, &replaced, g_writer.sequence_counter(), &sequences);
+    // Its free went by unseen (a path gpuleak does not hook): the new object takes its place.
+    if (inserted.replaced)
         append_free(replaced, 0, allocation.api, sequences.replaced_free);
+    if (inserted.untracked)
+        note_untracked();
+    else
         account(entry, true);
-        break;
-    case LiveTable::InsertResult::Inserted:
-        account(entry, true);
-        break;
-    case LiveTable::InsertResult::Full:
-        __atomic_fetch_add(&g_writer.header()->live_overflow, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_or(&g_writer.header()->flags,
-                          static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow), __ATOMIC_RELAXED);
-        break;
-    }
     EventRecord event = event_of(EventType::Alloc, entry);
     g_writer.append_event(event, sequences.alloc);
     t_failed_attempts.count = 0;
@@ -441,8 +450,13 @@ void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8
     if (!succeeded) {
         if (pending.found) {
             LiveSlot replaced{};
-            if (g_live.insert(pending.entry, &replaced) == LiveTable::InsertResult::Replaced)
+            const LiveTable::InsertResult inserted = g_live.insert(pending.entry, &replaced);
+            if (inserted.replaced)
                 append_free(replaced, 0, api);
+            if (inserted.untracked) {
+                account(pending.entry, false);
+                note_untracked();
+            }
         }
         return;
     }

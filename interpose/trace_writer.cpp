@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -75,29 +76,38 @@ Layout compute_layout(uint64_t max_bytes) {
         region.size = align_up(bytes);
         cursor += region.size;
     };
-    auto share = [&](uint64_t percent, uint64_t minimum) {
-        uint64_t bytes = max_bytes / 100 * percent;
+    // Shares of the file in thousandths, with a floor for small files.
+    auto share = [&](uint64_t per_mille, uint64_t minimum) {
+        uint64_t bytes = max_bytes / 1000 * per_mille;
         return bytes < minimum ? minimum : bytes;
     };
-    place(layout.modules, share(1, 64 << 10));
-    place(layout.strings, share(3, 64 << 10));
-    place(layout.stacks, share(20, 256 << 10));
-    place(layout.code, share(3, 256 << 10));
-    layout.live_capacity = share(20, 256 << 10) / sizeof(format::LiveSlot);
-    place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
+    place(layout.modules, share(5, 64 << 10));
+    place(layout.strings, share(15, 64 << 10));
+    place(layout.stacks, share(70, 256 << 10));
+    place(layout.code, share(15, 256 << 10));
+    // A site spills when its stripes of the live table are full: a few thousand sites at most do.
+    layout.spill_capacity = share(5, 64 << 10) / sizeof(format::SpillSite);
+    place(layout.spill, layout.spill_capacity * sizeof(format::SpillSite));
     // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
-    // source), so a default trace keeps some 3,500 cells. More would halve the default ring, which is
-    // a power of two sized by what is left.
-    layout.notable_capacity = share(1, 256 << 10) / sizeof(EventRecord);
+    // source), so a default trace keeps some 7,000 cells.
+    layout.notable_capacity = share(5, 256 << 10) / sizeof(EventRecord);
     place(layout.notable, layout.notable_capacity * sizeof(EventRecord));
     layout.timeline_capacity = kTimelineCapacity;
     place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
-    uint64_t left = max_bytes > cursor ? max_bytes - cursor : 0;
-    uint64_t ring_records = floor_power_of_two(left / sizeof(EventRecord));
+    uint64_t ring_records = floor_power_of_two(max_bytes / 8 / sizeof(EventRecord));
     if (ring_records < 1024)
         ring_records = 1024;
     layout.ring_capacity = ring_records;
     place(layout.ring, ring_records * sizeof(EventRecord));
+    // The live table last, with what is left: the file's length covers it, but only the slots in use
+    // take blocks on disk. Its slot indices are 32-bit (live_table.h).
+    const uint64_t left = max_bytes > cursor + sizeof(format::LiveStripeMarks)
+                              ? max_bytes - cursor - sizeof(format::LiveStripeMarks)
+                              : 0;
+    layout.live_capacity =
+        std::min<uint64_t>(std::max<uint64_t>(left, 256 << 10) / sizeof(format::LiveSlot), UINT32_MAX / 4);
+    layout.reserved_bytes = cursor + sizeof(format::LiveStripeMarks);
+    place(layout.live, sizeof(format::LiveStripeMarks) + layout.live_capacity * sizeof(format::LiveSlot));
     layout.file_bytes = cursor;
     return layout;
 }
@@ -130,8 +140,16 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
         std::memcpy(path_, absolute, std::strlen(absolute) + 1);
     const Layout layout = compute_layout(config.max_bytes);
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
-    // program the first time a page of the mapping is touched.
-    int reserve_error = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.file_bytes));
+    // program the first time a page of the mapping is touched; the live slots' are reserved as they
+    // are used (reserve_live_slots).
+    int reserve_error = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.reserved_bytes));
+    if (reserve_error == 0 && ::ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0)
+        reserve_error = errno;
+    struct stat identity_of_file {};
+    if (reserve_error == 0 && ::fstat(fd, &identity_of_file) != 0)
+        reserve_error = errno;
+    file_device_ = identity_of_file.st_dev;
+    file_inode_ = identity_of_file.st_ino;
     void* mapping = MAP_FAILED;
     if (reserve_error == 0)
         mapping = ::mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -139,7 +157,7 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
     ::close(fd);
     if (reserve_error != 0 || mapping == MAP_FAILED) {
         warn("cannot reserve %llu bytes for trace file %s: %s; the program runs on unrecorded",
-             static_cast<unsigned long long>(layout.file_bytes), path_,
+             static_cast<unsigned long long>(layout.reserved_bytes), path_,
              std::strerror(reserve_error != 0 ? reserve_error : map_error));
         ::unlink(path_);
         return false;
@@ -181,7 +199,9 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     h.notable = layout.notable;
     h.timeline = layout.timeline;
     h.code = layout.code;
+    h.spill = layout.spill;
     h.live_capacity = layout.live_capacity;
+    h.spill_capacity = layout.spill_capacity;
     h.ring_capacity = layout.ring_capacity;
     h.notable_capacity = layout.notable_capacity;
     h.timeline_capacity = layout.timeline_capacity;
@@ -209,6 +229,29 @@ format::LiveStripeMarks* TraceWriter::live_marks() const {
 format::LiveSlot* TraceWriter::live_slots() const {
     return reinterpret_cast<format::LiveSlot*>(base_ + header_->live.offset +
                                                sizeof(format::LiveStripeMarks));
+}
+
+format::SpillSite* TraceWriter::spill_sites() const {
+    return reinterpret_cast<format::SpillSite*>(base_ + header_->spill.offset);
+}
+
+bool TraceWriter::reserve_live_slots(uint64_t first, uint64_t count) {
+    if (header_ == nullptr)
+        return false;
+    const int fd = ::open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat now {};
+    // The path may name another file now (the user moved ours away): reserve nothing in that one.
+    bool reserved = ::fstat(fd, &now) == 0 && now.st_dev == file_device_ && now.st_ino == file_inode_;
+    if (reserved) {
+        const uint64_t offset =
+            header_->live.offset + sizeof(format::LiveStripeMarks) + first * sizeof(format::LiveSlot);
+        reserved = ::posix_fallocate(fd, static_cast<off_t>(offset),
+                                     static_cast<off_t>(count * sizeof(format::LiveSlot))) == 0;
+    }
+    ::close(fd);
+    return reserved;
 }
 
 format::TimelineSample* TraceWriter::timeline() const {

@@ -13,13 +13,16 @@
 namespace gpuleak {
 
 struct Layout {
-    format::Region modules, strings, stacks, code, live, ring, notable, timeline;
-    uint64_t live_capacity, ring_capacity, notable_capacity, timeline_capacity;
+    format::Region modules, strings, stacks, code, spill, notable, timeline, ring, live;
+    uint64_t spill_capacity, notable_capacity, timeline_capacity, ring_capacity, live_capacity;
     uint64_t file_bytes;
+    // Reserved on disk at creation: all but the live slots, which are reserved as they are used.
+    uint64_t reserved_bytes;
 };
 
-// Splits a file of at most `max_bytes` into regions. The ring gets what the others leave, rounded down
-// to a power of two records so that a sequence number maps to a slot with a mask.
+// Splits a file of at most `max_bytes` into regions. The ring gets an eighth, rounded down to a power
+// of two records so that a sequence number maps to a slot with a mask; the live table what the others
+// leave.
 Layout compute_layout(uint64_t max_bytes);
 
 struct ProcessIdentity {
@@ -45,6 +48,10 @@ class TraceWriter {
     [[nodiscard]] format::LiveStripeMarks* live_marks() const;
     [[nodiscard]] format::LiveSlot* live_slots() const;
     [[nodiscard]] format::TimelineSample* timeline() const;
+    [[nodiscard]] format::SpillSite* spill_sites() const;
+    // Reserves the blocks of live slots [first, first + count) on disk, so that writing them cannot
+    // fail with a SIGBUS; false when the disk has no room. Thread-safe.
+    bool reserve_live_slots(uint64_t first, uint64_t count);
 
     // Appends to the event ring; fills in `commit` itself. Lock-free.
     void append_event(format::EventRecord& event);
@@ -90,6 +97,10 @@ class TraceWriter {
 
     uint8_t* base_ = nullptr;
     format::FileHeader* header_ = nullptr;
+    // The file's identity: the live slots' blocks are reserved through the path, opened again each time,
+    // so no descriptor of ours stays open in the program, and only in this file.
+    uint64_t file_device_ = 0;
+    uint64_t file_inode_ = 0;
     uint64_t ring_mask_ = 0;
     uint64_t ring_prepared_ = 0;        // bytes from the ring's start that prepare_ring_ahead made present
     uint64_t ring_touched_ = 0;         // events up to which touch_ring wrote to the pages

@@ -72,10 +72,12 @@ int seriousness(DiagnosisKind kind) {
         return 2;
     case DiagnosisKind::OutsideAllocators:
         return 3;
+    case DiagnosisKind::Incomplete:
+        return 4;
     case DiagnosisKind::Stable:
         break;
     }
-    return 4;
+    return 5;
 }
 
 // The process the summary's diagnosis is about: the most serious diagnosis, of those the process that
@@ -174,6 +176,11 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
                     several ? fmt::format(" (pid {}, the most of any)", largest.model.header.pid) : ""));
 
     ProcessReport& focus = focus_process(processes);
+    // What makes those figures and the verdict less than exact, beside them.
+    for (const ProcessReport& process : processes)
+        for (const std::string& note : analyzer::exactness_notes(process.model))
+            lines.push_back(fmt::format(
+                "not exact{}: {}", several ? fmt::format(" (pid {})", process.model.header.pid) : "", note));
     lines.push_back(fmt::format("diagnosis{}: {}: {}",
                                 several ? fmt::format(" of pid {}", focus.model.header.pid) : "",
                                 analyzer::diagnosis_kind_name(focus.diagnosis.kind),

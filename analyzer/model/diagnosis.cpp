@@ -105,6 +105,8 @@ const char* diagnosis_kind_name(DiagnosisKind kind) {
         return "outside_allocators";
     case DiagnosisKind::HostRamGrowth:
         return "host_ram_growth";
+    case DiagnosisKind::Incomplete:
+        return "incomplete";
     case DiagnosisKind::Stable:
         break;
     }
@@ -151,6 +153,8 @@ Diagnosis diagnose(const ProcessModel& model) {
         diagnosis.kind = DiagnosisKind::OutsideAllocators;
     } else if ((diagnosis.host_ram = host_ram_growth(model))) {
         diagnosis.kind = DiagnosisKind::HostRamGrowth;
+    } else if (model.exactness.lost()) {
+        diagnosis.kind = DiagnosisKind::Incomplete;
     }
     return diagnosis;
 }

@@ -12,7 +12,8 @@
 
 namespace gpuleak::analyzer {
 
-enum class DiagnosisKind { Leak, CacheGrowth, OutsideAllocators, HostRamGrowth, Stable };
+// Incomplete: nothing else was found, but data was lost that a leak may hide in (Exactness::lost).
+enum class DiagnosisKind { Leak, CacheGrowth, OutsideAllocators, HostRamGrowth, Incomplete, Stable };
 
 const char* diagnosis_kind_name(DiagnosisKind kind); // the JSON names: "leak", "cache_growth", ...
 

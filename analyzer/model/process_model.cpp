@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -154,23 +155,65 @@ bool is_segment_kind(MemoryKind kind) {
     return kind == MemoryKind::Device || kind == MemoryKind::VmmPhysical || kind == MemoryKind::AsyncPool;
 }
 
+// The allocations live at one moment of the replay that had no live slot, by site: a count and the
+// bytes of objects of one kind, device and stack (SpilledSite), which the replay takes the Alloc events
+// it holds no object for from.
+class SpilledTallies {
+  public:
+    struct Tally {
+        LiveObject object; // size: the bytes of them all
+        uint64_t count = 0;
+    };
+
+    explicit SpilledTallies(const std::vector<SpilledSite>& spilled) {
+        for (const SpilledSite& site : spilled)
+            if (site.kind != MemoryKind::None) {
+                Tally& tally = tallies_[{site.stack_id, site.device, site.kind}];
+                tally.object = {tally.object.size + site.bytes, site.kind, site.device, site.stack_id};
+                tally.count += site.count;
+            }
+    }
+    // Takes one allocation of `object` out of its site's tally: false when the tally has none.
+    bool take(const LiveObject& object) {
+        if (tallies_.empty())
+            return false;
+        auto found = tallies_.find({object.stack_id, object.device, object.kind});
+        if (found == tallies_.end() || found->second.count == 0)
+            return false;
+        Tally& tally = found->second;
+        --tally.count;
+        tally.object.size -= std::min(tally.object.size, object.size);
+        return true;
+    }
+    template <class Visit> void for_each(Visit&& visit) const {
+        for (const auto& [key, tally] : tallies_)
+            if (tally.count > 0)
+                visit(tally);
+    }
+
+  private:
+    std::map<std::tuple<uint32_t, int, MemoryKind>, Tally> tallies_;
+};
+
 // What the program held: where a sub-allocator reports blocks, its segments hold the same bytes again.
-std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SiteKeys& site_keys,
-                                  bool reports_blocks) {
+std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SpilledTallies& tallies,
+                                  const SiteKeys& site_keys, bool reports_blocks) {
     struct Held {
         LiveSiteAt site;
         std::map<uint32_t, uint64_t> bytes_by_stack;
     };
     std::unordered_map<uint64_t, Held> by_site;
-    objects.for_each([&](const LiveObject& object) {
+    const auto hold = [&](const LiveObject& object, uint64_t count) {
         if ((!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block) ||
             (reports_blocks && is_segment_kind(object.kind)))
             return;
         Held& held = by_site[site_keys.of(object.stack_id)];
         held.site.bytes += object.size;
-        ++held.site.count;
+        held.site.count += count;
         held.bytes_by_stack[object.stack_id] += object.size;
-    });
+    };
+    objects.for_each([&](const LiveObject& object) { hold(object, 1); });
+    tallies.for_each([&](const SpilledTallies::Tally& tally) { hold(tally.object, tally.count); });
     std::vector<LiveSiteAt> sites;
     sites.reserve(by_site.size());
     for (auto& [key, held] : by_site) {
@@ -239,20 +282,38 @@ struct ProgramSpread {
     size_t parts = 0; // of the kProgramParts the program's events fall in, those with any
 };
 
+// A stretch of events the survivors spilled at a site were made in (SpilledSite): where in it each was
+// made is not known, so they are taken as spread over it.
+struct SequenceRange {
+    uint64_t first = 0;
+    uint64_t last = 0;
+};
+
 // How the survivors the program's own code made (not those of its teardown) spread over its events.
-ProgramSpread spread_in_program(const std::vector<uint64_t>& sequences, uint64_t program_events) {
+ProgramSpread spread_in_program(const std::vector<uint64_t>& sequences,
+                                const std::vector<SequenceRange>& ranges, uint64_t program_events) {
     ProgramSpread spread;
     if (program_events == 0)
         return spread;
     std::array<bool, kProgramParts> seen{};
     uint64_t first = UINT64_MAX;
     uint64_t last = 0;
+    const auto part_of = [&](uint64_t sequence) { return sequence * kProgramParts / program_events; };
     for (uint64_t sequence : sequences) {
         if (sequence >= program_events)
             continue;
-        seen[sequence * kProgramParts / program_events] = true;
+        seen[part_of(sequence)] = true;
         first = std::min(first, sequence);
         last = std::max(last, sequence);
+    }
+    for (const SequenceRange& range : ranges) {
+        if (range.first >= program_events || range.first > range.last)
+            continue;
+        const uint64_t range_last = std::min(range.last, program_events - 1);
+        for (uint64_t part = part_of(range.first); part <= part_of(range_last); ++part)
+            seen[part] = true;
+        first = std::min(first, range.first);
+        last = std::max(last, range_last);
     }
     spread.parts = static_cast<size_t>(std::count(seen.begin(), seen.end(), true));
     if (spread.parts > 0)
@@ -266,6 +327,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         std::map<uint32_t, uint64_t> bytes_by_stack;
         std::vector<uint64_t> times;
         std::vector<uint64_t> sequences;
+        std::vector<SequenceRange> spilled_ranges;
         std::map<int, uint64_t> bytes_by_device;
     };
     // A site is also split by kind: where an allocator reports its blocks, the line that made a tensor
@@ -284,6 +346,21 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         entry.times.push_back(since_start(allocation.time_ns, model.header));
         entry.sequences.push_back(allocation.sequence);
     }
+    for (const SpilledSite& spilled : trace.live_allocations().spilled) {
+        if (spilled.kind == MemoryKind::None || spilled.kind == MemoryKind::VaReservation ||
+            spilled.kind == MemoryKind::VmmMapping)
+            continue;
+        Accumulated& entry = by_site[{site_keys.of(spilled.stack_id), spilled.kind}];
+        entry.bytes_by_stack[spilled.stack_id] += spilled.bytes;
+        entry.bytes_by_device[spilled.device] += spilled.bytes;
+        entry.site.bytes += spilled.bytes;
+        entry.site.count += spilled.count;
+        entry.site.spilled += spilled.count;
+        // Their own times are not known: the first and the latest spilled there bound them.
+        entry.times.push_back(since_start(spilled.first_time_ns, model.header));
+        entry.times.push_back(since_start(spilled.last_time_ns, model.header));
+        entry.spilled_ranges.push_back({spilled.first_sequence, spilled.last_sequence});
+    }
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
         site.stack_id = largest_stack(entry.bytes_by_stack);
@@ -295,7 +372,8 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;
-        const ProgramSpread spread = spread_in_program(entry.sequences, model.program_events);
+        const ProgramSpread spread =
+            spread_in_program(entry.sequences, entry.spilled_ranges, model.program_events);
         site.program_share = spread.share;
         const double span_s = seconds_of(site.last_ns - site.first_ns);
         const bool many = site.count >= kMinGrowingCount;
@@ -387,6 +465,8 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
         objects.assign(format::key_space_of(allocation.kind), allocation.address, object);
         totals.change(object, true);
     }
+    SpilledTallies tallies(trace.live_allocations().spilled);
+    tallies.for_each([&](const SpilledTallies::Tally& tally) { totals.change(tally.object, true); });
     size_t snapshots = 0;
     size_t points = 0;
     bool stopped = false;
@@ -398,8 +478,13 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
         }
         if (event.type == EventType::Alloc) {
             LiveObject removed;
-            if (objects.take(format::key_space_of(event.kind), event.address, removed))
+            if (objects.take(format::key_space_of(event.kind), event.address, removed)) {
                 totals.change(removed, false);
+            } else {
+                const LiveObject made{event.size, event.kind, event.device, event.stack_id};
+                if (tallies.take(made))
+                    totals.change(made, false);
+            }
         } else if (event.type == EventType::Free) {
             LiveObject object{event.size, event.kind, event.device, event.stack_id};
             objects.assign(format::key_space_of(event.kind), event.address, object);
@@ -408,7 +493,8 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             auto failure = failures_by_time_size.find({event.time_ns, event.size});
             if (failure != failures_by_time_size.end()) {
                 failure->second->reserved_then = totals.reserved_on(event.device);
-                failure->second->top_sites_then = top_sites(objects, site_keys, model.reports_blocks);
+                failure->second->top_sites_then =
+                    top_sites(objects, tallies, site_keys, model.reports_blocks);
                 ++snapshots;
             }
         }
@@ -560,11 +646,17 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
         if (model.leak_sites[i].growing && !model.leak_sites[i].segments)
             model.growth_sites.push_back(i);
-    if (model.header.has_flag(format::HeaderFlag::LiveTableOverflow))
-        model.warnings.push_back(
-            fmt::format("the live-allocation table overflowed ({} allocations not tracked): "
-                        "raise GPULEAK_MAX_MB; the live set shown is incomplete",
-                        model.header.counters.live_overflow));
+    Exactness& exactness = model.exactness;
+    exactness.untracked = model.header.counters.live_untracked;
+    exactness.live_capacity = model.header.live_capacity;
+    for (const SpilledSite& spilled : trace.live_allocations().spilled) {
+        exactness.spilled += spilled.count;
+        exactness.spilled_bytes += spilled.bytes;
+        if (spilled.kind == MemoryKind::None) {
+            exactness.unattributed += spilled.count;
+            exactness.unattributed_bytes += spilled.bytes;
+        }
+    }
     if (model.events_overwritten > 0)
         model.warnings.push_back(
             fmt::format("the event ring wrapped: the oldest {} of {} events were overwritten "

@@ -46,6 +46,9 @@ struct LeakSite {
     int device = 0; // where most of its bytes are
     uint64_t bytes = 0;
     uint64_t count = 0;
+    // Of count, those the trace counts by site only (they had no live slot of their own): first_ns and
+    // last_ns are then bounds, the first and the latest allocation spilled there.
+    uint64_t spilled = 0;
     uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start
     uint64_t last_ns = 0;  // of the youngest
     // The share of the program's events (ProcessModel::program_events) made between the oldest and the
@@ -98,6 +101,24 @@ struct TimelinePoint {
     std::optional<uint64_t> rss;
 };
 
+// What makes the figures of a process less than exact. The renderers say it beside the figures.
+struct Exactness {
+    // Allocations gpuleak could not record at all (no memory left for them): the totals, the sites and
+    // the timeline are short by them, and their frees were unknown frees.
+    uint64_t untracked = 0;
+    // Live at the end without a live slot of their own: in the totals and their sites exactly, with
+    // bounds for their times, but not one by one (no address, so not in a snapshot export).
+    uint64_t spilled = 0;
+    uint64_t spilled_bytes = 0;
+    uint64_t live_capacity = 0; // the live slots the trace had
+    // Of spilled, those whose site found no record: in the totals, in no site and not in the timeline.
+    uint64_t unattributed = 0;
+    uint64_t unattributed_bytes = 0;
+
+    // Data was lost that a leak may hide in.
+    [[nodiscard]] bool lost() const { return untracked > 0 || unattributed > 0; }
+};
+
 struct ProcessModel {
     std::string path;
     TraceHeader header;
@@ -130,6 +151,7 @@ struct ProcessModel {
     std::vector<size_t> growth_sites;
     std::vector<FailureSummary> failures;
     std::vector<TimelinePoint> timeline;
+    Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };
 

@@ -74,6 +74,7 @@ class TraceReader::Decoder {
         decode_stacks();
         decode_code();
         decode_live();
+        decode_spill();
         decode_ring();
         decode_notable();
         decode_timeline();
@@ -150,6 +151,7 @@ class TraceReader::Decoder {
         }
         header.command_line = split_command_line(raw_.command_line, command_line_bytes);
         header.live_capacity = raw_.live_capacity;
+        header.spill_capacity = raw_.spill_capacity;
         header.ring_capacity = raw_.ring_capacity;
         header.notable_capacity = raw_.notable_capacity;
         header.timeline_capacity = raw_.timeline_capacity;
@@ -159,7 +161,7 @@ class TraceReader::Decoder {
             .modules_used = raw_.modules_used,
             .strings_used = raw_.strings_used,
             .stacks_used = raw_.stacks_used,
-            .live_overflow = raw_.live_overflow,
+            .live_untracked = raw_.live_untracked,
             .stacks_dropped = raw_.stacks_dropped,
             .strings_dropped = raw_.strings_dropped,
             .timeline_samples = raw_.timeline_samples,
@@ -222,6 +224,7 @@ class TraceReader::Decoder {
             {"notable", raw_.notable, raw_.notable_capacity, sizeof(format::EventRecord), 0},
             {"timeline", raw_.timeline, raw_.timeline_capacity, sizeof(format::TimelineSample), 0},
             {"code", raw_.code, 0, 0, 0},
+            {"spill", raw_.spill, raw_.spill_capacity, sizeof(format::SpillSite), 0},
         };
     }
 
@@ -473,6 +476,45 @@ class TraceReader::Decoder {
             .api = record.api,
             .sequence = record.sequence,
         });
+    }
+
+    // The sites of the allocations that had no live slot, with how many of them are live and their
+    // bytes; record 0 holds those whose site found no record.
+    void decode_spill() {
+        const std::span<const std::byte> bytes = region_bytes("spill", raw_.spill);
+        const uint64_t records = std::min<uint64_t>(
+            {raw_.spill_used, raw_.spill_capacity, bytes.size() / sizeof(format::SpillSite)});
+        uint64_t malformed = 0;
+        for (uint64_t i = 0; i < records; ++i) {
+            format::SpillSite record{};
+            copy_out(bytes, i * sizeof(record), record);
+            const bool unattributed = i == 0;
+            if (record.commit != format::kRecordCommit ||
+                (unattributed ? record.kind != 0 : record.kind == 0 || !valid_kind(record.kind)) ||
+                !valid_device(record.device)) {
+                ++malformed;
+                continue;
+            }
+            const format::SpillTally& tally = record.tally[record.version % 2];
+            if (tally.count == 0)
+                continue;
+            trace_.live_.spilled.push_back(SpilledSite{
+                .stack_id = record.stack_id,
+                .device = record.device,
+                .kind = static_cast<format::MemoryKind>(record.kind),
+                .count = tally.count,
+                .bytes = tally.bytes,
+                .first_sequence = record.first_sequence,
+                .last_sequence = record.last_sequence,
+                .first_time_ns = record.first_time_ns,
+                .last_time_ns = record.last_time_ns,
+            });
+        }
+        if (raw_.spill_used > raw_.spill_capacity)
+            warn(fmt::format("spill region: header says {} records are used, it has room for {}",
+                             raw_.spill_used, raw_.spill_capacity));
+        if (malformed != 0)
+            warn(fmt::format("spill region: {} records in flight or malformed, ignored", malformed));
     }
 
     // Releases the pages of bytes [from, to) of a mapped region, with the one they share with what

@@ -41,7 +41,7 @@ struct TraceCounters {
     uint64_t modules_used = 0;
     uint64_t strings_used = 0;
     uint64_t stacks_used = 0;
-    uint64_t live_overflow = 0;
+    uint64_t live_untracked = 0; // allocations not recorded at all: the totals are short by them
     uint64_t stacks_dropped = 0;
     uint64_t strings_dropped = 0;
     uint64_t timeline_samples = 0;
@@ -65,6 +65,7 @@ struct TraceHeader {
     std::string parent_trace;
     std::vector<std::string> command_line;
     uint64_t live_capacity = 0;
+    uint64_t spill_capacity = 0;
     uint64_t ring_capacity = 0;
     uint64_t notable_capacity = 0;
     uint64_t timeline_capacity = 0;
@@ -122,9 +123,25 @@ struct LiveAllocation {
     uint64_t sequence = 0; // of its Alloc event in the ring (format::LiveSlot::sequence)
 };
 
+// Live allocations that had no slot of their own, counted by site (format::SpillSite). Kind None: those
+// whose site found no record, of any site, kind and device.
+struct SpilledSite {
+    uint32_t stack_id = 0;
+    int16_t device = 0;
+    format::MemoryKind kind = format::MemoryKind::None;
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    // Of the first and the latest allocation ever spilled at the site: the live ones were made between.
+    uint64_t first_sequence = 0;
+    uint64_t last_sequence = 0;
+    uint64_t first_time_ns = 0;
+    uint64_t last_time_ns = 0;
+};
+
 struct LiveSet {
     std::vector<LiveAllocation> allocations; // in slot order
     uint64_t invalid_slots = 0;              // neither free nor a well-formed live allocation
+    std::vector<SpilledSite> spilled;        // sites with live allocations spilled, in record order
 };
 
 struct EventLog {

@@ -67,7 +67,44 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
         stacks.describe(top.stack_id), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
 }
 
+std::string incomplete_text(const Exactness& exactness) {
+    std::string lost;
+    if (exactness.untracked > 0)
+        lost = fmt::format("{} allocation{} could not be recorded (gpuleak had no memory left for them), so "
+                           "the totals are short by their bytes",
+                           exactness.untracked, exactness.untracked == 1 ? "" : "s");
+    if (exactness.unattributed > 0)
+        lost += fmt::format("{}{} of the allocations live at the end ({}) were counted without the line that "
+                            "made them (more sites than the trace has room for)",
+                            lost.empty() ? "" : "; ", exactness.unattributed,
+                            bytes(exactness.unattributed_bytes));
+    return fmt::format("No verdict: {}. A leak among them cannot be ruled out; run again with a larger "
+                       "GPULEAK_MAX_MB.",
+                       lost);
+}
+
 } // namespace
+
+std::vector<std::string> exactness_notes(const ProcessModel& model) {
+    const Exactness& exactness = model.exactness;
+    std::vector<std::string> notes;
+    if (exactness.untracked > 0)
+        notes.push_back(fmt::format("{} allocation{} could not be recorded (gpuleak had no memory left for "
+                                    "them): the totals, the sites and the timeline are short by their bytes.",
+                                    exactness.untracked, exactness.untracked == 1 ? "" : "s"));
+    if (exactness.spilled > 0)
+        notes.push_back(fmt::format(
+            "{} of the allocations live at the end ({}) found no slot of their own in the trace's live table "
+            "({} slots): they are counted by the line that made them, so the totals, the sites and their "
+            "bytes are exact, but their times are bounds and they are not in a snapshot export. A larger "
+            "GPULEAK_MAX_MB keeps them one by one.",
+            exactness.spilled, bytes(exactness.spilled_bytes), exactness.live_capacity));
+    if (exactness.unattributed > 0)
+        notes.push_back(fmt::format("Of those, {} ({}) are in the totals but in no site and not in the "
+                                    "timeline: more sites spilled than the trace has room for.",
+                                    exactness.unattributed, bytes(exactness.unattributed_bytes)));
+    return notes;
+}
 
 std::string marker_interval_name(const ProcessModel& model, int index) {
     return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
@@ -123,6 +160,8 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
             bytes(host.first_rss), bytes(host.last_rss),
             host.before_finalizing ? " before Python finalized" : "", failures);
     }
+    case DiagnosisKind::Incomplete:
+        return incomplete_text(model.exactness) + failures;
     case DiagnosisKind::Stable:
         break;
     }

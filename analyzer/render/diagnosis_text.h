@@ -3,12 +3,17 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "report.h"
 
 namespace gpuleak::analyzer {
 
 std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks);
+
+// What makes the process's figures less than exact (ProcessModel::exactness), a sentence each: what
+// the renderers show beside the figures. Empty when they are exact.
+std::vector<std::string> exactness_notes(const ProcessModel& model);
 
 // The marker interval `index` of LeakSite::marker_range: its marker's label, "the start" before the first.
 std::string marker_interval_name(const ProcessModel& model, int index);

@@ -176,6 +176,10 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
                  const ReportOptions& options, const Style& style) {
     out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes), allocations(site),
                        when_made(report.model, site));
+    if (site.spilled > 0)
+        out += style.dim(fmt::format("        ({} of them counted by site only: their times are bounds)",
+                                     site.spilled)) +
+               "\n";
     append_frames(out, *report.stacks, site.stack_id, options, style);
 }
 
@@ -224,8 +228,11 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     if (model.first_rss && model.last_rss)
         out += fmt::format("  host RSS   {} at the start, {} at the end, peak {}\n", bytes(*model.first_rss),
                            bytes(*model.last_rss), bytes(model.peak_rss.value_or(0)));
-    out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n\n",
-                       model.events, model.events_overwritten, model.failed_allocations);
+    out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n", model.events,
+                       model.events_overwritten, model.failed_allocations);
+    for (const std::string& note : exactness_notes(model))
+        out += style.bold("  not exact  ") + wrapped(note, "             ").substr(13);
+    out += "\n";
 
     out += style.bold("Diagnosis: ") +
            style.verdict(report.diagnosis.kind, diagnosis_kind_name(report.diagnosis.kind)) + "\n";

@@ -51,6 +51,7 @@ class SnapshotWriter {
   public:
     SnapshotWriter(ProcessReport& report, const ReportOptions& options)
         : trace_(*report.trace), stacks_(*report.stacks), options_(options),
+          exactness_(report.model.exactness),
           // Without a sub-allocator's blocks a cudaMalloc'd allocation is itself what the program
           // holds, as the report counts it: one block that fills its segment.
           segments_are_blocks_(!report.model.reports_blocks) {}
@@ -88,6 +89,11 @@ class SnapshotWriter {
             warnings.push_back(fmt::format("{} blocks ({} bytes) lie in no segment of the trace or overlap "
                                            "another block: the snapshot leaves them out",
                                            misplaced_, misplaced_bytes_));
+        if (exactness_.spilled > 0)
+            warnings.push_back(
+                fmt::format("{} allocations ({} bytes) live at the end had no slot of their own "
+                            "in the trace's live table: the snapshot leaves them out",
+                            exactness_.spilled, exactness_.spilled_bytes));
         return out_.finish();
     }
 
@@ -334,6 +340,7 @@ class SnapshotWriter {
     const TraceReader& trace_;
     StackFrames& stacks_;
     const ReportOptions& options_;
+    const Exactness& exactness_;
     bool segments_are_blocks_;
     PickleWriter out_;
     std::map<uint32_t, uint32_t> frame_lists_; // stack id: memo index of its frames

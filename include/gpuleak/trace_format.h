@@ -6,12 +6,15 @@
 //   strings   append-only StringRecord stream (command line pieces, marker labels, named sources)
 //   stacks    append-only StackRecord stream (each distinct call stack once, native and Python frames)
 //   code      append-only CodeRecord stream (each Python code object a stack holds, once)
-//   live      LiveStripeMarks, then a LiveSlot array: the exact set of live allocations, whatever
-//             happened to the ring (see below)
+//   spill     SpillSite array: the live allocations the live table had no slot for, counted by site
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
 //   notable   EventRecord array: failures, markers, forks, source names and the start of Python's
 //             finalization, kept even when the ring wraps
 //   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
+//   live      LiveStripeMarks, then a LiveSlot array: the live allocations one by one, whatever
+//             happened to the ring (see below). Last in the file, and reserved on disk as it grows: the
+//             file's length covers it whole from the start, its blocks are allocated a stripe's chunk
+//             at a time, before the chunk's first slot is used.
 //
 // Crash consistency: every record has a commit word that the writer stores last, with release order,
 // after the record's other fields. A record whose commit word is not the expected value was in flight
@@ -26,6 +29,11 @@
 // reader reads only up to the marks, not a whole table sized by GPULEAK_MAX_MB. The writer raises a mark
 // before the slot it covers turns live, so a reader that sees a slot live (also after a SIGKILL at any
 // instant) sees a mark that covers it. A mark larger than its stripe is corrupt.
+//
+// The live set is exact however large it grows: an allocation that finds no free slot in its stripe
+// is kept in the recorder's private memory and counted in the SpillSite of its call stack, kind and
+// device (record 0 counts those whose site found no record), so the totals, the sites and their bytes
+// stay exact; only what needs each of them (its own time and address) is not in the file.
 //
 // All integers are little-endian; the reader rejects files whose endian_tag does not read back.
 #pragma once
@@ -44,8 +52,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // 2: the live region starts with LiveStripeMarks. 3: Python frames in stacks, the code region. 4: a
 // Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry). 5: source
 // names (EventType::SourceName) in the notable array. 6: EventType::PythonFinalizing. 7: a live slot
-// holds its allocation's event sequence number; PythonFinalizing holds the ring's head then.
-static const uint32_t kFormatVersion = 7;
+// holds its allocation's event sequence number; PythonFinalizing holds the ring's head then. 8: the
+// spill region; the live region is last, reserved on disk as it grows.
+static const uint32_t kFormatVersion = 8;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -83,7 +92,7 @@ GPULEAK_FORMAT_ENUM(KeySpace, uint8_t){
 GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     Alloc = 1,
     Free = 2,        // address, size, kind, device and stack_id are those of the allocation freed
-    FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an overflowed entry)
+    FreeUnknown = 3, // a free of an address gpuleak never saw allocated (or of an untracked one)
     AllocFailed = 4, // size = requested bytes, result = the error code returned to the program,
                      // address = the device's free bytes per the driver then (UINT64_MAX: unknown).
                      // Kind Block: a sub-allocator refused a block (gpuleak_block_alloc_failed);
@@ -122,7 +131,8 @@ GPULEAK_FORMAT_ENUM(CodeFlag, uint32_t){
 
 GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){
     SimulatedDevice = 1u << 0, // the CUDA libraries in the process were gpuleak's simulated device
-    LiveTableOverflow = 1u << 1,
+    // Some allocation could not be recorded at all (no memory for it): the totals are short by it.
+    LiveUntracked = 1u << 1,
 };
 
 #undef GPULEAK_FORMAT_ENUM
@@ -175,8 +185,10 @@ struct FileHeader {
     Region notable;
     Region timeline;
     Region code;
+    Region spill;
 
     uint64_t live_capacity;     // LiveSlot count
+    uint64_t spill_capacity;    // SpillSite count
     uint64_t ring_capacity;     // EventRecord count
     uint64_t notable_capacity;  // EventRecord count
     uint64_t timeline_capacity; // TimelineSample count
@@ -187,7 +199,7 @@ struct FileHeader {
     uint64_t modules_used;  // bytes of the modules region written
     uint64_t strings_used;
     uint64_t stacks_used;
-    uint64_t live_overflow;  // allocations that found no free live slot (bounded full behaviour)
+    uint64_t live_untracked; // allocations not recorded at all (LiveUntracked): neither slot nor spill
     uint64_t stacks_dropped; // stacks that did not fit; their events carry stack id 0
     uint64_t strings_dropped;
     uint64_t timeline_samples;     // samples ever taken (the array keeps a thinned subset)
@@ -197,6 +209,7 @@ struct FileHeader {
     uint64_t code_dropped;         // code objects that did not fit; their frames carry code id 0
     uint32_t python_version;       // (major << 8) | minor of the CPython whose frames stacks hold; 0: none
     uint32_t reserved1;
+    uint64_t spill_used; // SpillSite records committed, record 0 included
 
     Accounting accounting;
     struct DeviceMemoryView device_memory[16];
@@ -303,6 +316,32 @@ struct LiveSlot {
 static const uint32_t kSlotFree = 0;
 static const uint32_t kSlotLive = 0x4c495645u; // "LIVE"
 
+// The live allocations of one site that have no slot of their own. Record i + 1 is written once, when
+// its site first spills, and committed (commit = kRecordCommit) before spill_used counts it; record 0
+// is committed at creation with kind None and counts the allocations whose site found no record.
+// The tally changes as a pair: the writer fills tally[(version + 1) % 2] from tally[version % 2] and
+// then stores version + 1, so a reader (also after a SIGKILL at any instant) takes tally[version % 2]
+// and has a count and bytes that belong together.
+struct SpillTally {
+    uint64_t count;
+    uint64_t bytes;
+};
+struct SpillSite {
+    uint32_t commit;
+    uint32_t stack_id;
+    int16_t device; // ordinal, -1 host, -2 unknown
+    uint8_t kind;   // MemoryKind
+    uint8_t reserved0;
+    uint32_t version;
+    struct SpillTally tally[2];
+    // The event numbers and times of the first and the latest allocation ever spilled here (some may
+    // be freed since): the bounds of when the live ones were made.
+    uint64_t first_sequence;
+    uint64_t last_sequence;
+    uint64_t first_time_ns;
+    uint64_t last_time_ns;
+};
+
 struct EventRecord {
     uint64_t commit; // sequence number + 1 once committed; 0 while being written
     uint64_t time_ns;
@@ -333,6 +372,7 @@ struct TimelineSample {
 #ifdef __cplusplus
 static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
 static_assert(sizeof(LiveSlot) == 56, "LiveSlot layout is part of the file format");
+static_assert(sizeof(SpillSite) == 80, "SpillSite layout is part of the file format");
 static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && sizeof(LiveStripeMarks) % 64 == 0,
               "the marks keep the live slots 64-byte aligned");
 static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");

@@ -84,14 +84,14 @@ void check_trace(const TraceReader& trace) {
         consume(argument);
     }
     require(command_line_bytes <= format::kCommandLineBytes + 1, "command line within its field");
-    sink += header.flags + header.simulated_device() +
-            header.has_flag(format::HeaderFlag::LiveTableOverflow) + static_cast<uint64_t>(header.pid) +
-            static_cast<uint64_t>(header.ppid) + header.start_realtime_ns + header.start_monotonic_ns +
-            header.stack_depth + header.timeline_interval_ms_initial;
+    sink += header.flags + header.simulated_device() + header.has_flag(format::HeaderFlag::LiveUntracked) +
+            static_cast<uint64_t>(header.pid) + static_cast<uint64_t>(header.ppid) +
+            header.start_realtime_ns + header.start_monotonic_ns + header.stack_depth +
+            header.timeline_interval_ms_initial;
     sink += header.live_capacity + header.ring_capacity + header.notable_capacity + header.timeline_capacity;
     const auto& counters = header.counters;
     sink += counters.ring_head + counters.notable_count + counters.modules_used + counters.strings_used +
-            counters.stacks_used + counters.live_overflow + counters.stacks_dropped +
+            counters.stacks_used + counters.live_untracked + counters.stacks_dropped +
             counters.strings_dropped + counters.timeline_samples + counters.timeline_interval_ns +
             counters.free_unknown + counters.code_used + counters.code_dropped + header.python_version;
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
@@ -171,6 +171,13 @@ void check_trace(const TraceReader& trace) {
         sink += allocation.address + allocation.size + allocation.time_ns + allocation.stream +
                 allocation.stack_id + allocation.thread_id + allocation.api;
         consume(format::kind_name(allocation.kind));
+    }
+    require(live.spilled.size() <= header.spill_capacity, "spill sites within the capacity");
+    for (const auto& site : live.spilled) {
+        require(site.count > 0, "only sites with live allocations");
+        require(static_cast<uint8_t>(site.kind) < format::kKindCount, "spilled kinds are known");
+        sink += site.stack_id + site.bytes + site.first_sequence + site.last_sequence + site.first_time_ns +
+                site.last_time_ns;
     }
 
     // The ring holds the last ring_capacity of the ring_head events claimed, oldest first.

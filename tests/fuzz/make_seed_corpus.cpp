@@ -161,8 +161,8 @@ TraceBuilder live_slots() {
     builder.header().end_state = static_cast<uint32_t>(format::EndState::Exec);
     builder.header().end_monotonic_ns = 50;
     builder.header().end_commit = format::kEndCommit;
-    builder.header().flags = static_cast<uint32_t>(format::HeaderFlag::LiveTableOverflow);
-    builder.header().live_overflow = 2;
+    builder.header().flags = static_cast<uint32_t>(format::HeaderFlag::LiveUntracked);
+    builder.header().live_untracked = 2;
     builder.set_live(0, live_slot(0x1000, format::MemoryKind::Managed, 1));
     format::LiveSlot in_flight = live_slot(0x2000, format::MemoryKind::Device, 0);
     in_flight.state = 0x12345678;
@@ -185,6 +185,35 @@ TraceBuilder live_marks() {
     builder.set_live(5, live_slot(0x3000, format::MemoryKind::Block, 0));
     builder.set_live_mark(2, 3);
     builder.set_live_mark(63, ~uint64_t{0});
+    return builder;
+}
+
+// Allocations past the live table, counted by site: the unattributed record, a site with live ones, one
+// whose tally a writer was changing (version odd), one all freed, and one in flight.
+TraceBuilder spilled_sites() {
+    TraceLayout layout = small_layout();
+    layout.spill_capacity = 6;
+    TraceBuilder builder(layout);
+    const auto site = [](uint32_t stack_id, format::MemoryKind kind, uint32_t version, uint64_t count) {
+        format::SpillSite record{};
+        record.stack_id = stack_id;
+        record.kind = static_cast<uint8_t>(kind);
+        record.version = version;
+        record.tally[version % 2] = {count, count * 512};
+        record.tally[(version + 1) % 2] = {count + 1, count * 512 + 512};
+        record.first_sequence = 1;
+        record.last_sequence = 9;
+        record.first_time_ns = 10;
+        record.last_time_ns = 90;
+        return record;
+    };
+    builder.set_spill(0, site(0, format::MemoryKind::None, 0, 1));
+    builder.set_spill(1, site(1, format::MemoryKind::Block, 4, 3));
+    builder.set_spill(2, site(2, format::MemoryKind::Device, 7, 2));
+    builder.set_spill(3, site(3, format::MemoryKind::Block, 2, 0));
+    format::SpillSite in_flight = site(4, format::MemoryKind::Block, 0, 1);
+    in_flight.commit = 0x1234;
+    builder.set_spill(4, in_flight);
     return builder;
 }
 
@@ -322,6 +351,7 @@ int main(int argc, char** argv) {
         {"torn_streams", torn_streams().bytes()},
         {"live_slots", live_slots().bytes()},
         {"live_marks", live_marks().bytes()},
+        {"spilled_sites", spilled_sites().bytes()},
         {"timeline", timeline().bytes()},
         {"python_3_10", python_frames(format::python_version(3, 10)).bytes()},
         {"python_3_12", python_frames(format::python_version(3, 12)).bytes()},

@@ -109,7 +109,7 @@ TEST_CASE("eight threads making 100k calls each lose no event and leave the exac
 
     CHECK(live_difference(left, live_of(trace)) == "");
     CHECK(trace.live_allocations().invalid_slots == 0);
-    CHECK(header.counters.live_overflow == 0);
+    CHECK(header.counters.live_untracked == 0);
     CHECK(header.counters.free_unknown == 0);
     CHECK(header.accounting.live_bytes[0][static_cast<size_t>(MemoryKind::Device)] == total_size(left));
     CHECK(accounted_live_bytes(trace) == total_size(left));

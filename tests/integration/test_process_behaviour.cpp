@@ -207,8 +207,8 @@ TEST_CASE("malformed settings each get one warning and their default") {
     const auto& header = trace.header();
     CHECK(defaults.stack_depth == 64);
     CHECK(defaults.timeline_interval_ms_initial == 100);
-    CHECK(defaults.file_bytes <= uint64_t{64} << 20);
-    CHECK(defaults.file_bytes > uint64_t{32} << 20);
+    CHECK(defaults.file_bytes <= uint64_t{256} << 20);
+    CHECK(defaults.file_bytes > uint64_t{128} << 20);
     CHECK(header.stack_depth == defaults.stack_depth);
     CHECK(header.timeline_interval_ms_initial == defaults.timeline_interval_ms_initial);
     CHECK(header.file_bytes == defaults.file_bytes);

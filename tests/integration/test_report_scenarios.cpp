@@ -312,3 +312,117 @@ TEST_CASE("a second report of a trace takes the frames the first kept and says t
     CHECK(second.out == uncached.out);
     CHECK(second.err == uncached.err);
 }
+
+namespace {
+
+// scenario_many_live's figures for `steps` steps: what the program itself holds at the end.
+struct ManyLive {
+    uint64_t steps;
+    [[nodiscard]] uint64_t kept_allocations() const { return (steps + 15) / 16; }
+    [[nodiscard]] uint64_t blocks_bytes() const { return steps * (512 + 1024); }
+    [[nodiscard]] uint64_t reserved_bytes() const { return blocks_bytes() + 4096 + kept_allocations() * 256; }
+};
+
+const json* site_with(const json& leaks, const std::string& kind, uint64_t bytes) {
+    for (const json& leak : leaks)
+        if (leak["kind"] == kind && leak["bytes"] == bytes)
+            return &leak;
+    return nullptr;
+}
+
+// Totals and sites exact, whatever part of them the live table holds one by one.
+void check_many_live(const json& process, const ManyLive& expected) {
+    const json& summary = process["summary"];
+    CHECK(summary["final_allocated_bytes"] == expected.blocks_bytes());
+    // The last step's temporary, before it kept its two blocks.
+    CHECK(summary["peak_allocated_bytes"] == expected.blocks_bytes() - 1536 + 4096);
+    CHECK(summary["final_reserved_bytes"] == expected.reserved_bytes());
+    CHECK(summary["peak_reserved_bytes"] == expected.reserved_bytes());
+    CHECK(process["diagnosis"]["kind"] == "leak");
+    const json& leaks = process["leaks"];
+    const json* losses = site_with(leaks, "block", expected.steps * 512);
+    const json* metrics = site_with(leaks, "block", expected.steps * 1024);
+    const json* kept = site_with(leaks, "device", expected.kept_allocations() * 256);
+    REQUIRE(losses != nullptr);
+    REQUIRE(metrics != nullptr);
+    REQUIRE(kept != nullptr);
+    CHECK((*losses)["count"] == expected.steps);
+    CHECK((*metrics)["count"] == expected.steps);
+    CHECK((*kept)["count"] == expected.kept_allocations());
+    CHECK((*losses)["growing"] == true);
+    CHECK((*metrics)["growing"] == true);
+    // The call may be a tail call: the loop's line, if not keep_loss's own.
+    const bool named = names_site((*losses)["frames"], "main", "scenario_many_live.cpp",
+                                  line_of("scenario_many_live.cpp", "loss call")) ||
+                       names_site((*losses)["frames"], "keep_loss", "scenario_many_live.cpp",
+                                  line_of("scenario_many_live.cpp", "loss site"));
+    CHECK(named);
+    const json& exactness = summary["exactness"];
+    CHECK(exactness["untracked"] == 0);
+    CHECK(exactness["unattributed"] == 0);
+}
+
+} // namespace
+
+TEST_CASE("a million live allocations at the default trace size are each tracked, and counted exactly") {
+    TempDir dir;
+    const ManyLive expected{500000};
+    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)});
+    REQUIRE(run.exited_with(0));
+    const json process = only_process(report_json(dir, run.traces()));
+    check_many_live(process, expected);
+    CHECK(process["summary"]["exactness"]["spilled"] == 0);
+    CHECK(process["summary"]["exactness"]["notes"].empty());
+}
+
+TEST_CASE("ten million live allocations at the default trace size are counted exactly, the excess by site") {
+    TempDir dir;
+    const ManyLive expected{5000000};
+    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)});
+    REQUIRE(run.exited_with(0));
+    const json process = only_process(report_json(dir, run.traces()));
+    check_many_live(process, expected);
+    const json& exactness = process["summary"]["exactness"];
+    // What the live table holds one by one, and the rest by site: the report says which is which.
+    CHECK(exactness["live_capacity"].get<uint64_t>() >= 3'000'000);
+    CHECK(exactness["spilled"].get<uint64_t>() + exactness["live_capacity"].get<uint64_t>() >=
+          2 * expected.steps + expected.kept_allocations());
+    CHECK(exactness["notes"].size() == 1);
+}
+
+TEST_CASE("a million live allocations in the smallest trace are counted exactly, the excess by site") {
+    TempDir dir;
+    const ManyLive expected{500000};
+    RunOptions options;
+    options.environment = {"GPULEAK_MAX_MB=4"};
+    TracedRun run =
+        run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)}, options);
+    REQUIRE(run.exited_with(0));
+    const json process = only_process(report_json(dir, run.traces()));
+    check_many_live(process, expected);
+    CHECK(process["summary"]["exactness"]["spilled"].get<uint64_t>() > 900000);
+
+    // The text says so beside the figures, before the diagnosis.
+    RunOptions plain;
+    plain.preload = false;
+    TracedRun text = run_traced(dir, GPULEAK_REPORT, run.traces(), plain);
+    REQUIRE(text.exited_with(0));
+    const size_t note = text.out.find("not exact");
+    REQUIRE(note != std::string::npos);
+    CHECK(note < text.out.find("Diagnosis:"));
+    CHECK(text.out.find("counted by site only") != std::string::npos);
+}
+
+TEST_CASE("a process killed while its live set is past the live table's slots reads back with exact totals") {
+    TempDir dir;
+    const ManyLive expected{100000};
+    RunOptions options;
+    options.environment = {"GPULEAK_MAX_MB=4"};
+    TracedRun run = run_traced(dir, program_path("scenario_many_live"),
+                               {std::to_string(expected.steps), "kill"}, options);
+    REQUIRE(run.killed_by(SIGKILL));
+    const json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["ended"]["how"] == "killed");
+    check_many_live(process, expected);
+    CHECK(process["summary"]["exactness"]["spilled"].get<uint64_t>() > 100000);
+}

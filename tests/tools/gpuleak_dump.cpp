@@ -103,16 +103,16 @@ void print_text(const TraceReader& trace) {
     fmt::print("command: {}\n", fmt::join(header.command_line, " "));
     fmt::print("end: {}\n", end_description(header.end));
     fmt::print("flags:{}{}\n", header.simulated_device() ? " simulated device" : "",
-               header.has_flag(format::HeaderFlag::LiveTableOverflow) ? " live table overflow" : "");
+               header.has_flag(format::HeaderFlag::LiveUntracked) ? " live allocations untracked" : "");
     if (!header.parent_trace.empty())
         fmt::print("parent trace: {}\n", header.parent_trace);
     fmt::print("started: realtime {} ns, monotonic {} ns; stack depth {}; Python {}.{}\n",
                header.start_realtime_ns, header.start_monotonic_ns, header.stack_depth,
                header.python_version >> 8, header.python_version & 0xff);
     const auto& counters = header.counters;
-    fmt::print("counters: events {}, notable {}, live overflow {}, stacks dropped {}, strings dropped {}, "
+    fmt::print("counters: events {}, notable {}, live untracked {}, stacks dropped {}, strings dropped {}, "
                "code dropped {}, timeline samples {}, unknown frees {}\n",
-               counters.ring_head, counters.notable_count, counters.live_overflow, counters.stacks_dropped,
+               counters.ring_head, counters.notable_count, counters.live_untracked, counters.stacks_dropped,
                counters.strings_dropped, counters.code_dropped, counters.timeline_samples,
                counters.free_unknown);
 
@@ -151,6 +151,11 @@ void print_text(const TraceReader& trace) {
     for (const auto& a : live.allocations)
         fmt::print("  {:#x} {} {} device={} stack={} t={}\n", a.address, a.size, format::kind_name(a.kind),
                    a.device, a.stack_id, a.time_ns);
+    fmt::print("spilled sites: {}\n", live.spilled.size());
+    for (const auto& site : live.spilled)
+        fmt::print("  {} {} in {} device={} stack={} sequences {}..{} t={}..{}\n",
+                   format::kind_name(site.kind), site.bytes, site.count, site.device, site.stack_id,
+                   site.first_sequence, site.last_sequence, site.first_time_ns, site.last_time_ns);
 
     print_events("events", trace.events());
     print_events("notable events", trace.notable_events());
@@ -203,12 +208,13 @@ json to_json(const TraceReader& trace) {
         {"start_monotonic_ns", header.start_monotonic_ns},
         {"flags", header.flags},
         {"simulated_device", header.simulated_device()},
-        {"live_table_overflow", header.has_flag(format::HeaderFlag::LiveTableOverflow)},
+        {"live_untracked_flag", header.has_flag(format::HeaderFlag::LiveUntracked)},
         {"stack_depth", header.stack_depth},
         {"python_version", header.python_version},
         {"timeline_interval_ms_initial", header.timeline_interval_ms_initial},
         {"capacities",
          {{"live", header.live_capacity},
+          {"spill", header.spill_capacity},
           {"ring", header.ring_capacity},
           {"notable", header.notable_capacity},
           {"timeline", header.timeline_capacity}}},
@@ -218,7 +224,7 @@ json to_json(const TraceReader& trace) {
           {"modules_used", counters.modules_used},
           {"strings_used", counters.strings_used},
           {"stacks_used", counters.stacks_used},
-          {"live_overflow", counters.live_overflow},
+          {"live_untracked", counters.live_untracked},
           {"stacks_dropped", counters.stacks_dropped},
           {"strings_dropped", counters.strings_dropped},
           {"timeline_samples", counters.timeline_samples},
@@ -287,7 +293,20 @@ json to_json(const TraceReader& trace) {
                                {"stream", a.stream},
                                {"thread_id", a.thread_id},
                                {"api", a.api}});
-    out["live"] = {{"allocations", allocations}, {"invalid_slots", trace.live_allocations().invalid_slots}};
+    json spilled = json::array();
+    for (const auto& site : trace.live_allocations().spilled)
+        spilled.push_back({{"kind", format::kind_name(site.kind)},
+                           {"count", site.count},
+                           {"bytes", site.bytes},
+                           {"device", site.device},
+                           {"stack_id", site.stack_id},
+                           {"first_sequence", site.first_sequence},
+                           {"last_sequence", site.last_sequence},
+                           {"first_time_ns", site.first_time_ns},
+                           {"last_time_ns", site.last_time_ns}});
+    out["live"] = {{"allocations", allocations},
+                   {"invalid_slots", trace.live_allocations().invalid_slots},
+                   {"spilled", spilled}};
 
     out["events"] = event_log_json(trace.events());
     out["notable"] = event_log_json(trace.notable_events());

@@ -477,6 +477,31 @@ def test_many_blocks_at_once(tmp_path, adapter_cache):
     assert "disagree" not in run.stderr
 
 
+def test_hundreds_of_thousands_of_small_tensors_kept(tmp_path, adapter_cache):
+    # The typical long leak: a small tensor kept every step, 400,000 of them. The report's numbers are
+    # PyTorch's, and the site that kept them holds every one, also in the smallest trace, whose live
+    # table holds only some of them one by one.
+    body = """
+        kept = []
+        for step in range(400000):
+            kept.append(torch.ones(1, device="cuda"))  # kept site
+        torch_numbers(kept=len(kept))
+        """
+    for max_mb, spilled in (("256", False), ("4", True)):
+        directory = tmp_path / max_mb
+        directory.mkdir()
+        run = run_traced(directory, body, adapter_cache, GPULEAK_MAX_MB=max_mb)
+        assert_torch_numbers(run)
+        assert run.numbers["allocated"] == 400000 * 512
+        leak = run.process["growth"][0]
+        assert leak["count"] == 400000 and leak["bytes"] == 400000 * 512
+        assert python_lines(leak["frames"], run.path)[0] == line_of(run, "# kept site")
+        assert run.process["diagnosis"]["kind"] == "leak"
+        exactness = run.summary["exactness"]
+        assert (exactness["spilled"] > 0) == spilled
+        assert exactness["untracked"] == 0 and exactness["unattributed"] == 0
+
+
 @SIMULATED_ONLY
 def test_two_devices(tmp_path, adapter_cache):
     run = run_traced(

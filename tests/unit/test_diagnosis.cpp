@@ -76,3 +76,19 @@ TEST_CASE("a growing site is a leak at any size, with how long the free memory w
     CHECK(diagnosis.leak->fill->seconds == Approx(static_cast<double>(16 * kGiB - 100 * kMiB) / kMiB));
     CHECK(diagnosis.leak->fill->allocations == Approx(static_cast<double>(16 * kGiB - 100 * kMiB) / 512));
 }
+
+TEST_CASE("a process with nothing found is stable only when nothing it made was lost") {
+    ProcessModel model = torch_process(10 * kMiB, 4 * kMiB, 22 * kMiB, 22 * kMiB);
+    // Counted by site, nothing is lost: the verdict stands.
+    model.exactness.spilled = 1000;
+    model.exactness.spilled_bytes = 1 * kMiB;
+    CHECK(diagnose(model).kind == DiagnosisKind::Stable);
+    SECTION("allocations that could not be recorded") {
+        model.exactness.untracked = 3;
+        CHECK(diagnose(model).kind == DiagnosisKind::Incomplete);
+    }
+    SECTION("allocations counted without their site") {
+        model.exactness.unattributed = 3;
+        CHECK(diagnose(model).kind == DiagnosisKind::Incomplete);
+    }
+}

@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
+#include <sys/stat.h>
 #include <vector>
 
 #include "live_table.h"
@@ -11,6 +13,7 @@
 #include "trace_writer.h"
 
 using gpuleak::LiveTable;
+using gpuleak::SpillSites;
 using gpuleak::format::KeySpace;
 using gpuleak::format::LiveSlot;
 using gpuleak::format::LiveStripeMarks;
@@ -61,6 +64,11 @@ LiveSlot slot_of(uint64_t address, uint64_t size, MemoryKind kind = MemoryKind::
     return slot;
 }
 
+// Kept in the table (in a file slot or in private memory), replacing nothing.
+bool added(LiveTable::InsertResult result) {
+    return !result.untracked && !result.replaced;
+}
+
 // What a reader after a crash would see: the file slots marked live.
 std::set<uint64_t> live_in_file(const std::vector<LiveSlot>& slots) {
     std::set<uint64_t> live;
@@ -79,7 +87,7 @@ TEST_CASE("the live table's file slots always hold exactly the live set") {
 
     std::set<uint64_t> expected;
     for (uint64_t i = 1; i <= 1000; ++i) {
-        REQUIRE(table.insert(slot_of(i * 512, i), nullptr) == LiveTable::InsertResult::Inserted);
+        REQUIRE(added(table.insert(slot_of(i * 512, i), nullptr)));
         expected.insert(i * 512);
     }
     for (uint64_t i = 1; i <= 1000; i += 3) {
@@ -102,12 +110,9 @@ TEST_CASE("objects of different key spaces at one address are distinct") {
     LiveRegion region(256);
     LiveTable table;
     REQUIRE(region.attach_to(table));
-    REQUIRE(table.insert(slot_of(0x1000, 4096, MemoryKind::Device), nullptr) ==
-            LiveTable::InsertResult::Inserted);
-    REQUIRE(table.insert(slot_of(0x1000, 256, MemoryKind::Block), nullptr) ==
-            LiveTable::InsertResult::Inserted);
-    REQUIRE(table.insert(slot_of(0x1000, 1 << 21, MemoryKind::VmmPhysical), nullptr) ==
-            LiveTable::InsertResult::Inserted);
+    REQUIRE(added(table.insert(slot_of(0x1000, 4096, MemoryKind::Device), nullptr)));
+    REQUIRE(added(table.insert(slot_of(0x1000, 256, MemoryKind::Block), nullptr)));
+    REQUIRE(added(table.insert(slot_of(0x1000, 1 << 21, MemoryKind::VmmPhysical), nullptr)));
 
     LiveSlot removed{};
     REQUIRE(table.remove(KeySpace::BlockSpace, 0x1000, &removed));
@@ -122,31 +127,84 @@ TEST_CASE("an address allocated again without a seen free replaces the old objec
     LiveRegion region(256);
     LiveTable table;
     REQUIRE(region.attach_to(table));
-    REQUIRE(table.insert(slot_of(0x2000, 10), nullptr) == LiveTable::InsertResult::Inserted);
+    REQUIRE(added(table.insert(slot_of(0x2000, 10), nullptr)));
     LiveSlot replaced{};
-    REQUIRE(table.insert(slot_of(0x2000, 20), &replaced) == LiveTable::InsertResult::Replaced);
+    REQUIRE(table.insert(slot_of(0x2000, 20), &replaced).replaced);
     CHECK(replaced.size == 10);
     CHECK(table.live_count() == 1);
     CHECK(live_in_file(region.slots).size() == 1);
 }
 
-TEST_CASE("a full table refuses new objects and keeps the ones it has") {
+TEST_CASE("a full table keeps new objects in private memory, counted by site, and frees them exactly") {
     LiveRegion region(LiveTable::kStripes); // one slot per stripe
+    std::vector<gpuleak::format::SpillSite> records(8);
+    uint64_t records_used = 0;
+    SpillSites spill;
+    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
     LiveTable table;
-    REQUIRE(region.attach_to(table));
-    uint64_t inserted = 0;
-    uint64_t refused = 0;
-    for (uint64_t i = 1; i <= 4 * LiveTable::kStripes; ++i) {
-        if (table.insert(slot_of(i * 4096, 1), nullptr) == LiveTable::InsertResult::Full)
-            ++refused;
-        else
-            ++inserted;
+    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill));
+    constexpr uint64_t kObjects = 4 * LiveTable::kStripes;
+    for (uint64_t i = 1; i <= kObjects; ++i) {
+        LiveSlot slot = slot_of(i * 4096, i);
+        slot.stack_id = i % 2 == 0 ? 7 : 9;
+        slot.sequence = i;
+        REQUIRE(added(table.insert(slot, nullptr)));
     }
-    CHECK(inserted <= LiveTable::kStripes);
-    CHECK(refused == 4 * LiveTable::kStripes - inserted);
-    CHECK(live_in_file(region.slots).size() == inserted);
+    CHECK(table.live_count() == kObjects);
+    const uint64_t in_file = live_in_file(region.slots).size();
+    CHECK(in_file == LiveTable::kStripes);
+    CHECK(table.spilled_count() == kObjects - in_file);
     CHECK(marks_cover_the_table(region));
-    CHECK(table.live_count() == inserted);
+
+    // Each spilled object is found and freed with everything it was made with.
+    LiveSlot found{};
+    for (uint64_t i = 1; i <= kObjects; ++i) {
+        REQUIRE(table.find(KeySpace::Pointer, i * 4096, &found));
+        CHECK(found.size == i);
+        CHECK(found.state == gpuleak::format::kSlotLive);
+    }
+    const auto tally = [&](uint32_t stack_id) {
+        gpuleak::format::SpillTally total{};
+        for (uint64_t r = 1; r < records_used; ++r)
+            if (records[r].stack_id == stack_id) {
+                total.count += records[r].tally[records[r].version % 2].count;
+                total.bytes += records[r].tally[records[r].version % 2].bytes;
+            }
+        return total;
+    };
+    CHECK(records_used == 3); // the unattributed record and the two stacks
+    CHECK(tally(7).count + tally(9).count == table.spilled_count());
+    for (uint64_t i = 1; i <= kObjects; ++i) {
+        LiveSlot removed{};
+        REQUIRE(table.remove(KeySpace::Pointer, i * 4096, &removed));
+        CHECK(removed.size == i);
+        CHECK(removed.stack_id == (i % 2 == 0 ? 7u : 9u));
+        CHECK(removed.sequence == i);
+    }
+    CHECK(table.live_count() == 0);
+    CHECK(tally(7).count == 0);
+    CHECK(tally(9).bytes == 0);
+    CHECK(live_in_file(region.slots).empty());
+}
+
+TEST_CASE("spill sites that do not fit are counted in the unattributed record") {
+    std::vector<gpuleak::format::SpillSite> records(3);
+    uint64_t records_used = 0;
+    SpillSites spill;
+    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    std::vector<uint32_t> ids;
+    for (uint32_t stack = 1; stack <= 4; ++stack) {
+        LiveSlot slot = slot_of(stack * 4096, 100);
+        slot.stack_id = stack;
+        ids.push_back(spill.add(slot));
+    }
+    CHECK(ids == std::vector<uint32_t>{1, 2, 0, 0});
+    CHECK(records_used == 3);
+    CHECK(records[0].commit == gpuleak::format::kRecordCommit);
+    CHECK(records[0].tally[records[0].version % 2].count == 2);
+    CHECK(records[0].tally[records[0].version % 2].bytes == 200);
+    spill.remove(0, 100);
+    CHECK(records[0].tally[records[0].version % 2].count == 1);
 }
 
 TEST_CASE("heavy churn stays exact (tombstones are rebuilt away)") {
@@ -156,7 +214,7 @@ TEST_CASE("heavy churn stays exact (tombstones are rebuilt away)") {
     std::set<uint64_t> expected;
     for (uint64_t i = 0; i < 200000; ++i) {
         uint64_t address = 0x10000 + (i % 5000) * 256 + (i / 5000) * 0x10000000;
-        REQUIRE(table.insert(slot_of(address, 256), nullptr) != LiveTable::InsertResult::Full);
+        REQUIRE(added(table.insert(slot_of(address, 256), nullptr)));
         if (i % 7 != 0)
             REQUIRE(table.remove(KeySpace::Pointer, address, nullptr));
         else
@@ -176,8 +234,8 @@ TEST_CASE("a range release finds every mapping inside it") {
     LiveTable table;
     REQUIRE(region.attach_to(table));
     for (uint64_t i = 0; i < 8; ++i)
-        REQUIRE(table.insert(slot_of(0x40000000 + i * 0x200000, 0x200000, MemoryKind::VmmMapping), nullptr) ==
-                LiveTable::InsertResult::Inserted);
+        REQUIRE(added(
+            table.insert(slot_of(0x40000000 + i * 0x200000, 0x200000, MemoryKind::VmmMapping), nullptr)));
     LiveSlot removed{};
     std::vector<uint64_t> order;
     while (table.remove_first_in(KeySpace::VmmRange, 0x40000000 + 0x100000, 0x40000000 + 0x700000, &removed))
@@ -196,7 +254,7 @@ TEST_CASE("the stripes' marks cover every live slot through frees and reuse") {
         // Mostly inserts while the table is small, mostly removals once it holds a quarter of its slots.
         if (live.empty() || random() % 4096 >= live.size() * 4) {
             const uint64_t address = (random() % (1u << 20)) * 256 + 0x100000;
-            if (table.insert(slot_of(address, 256), nullptr) == LiveTable::InsertResult::Inserted)
+            if (added(table.insert(slot_of(address, 256), nullptr)))
                 live.push_back(address);
         } else {
             const std::size_t victim = random() % live.size();
@@ -218,14 +276,14 @@ TEST_CASE("freed slots are reused before a stripe's mark grows") {
     LiveTable table;
     REQUIRE(region.attach_to(table));
     for (uint64_t i = 1; i <= 200; ++i)
-        REQUIRE(table.insert(slot_of(i * 4096, 1), nullptr) == LiveTable::InsertResult::Inserted);
+        REQUIRE(added(table.insert(slot_of(i * 4096, 1), nullptr)));
     const LiveStripeMarks after_first = region.marks;
     CHECK(marks_total(after_first) == 200);
     for (int round = 0; round < 10; ++round) {
         for (uint64_t i = 1; i <= 200; ++i)
             REQUIRE(table.remove(KeySpace::Pointer, i * 4096, nullptr));
         for (uint64_t i = 1; i <= 200; ++i)
-            REQUIRE(table.insert(slot_of(i * 4096, 1), nullptr) == LiveTable::InsertResult::Inserted);
+            REQUIRE(added(table.insert(slot_of(i * 4096, 1), nullptr)));
     }
     CHECK(std::memcmp(&region.marks, &after_first, sizeof(LiveStripeMarks)) == 0);
     CHECK(marks_cover_the_table(region));
@@ -238,26 +296,72 @@ TEST_CASE("a trace file's live table is read back exactly up to the marks") {
     config.max_bytes = gpuleak::kMinMaxMb << 20;
     gpuleak::TraceWriter writer;
     REQUIRE(writer.create(config, {4242, 1, ""}));
+    gpuleak::format::FileHeader& header = *writer.header();
+    SpillSites spill;
+    REQUIRE(spill.attach(writer.spill_sites(), header.spill_capacity, &header.spill_used));
     LiveTable table;
-    REQUIRE(table.attach(writer.live_marks(), writer.live_slots(), writer.header()->live_capacity));
+    REQUIRE(table.attach(writer.live_marks(), writer.live_slots(), header.live_capacity, &writer, &spill));
+    // Past the file's slots: the rest are counted by site.
+    const uint64_t objects = header.live_capacity + 5000;
     std::set<uint64_t> expected;
-    for (uint64_t i = 1; i <= 3000; ++i) {
-        REQUIRE(table.insert(slot_of(i * 512, i), nullptr) == LiveTable::InsertResult::Inserted);
+    uint64_t expected_bytes = 0;
+    for (uint64_t i = 1; i <= objects; ++i) {
+        REQUIRE(added(table.insert(slot_of(i * 512, i), nullptr)));
         expected.insert(i * 512);
+        expected_bytes += i;
     }
-    for (uint64_t i = 1; i <= 3000; i += 2) {
+    for (uint64_t i = 1; i <= objects; i += 2) {
         REQUIRE(table.remove(KeySpace::Pointer, i * 512, nullptr));
         expected.erase(i * 512);
+        expected_bytes -= i;
     }
-    for (uint64_t i = 3001; i <= 3500; ++i) {
-        REQUIRE(table.insert(slot_of(i * 512, i), nullptr) == LiveTable::InsertResult::Inserted);
+    for (uint64_t i = objects + 1; i <= objects + 500; ++i) {
+        REQUIRE(added(table.insert(slot_of(i * 512, i), nullptr)));
         expected.insert(i * 512);
+        expected_bytes += i;
     }
     const gpuleak::analyzer::TraceReader trace = gpuleak::analyzer::TraceReader::open(writer.path());
     std::set<uint64_t> read_back;
-    for (const auto& allocation : trace.live_allocations().allocations)
+    uint64_t bytes = 0;
+    for (const auto& allocation : trace.live_allocations().allocations) {
         read_back.insert(allocation.address);
-    CHECK(read_back == expected);
+        bytes += allocation.size;
+    }
+    uint64_t spilled = 0;
+    for (const auto& site : trace.live_allocations().spilled) {
+        spilled += site.count;
+        bytes += site.bytes;
+    }
+    CHECK(std::includes(expected.begin(), expected.end(), read_back.begin(), read_back.end()));
+    CHECK(read_back.size() + spilled == expected.size());
+    CHECK(spilled == table.spilled_count());
+    CHECK(spilled > 0);
+    CHECK(bytes == expected_bytes);
     CHECK(trace.warnings().empty());
-    CHECK(marks_total(*writer.live_marks()) == 3000);
+}
+
+TEST_CASE("the live slots take blocks on disk only as they are used") {
+    TempDir dir;
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s", (dir.path() + "/trace").c_str());
+    config.max_bytes = uint64_t{256} << 20;
+    gpuleak::TraceWriter writer;
+    REQUIRE(writer.create(config, {4243, 1, ""}));
+    gpuleak::format::FileHeader& header = *writer.header();
+    LiveTable table;
+    REQUIRE(table.attach(writer.live_marks(), writer.live_slots(), header.live_capacity, &writer));
+    const auto disk_bytes = [&] {
+        struct stat status {};
+        REQUIRE(::stat(writer.path(), &status) == 0);
+        CHECK(static_cast<uint64_t>(status.st_size) == header.file_bytes);
+        return static_cast<uint64_t>(status.st_blocks) * 512;
+    };
+    const uint64_t at_start = disk_bytes();
+    CHECK(at_start < header.live.offset + (8 << 20));
+    for (uint64_t i = 1; i <= 200000; ++i)
+        REQUIRE(added(table.insert(slot_of(i * 512, 1), nullptr)));
+    CHECK(table.spilled_count() == 0);
+    const uint64_t grown = disk_bytes() - at_start;
+    CHECK(grown >= 200000 * sizeof(LiveSlot));
+    CHECK(grown < 200000 * sizeof(LiveSlot) + LiveTable::kStripes * 1024 * sizeof(LiveSlot) + (1 << 20));
 }

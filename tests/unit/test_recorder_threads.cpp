@@ -49,7 +49,7 @@ TEST_CASE("threads recording at once lose nothing and leave the exact live set")
     const auto& header = reader.header();
     CHECK(header.counters.ring_head == kThreads * (kPairs * 2 + kKept));
     CHECK(header.counters.free_unknown == 0);
-    CHECK(header.counters.live_overflow == 0);
+    CHECK(header.counters.live_untracked == 0);
     CHECK(reader.events().torn == 0);
     CHECK(reader.events().events.size() + reader.events().dropped == header.counters.ring_head);
 

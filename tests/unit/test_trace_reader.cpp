@@ -88,7 +88,7 @@ TraceBuilder full_trace() {
     header.timeline_interval_ms_initial = 100;
     std::strcpy(header.hostname, "node7");
     std::strcpy(header.parent_trace, "/tmp/gpuleak.41.bin");
-    header.live_overflow = 3;
+    header.live_untracked = 3;
     header.stacks_dropped = 4;
     header.strings_dropped = 5;
     header.timeline_samples = 6;
@@ -139,7 +139,7 @@ TEST_CASE("a valid trace round-trips every field") {
     CHECK(header.pid == 4242);
     CHECK(header.ppid == 1);
     CHECK(header.simulated_device());
-    CHECK_FALSE(header.has_flag(format::HeaderFlag::LiveTableOverflow));
+    CHECK_FALSE(header.has_flag(format::HeaderFlag::LiveUntracked));
     CHECK(header.start_realtime_ns == 1'700'000'000'000'000'000);
     CHECK(header.start_monotonic_ns == 5'000);
     CHECK(header.stack_depth == 64);
@@ -153,7 +153,7 @@ TEST_CASE("a valid trace round-trips every field") {
     CHECK(header.timeline_capacity == 8);
     CHECK(header.counters.ring_head == 3);
     CHECK(header.counters.notable_count == 1);
-    CHECK(header.counters.live_overflow == 3);
+    CHECK(header.counters.live_untracked == 3);
     CHECK(header.counters.stacks_dropped == 4);
     CHECK(header.counters.strings_dropped == 5);
     CHECK(header.counters.timeline_samples == 6);
@@ -460,6 +460,62 @@ TEST_CASE("a trace cut inside its stripe marks has no live slots") {
     const TraceReader trace = parse(bytes);
     CHECK(trace.live_allocations().allocations.empty());
     CHECK(has_warning(trace, "truncated: region 'live' has 100 of its"));
+}
+
+namespace {
+
+format::SpillSite spill_site(uint32_t stack_id, format::MemoryKind kind, uint64_t count, uint64_t bytes) {
+    format::SpillSite site{};
+    site.stack_id = stack_id;
+    site.kind = static_cast<uint8_t>(kind);
+    site.device = 0;
+    site.version = 3; // the tally in copy 1 is the whole one
+    site.tally[1] = {count, bytes};
+    site.tally[0] = {count + 1, bytes + 99}; // the copy a writer was filling
+    site.first_sequence = 10;
+    site.last_sequence = 20;
+    site.first_time_ns = 100;
+    site.last_time_ns = 200;
+    return site;
+}
+
+} // namespace
+
+TEST_CASE("spilled allocations are read by site from the tally each record's version names") {
+    TraceBuilder builder;
+    format::SpillSite unattributed = spill_site(0, format::MemoryKind::None, 2, 1024);
+    unattributed.device = -2;
+    builder.set_spill(0, unattributed);
+    builder.set_spill(1, spill_site(7, format::MemoryKind::Block, 5, 2560));
+    builder.set_spill(2, spill_site(8, format::MemoryKind::Block, 0, 0)); // all freed since
+    const TraceReader trace = parse(builder.bytes());
+    CHECK(trace.warnings().empty());
+    const auto& spilled = trace.live_allocations().spilled;
+    REQUIRE(spilled.size() == 2);
+    CHECK(spilled[0].kind == format::MemoryKind::None);
+    CHECK(spilled[0].count == 2);
+    CHECK(spilled[1].stack_id == 7);
+    CHECK(spilled[1].kind == format::MemoryKind::Block);
+    CHECK(spilled[1].count == 5);
+    CHECK(spilled[1].bytes == 2560);
+    CHECK(spilled[1].first_sequence == 10);
+    CHECK(spilled[1].last_time_ns == 200);
+}
+
+TEST_CASE("spill records in flight, malformed or past the region cost a warning, never the trace") {
+    TraceBuilder builder;
+    builder.set_spill(0, spill_site(0, format::MemoryKind::None, 1, 8));
+    format::SpillSite torn = spill_site(3, format::MemoryKind::Block, 1, 8);
+    torn.commit = 1;
+    builder.set_spill(1, torn);
+    builder.set_spill(2, spill_site(4, static_cast<format::MemoryKind>(200), 1, 8));
+    builder.set_spill(3, spill_site(5, format::MemoryKind::Block, 1, 8));
+    builder.header().spill_used = 1000;
+    const TraceReader trace = parse(builder.bytes());
+    REQUIRE(trace.live_allocations().spilled.size() == 2);
+    CHECK(trace.live_allocations().spilled[1].stack_id == 5);
+    CHECK(has_warning(trace, "spill region: 2 records in flight or malformed, ignored"));
+    CHECK(has_warning(trace, "spill region: header says 1000 records are used, it has room for 4"));
 }
 
 TEST_CASE("notable events beyond capacity are dropped and torn ones counted") {

@@ -58,9 +58,10 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
     for (uint64_t megabytes : {uint64_t{4}, uint64_t{64}, uint64_t{1000}}) {
         const gpuleak::Layout layout = gpuleak::compute_layout(megabytes << 20);
         CHECK(layout.file_bytes <= megabytes << 20);
-        const gpuleak::format::Region regions[] = {layout.modules, layout.strings, layout.stacks,
-                                                   layout.live,    layout.notable, layout.timeline,
-                                                   layout.ring};
+        // In file order: the live table last, as only its slots are reserved on disk as they are used.
+        const gpuleak::format::Region regions[] = {layout.modules,  layout.strings, layout.stacks,
+                                                   layout.code,     layout.spill,   layout.notable,
+                                                   layout.timeline, layout.ring,    layout.live};
         uint64_t end = gpuleak::format::kHeaderBytes;
         for (const auto& region : regions) {
             CHECK(region.offset % 64 == 0);
@@ -72,7 +73,13 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
         CHECK(sizeof(gpuleak::format::LiveStripeMarks) +
                   layout.live_capacity * sizeof(gpuleak::format::LiveSlot) <=
               layout.live.size);
+        CHECK(layout.spill_capacity * sizeof(gpuleak::format::SpillSite) <= layout.spill.size);
+        CHECK(layout.reserved_bytes == layout.live.offset + sizeof(gpuleak::format::LiveStripeMarks));
     }
+    // The default holds a few million live allocations one by one, and reserves about 64 MiB at the start.
+    const gpuleak::Layout defaults = gpuleak::compute_layout(gpuleak::kDefaultMaxMb << 20);
+    CHECK(defaults.live_capacity >= 3'000'000);
+    CHECK(defaults.reserved_bytes <= uint64_t{64} << 20);
 }
 
 TEST_CASE("the largest trace's live table fits the live table's slot indices") {
@@ -124,7 +131,7 @@ TEST_CASE("the ring keeps the newest events and counts what it overwrote") {
 TEST_CASE("the ring's pages ahead of the newest event are made present before events reach them") {
     TempDir dir;
     TraceWriter writer;
-    REQUIRE(writer.create(config_for(dir.path() + "/t.trace", 64), {1, 0, ""}));
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace", 256), {1, 0, ""}));
     const gpuleak::format::Region ring = writer.header()->ring;
     const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     constexpr uint64_t kAhead = 4 << 20;

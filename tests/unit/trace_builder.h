@@ -22,6 +22,7 @@ struct TraceLayout {
     uint64_t notable_capacity = 4;
     uint64_t timeline_capacity = 8;
     uint64_t code_bytes = 4096;
+    uint64_t spill_capacity = 4;
 };
 
 class TraceBuilder {
@@ -45,7 +46,9 @@ class TraceBuilder {
         place(header_.notable, layout.notable_capacity * sizeof(format::EventRecord));
         place(header_.timeline, layout.timeline_capacity * sizeof(format::TimelineSample));
         place(header_.code, layout.code_bytes);
+        place(header_.spill, layout.spill_capacity * sizeof(format::SpillSite));
         header_.live_capacity = layout.live_capacity;
+        header_.spill_capacity = layout.spill_capacity;
         header_.ring_capacity = layout.ring_capacity;
         header_.notable_capacity = layout.notable_capacity;
         header_.timeline_capacity = layout.timeline_capacity;
@@ -117,6 +120,15 @@ class TraceBuilder {
         add_bytes(tail, qualname.data(), qualname.size());
         add_bytes(tail, line_table.data(), line_table.size());
         return append(header_.code, header_.code_used, record, tail.data(), tail.size());
+    }
+
+    // Writes spill record `index` (committed, with its tally in the copy `version` selects) and counts
+    // it among the used records.
+    void set_spill(uint64_t index, format::SpillSite record) {
+        if (record.commit == 0)
+            record.commit = format::kRecordCommit;
+        put(header_.spill.offset + index * sizeof(record), record);
+        header_.spill_used = std::max(header_.spill_used, index + 1);
     }
 
     // Raises the mark of the slot's stripe to cover it, as the writer does (a slot past the capacity
