@@ -35,6 +35,15 @@ bool same_key(const LiveSlot& slot, KeySpace space, uint64_t address) {
            format::key_space_of(static_cast<format::MemoryKind>(slot.kind)) == space;
 }
 
+// A stripe's counts change under its lock and are read without it (live_count()): atomic stores, but
+// no locked instruction, as only the lock's holder writes them.
+void count_up(uint32_t& count) {
+    __atomic_store_n(&count, count + 1, __ATOMIC_RELAXED);
+}
+void count_down(uint32_t& count) {
+    __atomic_store_n(&count, count - 1, __ATOMIC_RELAXED);
+}
+
 void* map_private(uint64_t bytes) {
     void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return memory == MAP_FAILED ? nullptr : memory;
@@ -242,13 +251,13 @@ void LiveTable::take_out(Stripe& stripe, uint32_t* index_entry, LiveSlot* remove
             spill_->remove(object.state, object.size);
         object.address = stripe.spilled_free;
         stripe.spilled_free = reference - kSpilledReference;
-        __atomic_fetch_sub(&stripe.spilled_live, 1, __ATOMIC_RELAXED);
+        count_down(stripe.spilled_live);
     } else {
         __atomic_store_n(&object.state, format::kSlotFree, __ATOMIC_RELEASE);
         stripe.free_slots[stripe.free_count++] = reference;
     }
     *index_entry = kTombstone;
-    __atomic_fetch_sub(&stripe.live, 1, __ATOMIC_RELAXED);
+    count_down(stripe.live);
 }
 
 LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* replaced,
@@ -292,7 +301,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
         object = entry;
         object.sequence = sequence;
         object.state = spill_ != nullptr ? spill_->add(object) : 0;
-        __atomic_fetch_add(&stripe.spilled_live, 1, __ATOMIC_RELAXED);
+        count_up(stripe.spilled_live);
     } else {
         LiveSlot& slot = slots_[place];
         std::memcpy(reinterpret_cast<uint8_t*>(&slot) + sizeof slot.state,
@@ -304,7 +313,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
     if (*position == 0)
         ++stripe.index_used;
     *position = place + 1;
-    __atomic_fetch_add(&stripe.live, 1, __ATOMIC_RELAXED);
+    count_up(stripe.live);
     return result;
 }
 

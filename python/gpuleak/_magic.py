@@ -86,6 +86,8 @@ def live_state(process: dict, trace: str) -> str:
             )
         ),
     ]
+    # What makes those figures less than exact, beside them.
+    lines += ["  not exact: " + note for note in (summary.get("exactness") or {}).get("notes") or []]
     growth = growth_line(process)
     if growth:
         lines.append("  " + growth)

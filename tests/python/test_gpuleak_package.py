@@ -150,6 +150,26 @@ def test_summary_line_from_a_report_entry():
     )
 
 
+def test_the_notebook_view_says_what_is_not_exact_beside_the_figures():
+    from gpuleak import _magic
+
+    process = {
+        "pid": 7,
+        "summary": {
+            "final_reserved_bytes": 1 << 20,
+            "peak_reserved_bytes": 1 << 20,
+            "final_allocated_bytes": 1 << 20,
+            "peak_allocated_bytes": 1 << 20,
+            "exactness": {"notes": ["10 of the allocations live at the end (5.0 KiB) found no slot of their own."]},
+        },
+        "leaks": [],
+    }
+    lines = _magic.live_state(process, "/tmp/t.trace").splitlines()
+    assert lines[2] == "  not exact: 10 of the allocations live at the end (5.0 KiB) found no slot of their own."
+    del process["summary"]["exactness"]
+    assert not any("not exact" in line for line in _magic.live_state(process, "/tmp/t.trace").splitlines())
+
+
 def wheel_capable_setuptools():
     """"sdist": setuptools only; "wheel": setuptools that can build wheels offline; None: neither."""
     try:

@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <set>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 #include "live_table.h"
@@ -364,4 +366,43 @@ TEST_CASE("the live slots take blocks on disk only as they are used") {
     const uint64_t grown = disk_bytes() - at_start;
     CHECK(grown >= 200000 * sizeof(LiveSlot));
     CHECK(grown < 200000 * sizeof(LiveSlot) + LiveTable::kStripes * 1024 * sizeof(LiveSlot) + (1 << 20));
+}
+
+TEST_CASE("threads spilling and freeing at once keep the table and the spill tallies exact") {
+    LiveRegion region(2 * LiveTable::kStripes);
+    std::vector<gpuleak::format::SpillSite> records(16);
+    uint64_t records_used = 0;
+    SpillSites spill;
+    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    LiveTable table;
+    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill));
+    constexpr uint64_t kThreads = 4;
+    constexpr uint64_t kPerThread = 3000;
+    std::vector<std::thread> threads;
+    std::atomic<uint64_t> failures{0};
+    for (uint64_t t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (uint64_t i = 0; i < kPerThread; ++i) {
+                LiveSlot slot = slot_of((t << 32) + (i + 1) * 256, 256);
+                slot.stack_id = static_cast<uint32_t>(t + 1);
+                if (!added(table.insert(slot, nullptr)))
+                    ++failures;
+                // Every other object freed again, some of them while others of its site spill.
+                if (i % 2 == 1 && !table.remove(KeySpace::Pointer, (t << 32) + i * 256, nullptr))
+                    ++failures;
+            }
+        });
+    for (std::thread& thread : threads)
+        thread.join();
+    CHECK(failures == 0);
+    CHECK(table.live_count() == kThreads * kPerThread / 2);
+    uint64_t spilled = 0;
+    uint64_t spilled_bytes = 0;
+    for (uint64_t r = 0; r < records_used; ++r) {
+        spilled += records[r].tally[records[r].version % 2].count;
+        spilled_bytes += records[r].tally[records[r].version % 2].bytes;
+    }
+    CHECK(spilled == table.spilled_count());
+    CHECK(spilled_bytes == spilled * 256);
+    CHECK(spilled + live_in_file(region.slots).size() == table.live_count());
 }
