@@ -67,28 +67,18 @@ bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t
     spill_ = spill;
     for (uint32_t i = 0; i < kStripes; ++i) {
         Stripe& stripe = stripes_[i];
-        stripe.lock.reset_after_fork();
+        forget(stripe);
         stripe.first_slot = static_cast<uint32_t>(format::live_stripe_start(capacity, i));
         stripe.slot_count =
             static_cast<uint32_t>(format::live_stripe_start(capacity, i + 1)) - stripe.first_slot;
-        stripe.used = 0;
         stripe.reserved = writer == nullptr ? stripe.slot_count : 0;
-        stripe.reserve_failed = false;
         stripe.free_slots = free_slot_memory_ + stripe.first_slot;
-        stripe.free_count = 0;
         stripe.index = static_cast<uint32_t*>(map_private(kFirstIndexSize * sizeof(uint32_t)));
         if (stripe.index == nullptr) {
             detach();
             return false;
         }
         stripe.index_size = kFirstIndexSize;
-        stripe.index_used = 0;
-        stripe.live = 0;
-        stripe.spilled = nullptr;
-        stripe.spilled_capacity = 0;
-        stripe.spilled_used = 0;
-        stripe.spilled_free = kNoEntry;
-        stripe.spilled_live = 0;
         stripe.mark = &marks->used[i];
     }
     return true;
@@ -96,25 +86,11 @@ bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t
 
 void LiveTable::detach() {
     for (Stripe& stripe : stripes_) {
-        stripe.lock.reset_after_fork();
         if (stripe.index != nullptr)
             ::munmap(stripe.index, stripe.index_size * sizeof(uint32_t));
         if (stripe.spilled != nullptr)
             ::munmap(stripe.spilled, uint64_t{stripe.spilled_capacity} * sizeof(LiveSlot));
-        stripe.index = nullptr;
-        stripe.index_size = 0;
-        stripe.index_used = 0;
-        stripe.spilled = nullptr;
-        stripe.spilled_capacity = 0;
-        stripe.spilled_used = 0;
-        stripe.spilled_free = kNoEntry;
-        stripe.spilled_live = 0;
-        stripe.slot_count = 0;
-        stripe.free_count = 0;
-        stripe.used = 0;
-        stripe.reserved = 0;
-        stripe.live = 0;
-        stripe.mark = nullptr;
+        forget(stripe);
     }
     if (free_slot_memory_ != nullptr)
         ::munmap(free_slot_memory_, free_slot_bytes_);
@@ -122,6 +98,29 @@ void LiveTable::detach() {
     slots_ = nullptr;
     writer_ = nullptr;
     spill_ = nullptr;
+}
+
+// Empty, owning no memory: what attach() fills in and detach() leaves (the lock is reset, as in a
+// forked child another thread of the parent may have held it).
+void LiveTable::forget(Stripe& stripe) {
+    stripe.lock.reset_after_fork();
+    stripe.first_slot = 0;
+    stripe.slot_count = 0;
+    stripe.used = 0;
+    stripe.reserved = 0;
+    stripe.reserve_failed = false;
+    stripe.free_count = 0;
+    stripe.free_slots = nullptr;
+    stripe.index = nullptr;
+    stripe.index_size = 0;
+    stripe.index_used = 0;
+    stripe.live = 0;
+    stripe.spilled = nullptr;
+    stripe.spilled_capacity = 0;
+    stripe.spilled_used = 0;
+    stripe.spilled_free = kNoEntry;
+    stripe.spilled_live = 0;
+    stripe.mark = nullptr;
 }
 
 LiveTable::Stripe& LiveTable::stripe_for(KeySpace space, uint64_t address) {

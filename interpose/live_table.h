@@ -84,6 +84,7 @@ class LiveTable {
     // Index references at or above this name entries of the stripe's spilled array; below it, file slots.
     static constexpr uint32_t kSpilledReference = 1u << 31;
 
+    static void forget(Stripe& stripe);
     Stripe& stripe_for(format::KeySpace space, uint64_t address);
     format::LiveSlot& object_of(Stripe& stripe, uint32_t index_entry) const;
     uint32_t* probe(Stripe& stripe, format::KeySpace space, uint64_t address,

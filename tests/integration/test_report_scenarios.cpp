@@ -362,14 +362,23 @@ void check_many_live(const json& process, const ManyLive& expected) {
     CHECK(exactness["unattributed"] == 0);
 }
 
+// scenario_many_live run to its end, with `environment`, and its report's process.
+json many_live_process(const TempDir& dir, const ManyLive& run_for,
+                       const std::vector<std::string>& environment = {}) {
+    RunOptions options;
+    options.environment = environment;
+    TracedRun run =
+        run_traced(dir, program_path("scenario_many_live"), {std::to_string(run_for.steps)}, options);
+    REQUIRE(run.exited_with(0));
+    return only_process(report_json(dir, run.traces()));
+}
+
 } // namespace
 
 TEST_CASE("a million live allocations at the default trace size are each tracked, and counted exactly") {
     TempDir dir;
     const ManyLive expected{500000};
-    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)});
-    REQUIRE(run.exited_with(0));
-    const json process = only_process(report_json(dir, run.traces()));
+    const json process = many_live_process(dir, expected);
     check_many_live(process, expected);
     CHECK(process["summary"]["exactness"]["spilled"] == 0);
     CHECK(process["summary"]["exactness"]["notes"].empty());
@@ -378,9 +387,7 @@ TEST_CASE("a million live allocations at the default trace size are each tracked
 TEST_CASE("ten million live allocations at the default trace size are counted exactly, the excess by site") {
     TempDir dir;
     const ManyLive expected{5000000};
-    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)});
-    REQUIRE(run.exited_with(0));
-    const json process = only_process(report_json(dir, run.traces()));
+    const json process = many_live_process(dir, expected);
     check_many_live(process, expected);
     const json& exactness = process["summary"]["exactness"];
     // What the live table holds one by one, and the rest by site: the report says which is which.
@@ -393,19 +400,14 @@ TEST_CASE("ten million live allocations at the default trace size are counted ex
 TEST_CASE("a million live allocations in the smallest trace are counted exactly, the excess by site") {
     TempDir dir;
     const ManyLive expected{500000};
-    RunOptions options;
-    options.environment = {"GPULEAK_MAX_MB=4"};
-    TracedRun run =
-        run_traced(dir, program_path("scenario_many_live"), {std::to_string(expected.steps)}, options);
-    REQUIRE(run.exited_with(0));
-    const json process = only_process(report_json(dir, run.traces()));
+    const json process = many_live_process(dir, expected, {"GPULEAK_MAX_MB=4"});
     check_many_live(process, expected);
     CHECK(process["summary"]["exactness"]["spilled"].get<uint64_t>() > 900000);
 
     // The text says so beside the figures, before the diagnosis.
     RunOptions plain;
     plain.preload = false;
-    TracedRun text = run_traced(dir, GPULEAK_REPORT, run.traces(), plain);
+    TracedRun text = run_traced(dir, GPULEAK_REPORT, {process["trace"].get<std::string>()}, plain);
     REQUIRE(text.exited_with(0));
     const size_t note = text.out.find("not exact");
     REQUIRE(note != std::string::npos);
