@@ -1,6 +1,7 @@
 #include "live_table.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -65,6 +66,7 @@ bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t
     slots_ = slots;
     writer_ = writer;
     spill_ = spill;
+    attached_ = true;
     for (uint32_t i = 0; i < kStripes; ++i) {
         Stripe& stripe = stripes_[i];
         forget(stripe);
@@ -75,7 +77,7 @@ bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t
         stripe.free_slots = free_slot_memory_ + stripe.first_slot;
         stripe.index = static_cast<uint32_t*>(map_private(kFirstIndexSize * sizeof(uint32_t)));
         if (stripe.index == nullptr) {
-            detach();
+            release();
             return false;
         }
         stripe.index_size = kFirstIndexSize;
@@ -84,16 +86,30 @@ bool LiveTable::attach(format::LiveStripeMarks* marks, LiveSlot* slots, uint64_t
     return true;
 }
 
-void LiveTable::detach() {
+void LiveTable::release() {
     for (Stripe& stripe : stripes_) {
         if (stripe.index != nullptr)
-            ::munmap(stripe.index, stripe.index_size * sizeof(uint32_t));
+            ::munmap(stripe.index, uint64_t{stripe.index_size} * sizeof(uint32_t));
         if (stripe.spilled != nullptr)
             ::munmap(stripe.spilled, uint64_t{stripe.spilled_capacity} * sizeof(LiveSlot));
         forget(stripe);
     }
     if (free_slot_memory_ != nullptr)
         ::munmap(free_slot_memory_, free_slot_bytes_);
+    forget_table();
+}
+
+void LiveTable::detach_after_fork() {
+    // A thread of the parent may have been moving an index or a spilled array when it forked, so that
+    // what the stripe names is not what is mapped: the child leaves it all mapped, untouched (shared
+    // with the parent until written), rather than unmap what may be another's memory now.
+    for (Stripe& stripe : stripes_)
+        forget(stripe);
+    forget_table();
+}
+
+void LiveTable::forget_table() {
+    attached_ = false;
     free_slot_memory_ = nullptr;
     slots_ = nullptr;
     writer_ = nullptr;
@@ -159,12 +175,15 @@ uint32_t* LiveTable::probe(Stripe& stripe, KeySpace space, uint64_t address, uin
 // its live entries need, so that a probe always ends on an empty entry. False when there was no memory
 // for it and the index is too full to take another entry.
 bool LiveTable::make_room_in_index(Stripe& stripe) {
-    if ((stripe.index_used + 1) * 4 <= stripe.index_size * 3)
+    if ((uint64_t{stripe.index_used} + 1) * 4 <= uint64_t{stripe.index_size} * 3)
         return true;
-    uint32_t size = kFirstIndexSize;
-    while (size < (stripe.live + 1) * 4)
-        size *= 2;
-    size = std::max(size, stripe.index_size);
+    uint64_t wanted = kFirstIndexSize;
+    while (wanted < (uint64_t{stripe.live} + 1) * 4)
+        wanted *= 2;
+    // Index entries are 32-bit: a stripe past 2^30 live objects takes no more.
+    if (wanted > uint64_t{1} << 31)
+        return stripe.index_used < stripe.index_size - 1;
+    const uint32_t size = std::max(static_cast<uint32_t>(wanted), stripe.index_size);
     auto* index = static_cast<uint32_t*>(map_private(uint64_t{size} * sizeof(uint32_t)));
     if (index == nullptr)
         return stripe.index_used < stripe.index_size - 1;
@@ -191,9 +210,11 @@ bool LiveTable::reserve_more(Stripe& stripe) {
     if (stripe.reserve_failed || stripe.reserved >= stripe.slot_count)
         return false;
     const uint32_t count = std::min(kReserveChunk, stripe.slot_count - stripe.reserved);
-    // A full disk leaves the rest of the stripe unused: its allocations are kept in private memory.
-    if (!writer_->reserve_live_slots(uint64_t{stripe.first_slot} + stripe.reserved, count)) {
-        stripe.reserve_failed = true;
+    // A full disk leaves the rest of the stripe unused: its allocations are kept in private memory. A
+    // failure that may pass (no descriptor free just now) is tried again at the next new slot.
+    const int error = writer_->reserve_live_slots(uint64_t{stripe.first_slot} + stripe.reserved, count);
+    if (error != 0) {
+        stripe.reserve_failed = error != EMFILE && error != ENFILE && error != ENOMEM && error != EAGAIN;
         return false;
     }
     stripe.reserved += count;
@@ -233,7 +254,8 @@ uint32_t LiveTable::take_place(Stripe& stripe) {
         __atomic_store_n(stripe.mark, stripe.used, __ATOMIC_RELAXED);
         return stripe.first_slot + stripe.used - 1;
     }
-    const uint32_t entry = take_spilled_entry(stripe);
+    // Kept in private memory only where the file counts it: otherwise the trace would not know of it.
+    const uint32_t entry = spill_ == nullptr ? kNoEntry : take_spilled_entry(stripe);
     return entry == kNoEntry ? kNoEntry : kSpilledReference + entry;
 }
 
@@ -246,8 +268,7 @@ void LiveTable::take_out(Stripe& stripe, uint32_t* index_entry, LiveSlot* remove
     }
     if (reference >= kSpilledReference) {
         // Its state names the spill record that counts it.
-        if (spill_ != nullptr)
-            spill_->remove(object.state, object.size);
+        spill_->remove(object.state, object);
         object.address = stripe.spilled_free;
         stripe.spilled_free = reference - kSpilledReference;
         count_down(stripe.spilled_live);
@@ -267,7 +288,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
         if (sequence_counter != nullptr)
             sequence = sequences->alloc = __atomic_fetch_add(sequence_counter, 1, __ATOMIC_RELAXED);
     };
-    if (stripes_[0].index == nullptr) {
+    if (!attached_) {
         claim();
         result.untracked = true;
         return result;
@@ -299,7 +320,7 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
         LiveSlot& object = stripe.spilled[place - kSpilledReference];
         object = entry;
         object.sequence = sequence;
-        object.state = spill_ != nullptr ? spill_->add(object) : 0;
+        object.state = spill_->add(object);
         count_up(stripe.spilled_live);
     } else {
         LiveSlot& slot = slots_[place];
@@ -317,9 +338,9 @@ LiveTable::InsertResult LiveTable::insert(const LiveSlot& entry, LiveSlot* repla
 }
 
 template <typename Action> bool LiveTable::with_entry(KeySpace space, uint64_t address, Action&& action) {
-    Stripe& stripe = stripe_for(space, address);
-    if (stripe.index == nullptr)
+    if (!attached_)
         return false;
+    Stripe& stripe = stripe_for(space, address);
     SpinGuard guard(stripe.lock);
     uint32_t* entry = probe(stripe, space, address);
     if (entry == nullptr || *entry == 0)
@@ -334,7 +355,7 @@ bool LiveTable::remove(KeySpace space, uint64_t address, LiveSlot* removed) {
 }
 
 bool LiveTable::remove_first_in(KeySpace space, uint64_t low, uint64_t high, LiveSlot* removed) {
-    if (stripes_[0].index == nullptr || low >= high)
+    if (!attached_ || low >= high)
         return false;
     const auto candidate = [&](const LiveSlot& object) {
         return object.address >= low && object.address < high &&

@@ -22,12 +22,12 @@ class LiveTable {
 
     // Takes over `capacity` file slots (all free) and their stripes' marks (all 0). With `writer`, a
     // stripe's slots are reserved in its file a chunk at a time before they are used (otherwise they
-    // are all usable); with `spill`, the allocations kept in private memory are counted there.
+    // are all usable). With `spill`, an object that finds no slot is kept in private memory and
+    // counted there; without it, it is untracked.
     bool attach(format::LiveStripeMarks* marks, format::LiveSlot* slots, uint64_t capacity,
                 TraceWriter* writer = nullptr, SpillSites* spill = nullptr);
-    // Drops the index and the private memory (used in a forked child, whose parent's allocations are
-    // not its own).
-    void detach();
+    // Forgets the table in a forked child, whose parent's allocations are not its own.
+    void detach_after_fork();
 
     struct InsertResult {
         // An object with the same key was live: it is copied to `replaced`, as its free went by unseen.
@@ -85,6 +85,9 @@ class LiveTable {
     static constexpr uint32_t kSpilledReference = 1u << 31;
 
     static void forget(Stripe& stripe);
+    void forget_table();
+    // Unmaps what attach() mapped, and forgets the table.
+    void release();
     Stripe& stripe_for(format::KeySpace space, uint64_t address);
     format::LiveSlot& object_of(Stripe& stripe, uint32_t index_entry) const;
     uint32_t* probe(Stripe& stripe, format::KeySpace space, uint64_t address,
@@ -98,6 +101,9 @@ class LiveTable {
     // Runs action(stripe, index entry) under the stripe's lock when the key is live.
     template <typename Action> bool with_entry(format::KeySpace space, uint64_t address, Action&& action);
 
+    // Set by attach() before any thread records, cleared by a child after fork: read without a lock,
+    // where a stripe's index may move under another thread's.
+    bool attached_ = false;
     format::LiveSlot* slots_ = nullptr;
     TraceWriter* writer_ = nullptr;
     SpillSites* spill_ = nullptr;

@@ -101,7 +101,7 @@ void start_over_after_fork() {
     g_modules.detach();
     g_stacks.detach();
     g_code.detach();
-    g_live.detach();
+    g_live.detach_after_fork();
     g_spill.detach();
     g_writer.abandon_after_fork();
     // The child gets its own trace from its first event; the parent's allocations are not its own.
@@ -166,6 +166,8 @@ bool start_recording() {
     if (ok) {
         format::FileHeader& header = *g_writer.header();
         const bool spill = g_spill.attach(g_writer.spill_sites(), header.spill_capacity, &header.spill_used);
+        if (!spill)
+            warn("cannot map memory for the spill index; allocations past the live table are not recorded");
         if (!g_live.attach(g_writer.live_marks(), g_writer.live_slots(), header.live_capacity, &g_writer,
                            spill ? &g_spill : nullptr)) {
             warn("cannot map memory for the live-allocation index; not recording");

@@ -1,5 +1,6 @@
 #include "spill_sites.h"
 
+#include <algorithm>
 #include <sys/mman.h>
 
 namespace gpuleak {
@@ -14,6 +15,11 @@ uint64_t key_hash(uint32_t stack_id, int16_t device, uint8_t kind) {
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
     return x;
+}
+
+// Of two bucket times, the earlier one that is set (0: none).
+uint64_t earliest(uint64_t a, uint64_t b) {
+    return a == 0 ? b : b == 0 ? a : std::min(a, b);
 }
 
 } // namespace
@@ -91,21 +97,36 @@ uint32_t SpillSites::add(const format::LiveSlot& allocation) {
     SpinGuard guard(lock_);
     const uint32_t id = find_or_add({allocation.stack_id, allocation.device, allocation.kind});
     SpillSite& site = records_[id];
-    if (site.first_time_ns == 0) {
-        site.first_sequence = allocation.sequence;
-        site.first_time_ns = allocation.time_ns;
-    }
-    site.last_sequence = allocation.sequence;
-    site.last_time_ns = allocation.time_ns;
     change(site, 1, allocation.size, true);
+    // Threads number their allocations under their stripes' locks and get here in any order: the
+    // buckets grow to the largest number seen.
+    while (allocation.sequence >> site.bucket_shift >= format::kSpillBuckets && site.bucket_shift < 63) {
+        for (uint32_t i = 0; i < format::kSpillBuckets / 2; ++i) {
+            const format::SpillBucket& low = site.buckets[2 * i];
+            const format::SpillBucket& high = site.buckets[2 * i + 1];
+            site.buckets[i] = {low.count + high.count, earliest(low.first_time_ns, high.first_time_ns),
+                               std::max(low.last_time_ns, high.last_time_ns)};
+        }
+        for (uint32_t i = format::kSpillBuckets / 2; i < format::kSpillBuckets; ++i)
+            site.buckets[i] = {};
+        ++site.bucket_shift;
+    }
+    format::SpillBucket& bucket = site.buckets[allocation.sequence >> site.bucket_shift];
+    ++bucket.count;
+    bucket.first_time_ns = earliest(bucket.first_time_ns, allocation.time_ns);
+    bucket.last_time_ns = std::max(bucket.last_time_ns, allocation.time_ns);
     return id;
 }
 
-void SpillSites::remove(uint32_t record, uint64_t size) {
+void SpillSites::remove(uint32_t record, const format::LiveSlot& allocation) {
     if (records_ == nullptr || record >= capacity_)
         return;
     SpinGuard guard(lock_);
-    change(records_[record], 1, size, false);
+    SpillSite& site = records_[record];
+    change(site, 1, allocation.size, false);
+    const uint64_t index = allocation.sequence >> site.bucket_shift;
+    if (index < format::kSpillBuckets && site.buckets[index].count > 0)
+        --site.buckets[index].count;
 }
 
 } // namespace gpuleak

@@ -20,8 +20,8 @@ class SpillSites {
     // Counts `allocation` in its site's record, adding the record when new; returns the record, 0 when
     // its site found none.
     uint32_t add(const format::LiveSlot& allocation);
-    // Takes an allocation of `size` bytes counted by add() out of `record`.
-    void remove(uint32_t record, uint64_t size);
+    // Takes an allocation counted by add() out of `record`.
+    void remove(uint32_t record, const format::LiveSlot& allocation);
 
   private:
     struct Key {

@@ -86,7 +86,7 @@ Layout compute_layout(uint64_t max_bytes) {
     place(layout.stacks, share(70, 256 << 10));
     place(layout.code, share(15, 256 << 10));
     // A site spills when its stripes of the live table are full: a few thousand sites at most do.
-    layout.spill_capacity = share(5, 64 << 10) / sizeof(format::SpillSite);
+    layout.spill_capacity = share(10, 128 << 10) / sizeof(format::SpillSite);
     place(layout.spill, layout.spill_capacity * sizeof(format::SpillSite));
     // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
     // source), so a default trace keeps some 7,000 cells.
@@ -235,23 +235,27 @@ format::SpillSite* TraceWriter::spill_sites() const {
     return reinterpret_cast<format::SpillSite*>(base_ + header_->spill.offset);
 }
 
-bool TraceWriter::reserve_live_slots(uint64_t first, uint64_t count) {
+int TraceWriter::reserve_live_slots(uint64_t first, uint64_t count) {
     if (header_ == nullptr)
-        return false;
+        return EBADF;
     const int fd = ::open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return false;
+        return errno;
     struct stat now {};
     // The path may name another file now (the user moved ours away): reserve nothing in that one.
-    bool reserved = ::fstat(fd, &now) == 0 && now.st_dev == file_device_ && now.st_ino == file_inode_;
-    if (reserved) {
+    int error = ::fstat(fd, &now) != 0 ? errno : 0;
+    if (error == 0 && (now.st_dev != file_device_ || now.st_ino != file_inode_))
+        error = ESTALE;
+    if (error == 0) {
         const uint64_t offset =
             header_->live.offset + sizeof(format::LiveStripeMarks) + first * sizeof(format::LiveSlot);
-        reserved = ::posix_fallocate(fd, static_cast<off_t>(offset),
-                                     static_cast<off_t>(count * sizeof(format::LiveSlot))) == 0;
+        do
+            error = ::posix_fallocate(fd, static_cast<off_t>(offset),
+                                      static_cast<off_t>(count * sizeof(format::LiveSlot)));
+        while (error == EINTR);
     }
     ::close(fd);
-    return reserved;
+    return error;
 }
 
 format::TimelineSample* TraceWriter::timeline() const {

@@ -50,8 +50,9 @@ class TraceWriter {
     [[nodiscard]] format::TimelineSample* timeline() const;
     [[nodiscard]] format::SpillSite* spill_sites() const;
     // Reserves the blocks of live slots [first, first + count) on disk, so that writing them cannot
-    // fail with a SIGBUS; false when the disk has no room. Thread-safe.
-    bool reserve_live_slots(uint64_t first, uint64_t count);
+    // fail with a SIGBUS. 0, or the error (ENOSPC: the disk has no room; ESTALE: the path names
+    // another file now). Thread-safe.
+    int reserve_live_slots(uint64_t first, uint64_t count);
 
     // Appends to the event ring; fills in `commit` itself. Lock-free.
     void append_event(format::EventRecord& event);

@@ -356,10 +356,13 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         entry.site.bytes += spilled.bytes;
         entry.site.count += spilled.count;
         entry.site.spilled += spilled.count;
-        // Their own times are not known: the first and the latest spilled there bound them.
-        entry.times.push_back(since_start(spilled.first_time_ns, model.header));
-        entry.times.push_back(since_start(spilled.last_time_ns, model.header));
-        entry.spilled_ranges.push_back({spilled.first_sequence, spilled.last_sequence});
+        // Their own times and places in the order of events are not known: the stretches they were
+        // made in stand for them.
+        for (const SpilledSite::Stretch& stretch : spilled.stretches) {
+            entry.times.push_back(since_start(stretch.first_time_ns, model.header));
+            entry.times.push_back(since_start(stretch.last_time_ns, model.header));
+            entry.spilled_ranges.push_back({stretch.first_sequence, stretch.end_sequence - 1});
+        }
     }
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
@@ -369,6 +372,9 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         site.device = std::max_element(entry.bytes_by_device.begin(), entry.bytes_by_device.end(),
                                        [](const auto& a, const auto& b) { return a.second < b.second; })
                           ->first;
+        // Spilled allocations whose stretches were torn (a corrupt trace) have no time: read as the start.
+        if (entry.times.empty())
+            entry.times.push_back(0);
         auto [oldest, youngest] = std::minmax_element(entry.times.begin(), entry.times.end());
         site.first_ns = *oldest;
         site.last_ns = *youngest;

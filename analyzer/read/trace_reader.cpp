@@ -498,17 +498,23 @@ class TraceReader::Decoder {
             const format::SpillTally& tally = record.tally[record.version % 2];
             if (tally.count == 0)
                 continue;
-            trace_.live_.spilled.push_back(SpilledSite{
+            SpilledSite site{
                 .stack_id = record.stack_id,
                 .device = record.device,
                 .kind = static_cast<format::MemoryKind>(record.kind),
                 .count = tally.count,
                 .bytes = tally.bytes,
-                .first_sequence = record.first_sequence,
-                .last_sequence = record.last_sequence,
-                .first_time_ns = record.first_time_ns,
-                .last_time_ns = record.last_time_ns,
-            });
+                .stretches = {},
+            };
+            // A shift of 60 or more would take the buckets past any event number: corrupt, and left out.
+            for (uint64_t bucket = 0; bucket < format::kSpillBuckets && record.bucket_shift < 60; ++bucket) {
+                const format::SpillBucket& stretch = record.buckets[bucket];
+                if (stretch.count != 0)
+                    site.stretches.push_back({bucket << record.bucket_shift,
+                                              (bucket + 1) << record.bucket_shift, stretch.count,
+                                              stretch.first_time_ns, stretch.last_time_ns});
+            }
+            trace_.live_.spilled.push_back(std::move(site));
         }
         if (raw_.spill_used > raw_.spill_capacity)
             warn(fmt::format("spill region: header says {} records are used, it has room for {}",

@@ -131,11 +131,17 @@ struct SpilledSite {
     format::MemoryKind kind = format::MemoryKind::None;
     uint64_t count = 0;
     uint64_t bytes = 0;
-    // Of the first and the latest allocation ever spilled at the site: the live ones were made between.
-    uint64_t first_sequence = 0;
-    uint64_t last_sequence = 0;
-    uint64_t first_time_ns = 0;
-    uint64_t last_time_ns = 0;
+    // Where in the order of events they were made (format::SpillBucket): stretches of event numbers
+    // [first_sequence, end_sequence) with `count` of them, made between the two times. Only those
+    // that hold any, in order.
+    struct Stretch {
+        uint64_t first_sequence = 0;
+        uint64_t end_sequence = 0;
+        uint64_t count = 0;
+        uint64_t first_time_ns = 0;
+        uint64_t last_time_ns = 0;
+    };
+    std::vector<Stretch> stretches;
 };
 
 struct LiveSet {

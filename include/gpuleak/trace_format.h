@@ -320,26 +320,34 @@ static const uint32_t kSlotLive = 0x4c495645u; // "LIVE"
 // its site first spills, and committed (commit = kRecordCommit) before spill_used counts it; record 0
 // is committed at creation with kind None and counts the allocations whose site found no record.
 // The tally changes as a pair: the writer fills tally[(version + 1) % 2] from tally[version % 2] and
-// then stores version + 1, so a reader (also after a SIGKILL at any instant) takes tally[version % 2]
-// and has a count and bytes that belong together.
+// then stores version + 1, so that a reader of a process that stopped (also by a SIGKILL at any
+// instant) takes tally[version % 2] and has a count and bytes that belong together.
 struct SpillTally {
     uint64_t count;
     uint64_t bytes;
+};
+// Where in the order of events the live ones were made, kSpillBuckets equal stretches of event
+// numbers: bucket i holds those numbered [i << bucket_shift, (i + 1) << bucket_shift). When an
+// allocation is numbered past the last bucket, the buckets are merged in pairs and the shift grows by
+// one, so they always cover the process's events so far. A bucket's times are those of the first and
+// the latest allocation ever made in it (0: none): its live ones were made between. The buckets are
+// approximate where the tally is exact (a SIGKILL during a merge may leave them torn).
+#define GPULEAK_SPILL_BUCKETS 16
+static const uint32_t kSpillBuckets = GPULEAK_SPILL_BUCKETS;
+struct SpillBucket {
+    uint64_t count;
+    uint64_t first_time_ns;
+    uint64_t last_time_ns;
 };
 struct SpillSite {
     uint32_t commit;
     uint32_t stack_id;
     int16_t device; // ordinal, -1 host, -2 unknown
     uint8_t kind;   // MemoryKind
-    uint8_t reserved0;
+    uint8_t bucket_shift;
     uint32_t version;
     struct SpillTally tally[2];
-    // The event numbers and times of the first and the latest allocation ever spilled here (some may
-    // be freed since): the bounds of when the live ones were made.
-    uint64_t first_sequence;
-    uint64_t last_sequence;
-    uint64_t first_time_ns;
-    uint64_t last_time_ns;
+    struct SpillBucket buckets[GPULEAK_SPILL_BUCKETS];
 };
 
 struct EventRecord {
@@ -372,7 +380,7 @@ struct TimelineSample {
 #ifdef __cplusplus
 static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
 static_assert(sizeof(LiveSlot) == 56, "LiveSlot layout is part of the file format");
-static_assert(sizeof(SpillSite) == 80, "SpillSite layout is part of the file format");
+static_assert(sizeof(SpillSite) == 432, "SpillSite layout is part of the file format");
 static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && sizeof(LiveStripeMarks) % 64 == 0,
               "the marks keep the live slots 64-byte aligned");
 static_assert(sizeof(EventRecord) == 64, "EventRecord layout is part of the file format");

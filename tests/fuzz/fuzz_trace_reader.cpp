@@ -176,8 +176,12 @@ void check_trace(const TraceReader& trace) {
     for (const auto& site : live.spilled) {
         require(site.count > 0, "only sites with live allocations");
         require(static_cast<uint8_t>(site.kind) < format::kKindCount, "spilled kinds are known");
-        sink += site.stack_id + site.bytes + site.first_sequence + site.last_sequence + site.first_time_ns +
-                site.last_time_ns;
+        sink += site.stack_id + site.bytes;
+        for (const auto& stretch : site.stretches) {
+            require(stretch.first_sequence < stretch.end_sequence, "stretches are not empty");
+            require(stretch.count > 0, "only stretches with live allocations");
+            sink += stretch.first_time_ns + stretch.last_time_ns;
+        }
     }
 
     // The ring holds the last ring_capacity of the ring_head events claimed, oldest first.

@@ -201,10 +201,9 @@ TraceBuilder spilled_sites() {
         record.version = version;
         record.tally[version % 2] = {count, count * 512};
         record.tally[(version + 1) % 2] = {count + 1, count * 512 + 512};
-        record.first_sequence = 1;
-        record.last_sequence = 9;
-        record.first_time_ns = 10;
-        record.last_time_ns = 90;
+        record.bucket_shift = static_cast<uint8_t>(version);
+        record.buckets[0] = {count / 2, 10, 20};
+        record.buckets[format::kSpillBuckets - 1] = {count - count / 2, 80, 90};
         return record;
     };
     builder.set_spill(0, site(0, format::MemoryKind::None, 0, 1));

@@ -181,3 +181,50 @@ TEST_CASE("a program killed at random moments leaves a trace with its exact live
         CHECK(ring.events.size() + ring.dropped + ring.torn == header.counters.ring_head);
     }
 }
+
+TEST_CASE(
+    "a program killed at random moments while its live set is past the live table reads back consistent") {
+    using gpuleak::format::MemoryKind;
+    for (int index = 0; index < 5; ++index) {
+        std::mt19937 random(static_cast<unsigned>(index));
+        const auto delay = std::chrono::milliseconds(150 + random() % 500);
+        INFO("run " << index << ": killed after " << delay.count() << " ms");
+        TempDir dir;
+        RunOptions options;
+        // The smallest trace: some 30,000 slots, passed within the first few milliseconds of the loop,
+        // which would run for seconds more (its segment needs a large device).
+        options.environment = {"GPULEAK_MAX_MB=4", "GPULEAK_SIM_CAPACITY=64G"};
+        options.kill_after = delay;
+        TracedRun run = run_traced(dir, program_path("scenario_many_live"), {"10000000"}, options);
+        REQUIRE(run.killed_by(SIGKILL));
+        REQUIRE(run.traces().size() == 1);
+        const TraceReader trace = TraceReader::open(run.traces()[0]);
+        INFO(trace.warnings().size() << " warnings, the first: "
+                                     << (trace.warnings().empty() ? "" : trace.warnings().front()));
+        CHECK(trace.live_allocations().invalid_slots == 0);
+        for (const std::string& warning : trace.warnings())
+            CHECK(warning.find("spill region") == std::string::npos);
+        // The blocks one by one and by site against the counters: apart by at most the one call in
+        // flight (the program has one thread), a block of 512, 1024 or 4096 bytes.
+        uint64_t blocks = 0;
+        uint64_t in_slots = 0;
+        for (const auto& allocation : trace.live_allocations().allocations)
+            if (allocation.kind == MemoryKind::Block) {
+                blocks += allocation.size;
+                ++in_slots;
+            }
+        uint64_t spilled = 0;
+        for (const auto& site : trace.live_allocations().spilled)
+            if (site.kind == MemoryKind::Block) {
+                blocks += site.bytes;
+                spilled += site.count;
+            }
+        CHECK(spilled > 0);
+        const uint64_t accounted =
+            trace.header().accounting.live_bytes[0][static_cast<size_t>(MemoryKind::Block)];
+        const int64_t difference = static_cast<int64_t>(accounted) - static_cast<int64_t>(blocks);
+        CHECK(std::set<int64_t>{0, 512, -512, 1024, -1024, 4096, -4096}.contains(difference));
+        // Every block is a loss, a metric or the temporary: their bytes follow from their count.
+        CHECK(blocks >= (in_slots + spilled) / 2 * 1536 - 4096);
+    }
+}

@@ -152,10 +152,13 @@ void print_text(const TraceReader& trace) {
         fmt::print("  {:#x} {} {} device={} stack={} t={}\n", a.address, a.size, format::kind_name(a.kind),
                    a.device, a.stack_id, a.time_ns);
     fmt::print("spilled sites: {}\n", live.spilled.size());
-    for (const auto& site : live.spilled)
-        fmt::print("  {} {} in {} device={} stack={} sequences {}..{} t={}..{}\n",
-                   format::kind_name(site.kind), site.bytes, site.count, site.device, site.stack_id,
-                   site.first_sequence, site.last_sequence, site.first_time_ns, site.last_time_ns);
+    for (const auto& site : live.spilled) {
+        fmt::print("  {} {} in {} device={} stack={}\n", format::kind_name(site.kind), site.bytes, site.count,
+                   site.device, site.stack_id);
+        for (const auto& stretch : site.stretches)
+            fmt::print("    {} made in events [{}, {}) at t={}..{}\n", stretch.count, stretch.first_sequence,
+                       stretch.end_sequence, stretch.first_time_ns, stretch.last_time_ns);
+    }
 
     print_events("events", trace.events());
     print_events("notable events", trace.notable_events());
@@ -294,16 +297,21 @@ json to_json(const TraceReader& trace) {
                                {"thread_id", a.thread_id},
                                {"api", a.api}});
     json spilled = json::array();
-    for (const auto& site : trace.live_allocations().spilled)
+    for (const auto& site : trace.live_allocations().spilled) {
+        json stretches = json::array();
+        for (const auto& stretch : site.stretches)
+            stretches.push_back({{"first_sequence", stretch.first_sequence},
+                                 {"end_sequence", stretch.end_sequence},
+                                 {"count", stretch.count},
+                                 {"first_time_ns", stretch.first_time_ns},
+                                 {"last_time_ns", stretch.last_time_ns}});
         spilled.push_back({{"kind", format::kind_name(site.kind)},
                            {"count", site.count},
                            {"bytes", site.bytes},
                            {"device", site.device},
                            {"stack_id", site.stack_id},
-                           {"first_sequence", site.first_sequence},
-                           {"last_sequence", site.last_sequence},
-                           {"first_time_ns", site.first_time_ns},
-                           {"last_time_ns", site.last_time_ns}});
+                           {"stretches", stretches}});
+    }
     out["live"] = {{"allocations", allocations},
                    {"invalid_slots", trace.live_allocations().invalid_slots},
                    {"spilled", spilled}};

@@ -205,8 +205,39 @@ TEST_CASE("spill sites that do not fit are counted in the unattributed record") 
     CHECK(records[0].commit == gpuleak::format::kRecordCommit);
     CHECK(records[0].tally[records[0].version % 2].count == 2);
     CHECK(records[0].tally[records[0].version % 2].bytes == 200);
-    spill.remove(0, 100);
+    LiveSlot freed = slot_of(3 * 4096, 100);
+    spill.remove(0, freed);
     CHECK(records[0].tally[records[0].version % 2].count == 1);
+}
+
+TEST_CASE("a spill site's buckets say where in the order of events its live allocations were made") {
+    std::vector<gpuleak::format::SpillSite> records(2);
+    uint64_t records_used = 0;
+    SpillSites spill;
+    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    const auto allocation = [](uint64_t sequence) {
+        LiveSlot slot = slot_of(sequence * 4096, 64);
+        slot.stack_id = 5;
+        slot.sequence = sequence;
+        slot.time_ns = 1000 + sequence;
+        return slot;
+    };
+    for (uint64_t sequence : {1, 2, 3, 40})
+        REQUIRE(spill.add(allocation(sequence)) == 1);
+    const gpuleak::format::SpillSite& site = records[1];
+    // 40 is past 16 buckets of one event: they were merged until it fit, in buckets of 4.
+    CHECK(site.bucket_shift == 2);
+    CHECK(site.buckets[0].count == 3);
+    CHECK(site.buckets[0].first_time_ns == 1001);
+    CHECK(site.buckets[0].last_time_ns == 1003);
+    CHECK(site.buckets[10].count == 1);
+    // Allocations made early and freed leave their bucket, not the others.
+    for (uint64_t sequence : {1, 2, 3})
+        spill.remove(1, allocation(sequence));
+    CHECK(site.buckets[0].count == 0);
+    CHECK(site.buckets[10].count == 1);
+    CHECK(site.tally[site.version % 2].count == 1);
+    CHECK(site.tally[site.version % 2].bytes == 64);
 }
 
 TEST_CASE("heavy churn stays exact (tombstones are rebuilt away)") {

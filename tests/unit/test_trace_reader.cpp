@@ -472,10 +472,8 @@ format::SpillSite spill_site(uint32_t stack_id, format::MemoryKind kind, uint64_
     site.version = 3; // the tally in copy 1 is the whole one
     site.tally[1] = {count, bytes};
     site.tally[0] = {count + 1, bytes + 99}; // the copy a writer was filling
-    site.first_sequence = 10;
-    site.last_sequence = 20;
-    site.first_time_ns = 100;
-    site.last_time_ns = 200;
+    site.bucket_shift = 4;                   // buckets of 16 events
+    site.buckets[2] = {count, 100, 200};
     return site;
 }
 
@@ -498,8 +496,13 @@ TEST_CASE("spilled allocations are read by site from the tally each record's ver
     CHECK(spilled[1].kind == format::MemoryKind::Block);
     CHECK(spilled[1].count == 5);
     CHECK(spilled[1].bytes == 2560);
-    CHECK(spilled[1].first_sequence == 10);
-    CHECK(spilled[1].last_time_ns == 200);
+    REQUIRE(spilled[1].stretches.size() == 1);
+    const auto& stretch = spilled[1].stretches[0];
+    CHECK(stretch.first_sequence == 32);
+    CHECK(stretch.end_sequence == 48);
+    CHECK(stretch.count == 5);
+    CHECK(stretch.first_time_ns == 100);
+    CHECK(stretch.last_time_ns == 200);
 }
 
 TEST_CASE("spill records in flight, malformed or past the region cost a warning, never the trace") {
