@@ -116,8 +116,8 @@ void LiveTable::forget_table() {
     spill_ = nullptr;
 }
 
-// Empty, owning no memory: what attach() fills in and detach() leaves (the lock is reset, as in a
-// forked child another thread of the parent may have held it).
+// Empty, owning no memory: what attach() fills in, and release() and detach_after_fork() leave. The
+// lock is reset: in a forked child, a thread of the parent may have held it.
 void LiveTable::forget(Stripe& stripe) {
     stripe.lock.reset_after_fork();
     stripe.first_slot = 0;

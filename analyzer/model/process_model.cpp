@@ -655,9 +655,14 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     Exactness& exactness = model.exactness;
     exactness.untracked = model.header.counters.live_untracked;
     exactness.live_capacity = model.header.live_capacity;
+    exactness.stacks_dropped = model.header.counters.stacks_dropped;
+    exactness.notable_dropped = trace.notable_events().dropped;
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
         exactness.spilled += spilled.count;
         exactness.spilled_bytes += spilled.bytes;
+        SpilledCount& of_kind = exactness.spilled_by_kind[spilled.kind];
+        of_kind.count += spilled.count;
+        of_kind.bytes += spilled.bytes;
         if (spilled.kind == MemoryKind::None) {
             exactness.unattributed += spilled.count;
             exactness.unattributed_bytes += spilled.bytes;

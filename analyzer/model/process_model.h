@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,11 @@ struct TimelinePoint {
     std::optional<uint64_t> rss;
 };
 
+struct SpilledCount {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+};
+
 // What makes the figures of a process less than exact. The renderers say it beside the figures.
 struct Exactness {
     // Allocations gpuleak could not record at all (no memory left for them): the totals, the sites and
@@ -110,10 +116,16 @@ struct Exactness {
     // bounds for their times, but not one by one (no address, so not in a snapshot export).
     uint64_t spilled = 0;
     uint64_t spilled_bytes = 0;
+    // The same by kind (a caching allocator's blocks lie in its segments: their bytes are not to be added).
+    std::map<format::MemoryKind, SpilledCount> spilled_by_kind;
     uint64_t live_capacity = 0; // the live slots the trace had
     // Of spilled, those whose site found no record: in the totals, in no site and not in the timeline.
     uint64_t unattributed = 0;
     uint64_t unattributed_bytes = 0;
+    // Call stacks that did not fit in the trace: their allocations are at a site without a stack.
+    uint64_t stacks_dropped = 0;
+    // Failures, markers, forks and notebook cells the trace had no room for.
+    uint64_t notable_dropped = 0;
 
     // Data was lost that a leak may hide in.
     [[nodiscard]] bool lost() const { return untracked > 0 || unattributed > 0; }

@@ -92,18 +92,41 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
         notes.push_back(fmt::format("{} allocation{} could not be recorded (gpuleak had no memory left for "
                                     "them): the totals, the sites and the timeline are short by their bytes.",
                                     exactness.untracked, exactness.untracked == 1 ? "" : "s"));
-    if (exactness.spilled > 0)
+    if (exactness.spilled > 0) {
+        std::string which;
+        for (const auto& [kind, spilled] : exactness.spilled_by_kind)
+            if (kind != format::MemoryKind::None)
+                which += fmt::format("{}{} ({})", which.empty() ? "" : ", ",
+                                     allocations_of(kind, spilled.count), bytes(spilled.bytes));
         notes.push_back(fmt::format(
-            "{} of the allocations live at the end ({}) found no slot of their own in the trace's live table "
-            "({} slots): they are counted by the line that made them, so the totals, the sites and their "
-            "bytes are exact, but their times are bounds and they are not in a snapshot export. A larger "
-            "GPULEAK_MAX_MB keeps them one by one.",
-            exactness.spilled, bytes(exactness.spilled_bytes), exactness.live_capacity));
+            "{} live at the end found no slot of their own in the trace's live table ({} slots): they are "
+            "counted by the line that made them, so the totals, the sites and their bytes are exact, but "
+            "their times are those of the stretch of the run they were made in, and they are not in a "
+            "snapshot export. A larger GPULEAK_MAX_MB keeps them one by one.",
+            which, exactness.live_capacity));
+    }
     if (exactness.unattributed > 0)
         notes.push_back(fmt::format("Of those, {} ({}) are in the totals but in no site and not in the "
                                     "timeline: more sites spilled than the trace has room for.",
                                     exactness.unattributed, bytes(exactness.unattributed_bytes)));
+    if (exactness.stacks_dropped > 0)
+        notes.push_back(
+            fmt::format("{} call stack{} did not fit in the trace: the allocations made there are "
+                        "shown together, with no stack. A larger GPULEAK_MAX_MB keeps them.",
+                        exactness.stacks_dropped, exactness.stacks_dropped == 1 ? "" : "s"));
+    if (exactness.notable_dropped > 0)
+        notes.push_back(
+            fmt::format("The last {} failures, markers, forks and notebook cells did not fit in the "
+                        "trace: what they would say is missing. A larger GPULEAK_MAX_MB keeps them.",
+                        exactness.notable_dropped));
     return notes;
+}
+
+std::string allocations_of(format::MemoryKind kind, uint64_t count) {
+    const char* plural = count == 1 ? "" : "s";
+    if (kind == format::MemoryKind::Block)
+        return fmt::format("{} block{}", count, plural);
+    return fmt::format("{} {} allocation{}", count, format::kind_name(kind), plural);
 }
 
 std::string marker_interval_name(const ProcessModel& model, int index) {

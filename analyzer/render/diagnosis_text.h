@@ -15,6 +15,9 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
 // the renderers show beside the figures. Empty when they are exact.
 std::vector<std::string> exactness_notes(const ProcessModel& model);
 
+// "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
+std::string allocations_of(format::MemoryKind kind, uint64_t count);
+
 // The marker interval `index` of LeakSite::marker_range: its marker's label, "the start" before the first.
 std::string marker_interval_name(const ProcessModel& model, int index);
 

@@ -166,6 +166,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"unattributed", model.exactness.unattributed},
                         {"unattributed_bytes", model.exactness.unattributed_bytes},
                         {"live_capacity", model.exactness.live_capacity},
+                        {"stacks_dropped", model.exactness.stacks_dropped},
+                        {"notable_dropped", model.exactness.notable_dropped},
                         {"notes", exactness_notes(model)}}}}},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},

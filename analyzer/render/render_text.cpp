@@ -164,20 +164,13 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
     return fmt::format("{}, through {}: growing", during, share);
 }
 
-// "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
-std::string allocations(const LeakSite& site) {
-    const char* plural = site.count == 1 ? "" : "s";
-    if (site.kind == format::MemoryKind::Block)
-        return fmt::format("{} block{}", site.count, plural);
-    return fmt::format("{} {} allocation{}", site.count, format::kind_name(site.kind), plural);
-}
-
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
                  const ReportOptions& options, const Style& style) {
-    out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes), allocations(site),
-                       when_made(report.model, site));
+    out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
+                       allocations_of(site.kind, site.count), when_made(report.model, site));
     if (site.spilled > 0)
-        out += style.dim(fmt::format("        ({} of them counted by site only: their times are bounds)",
+        out += style.dim(fmt::format("        ({} of them counted by site only: when each was made is known "
+                                     "to a stretch of the run)",
                                      site.spilled)) +
                "\n";
     append_frames(out, *report.stacks, site.stack_id, options, style);

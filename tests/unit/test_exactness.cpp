@@ -1,7 +1,10 @@
-// Allocations past the live table, counted by site (format::SpillSite): in the sites and the totals,
-// in the timeline the replay makes, and judged growing by the stretches of events they were made in.
+// What makes a report less than exact, and what stays exact. Allocations past the live table, counted
+// by site (format::SpillSite), are in the sites and the totals, in the timeline the replay makes, and
+// judged growing by the stretches of events they were made in; what the trace had no room for is said
+// beside the figures.
 #include <catch2/catch.hpp>
 
+#include "diagnosis_text.h"
 #include "process_model.h"
 #include "trace_builder.h"
 #include "trace_reader.h"
@@ -111,4 +114,19 @@ TEST_CASE("the replay takes an allocation counted by site out of its site's tall
     for (const TimelinePoint& point : model.timeline)
         one_before |= point.allocated == kBlock;
     CHECK(one_before);
+}
+
+TEST_CASE("call stacks and notable records the trace had no room for are said beside the figures") {
+    TraceBuilder builder = spilled_program({1});
+    builder.header().stacks_dropped = 2;
+    builder.header().notable_count = builder.header().notable_capacity + 3;
+    const ProcessModel model = model_of(builder);
+    CHECK(model.exactness.stacks_dropped == 2);
+    CHECK(model.exactness.notable_dropped == 3);
+    CHECK_FALSE(model.exactness.lost());
+    const std::vector<std::string> notes = exactness_notes(model);
+    REQUIRE(notes.size() == 3);
+    CHECK(notes[0].starts_with("1 block (512 B) live at the end found no slot of their own"));
+    CHECK(notes[1].starts_with("2 call stacks did not fit in the trace"));
+    CHECK(notes[2].starts_with("The last 3 failures, markers, forks and notebook cells did not fit"));
 }
