@@ -101,13 +101,13 @@ uint32_t SpillSites::add(const format::LiveSlot& allocation) {
     // Threads number their allocations under their stripes' locks and get here in any order: the
     // buckets grow to the largest number seen.
     while (allocation.sequence >> site.bucket_shift >= format::kSpillBuckets && site.bucket_shift < 63) {
-        for (uint32_t i = 0; i < format::kSpillBuckets / 2; ++i) {
+        for (size_t i = 0; i < format::kSpillBuckets / 2; ++i) {
             const format::SpillBucket& low = site.buckets[2 * i];
             const format::SpillBucket& high = site.buckets[2 * i + 1];
             site.buckets[i] = {low.count + high.count, earliest(low.first_time_ns, high.first_time_ns),
                                std::max(low.last_time_ns, high.last_time_ns)};
         }
-        for (uint32_t i = format::kSpillBuckets / 2; i < format::kSpillBuckets; ++i)
+        for (size_t i = format::kSpillBuckets / 2; i < format::kSpillBuckets; ++i)
             site.buckets[i] = {};
         ++site.bucket_shift;
     }
