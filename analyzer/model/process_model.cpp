@@ -150,6 +150,12 @@ uint32_t largest_stack(const std::map<uint32_t, uint64_t>& bytes_by_stack) {
     return largest->first;
 }
 
+// Kinds a site holds memory of. Address space is not memory, and a mapping only shows physical memory
+// counted already; None is the kind of allocations spilled without a site.
+bool is_memory_held(MemoryKind kind) {
+    return kind != MemoryKind::None && kind != MemoryKind::VaReservation && kind != MemoryKind::VmmMapping;
+}
+
 // Device memory a sub-allocator reserves for its blocks (LeakSite::segments).
 bool is_segment_kind(MemoryKind kind) {
     return kind == MemoryKind::Device || kind == MemoryKind::VmmPhysical || kind == MemoryKind::AsyncPool;
@@ -335,8 +341,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     // the program holds, what the allocator keeps).
     std::map<std::pair<uint64_t, MemoryKind>, Accumulated> by_site;
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
-        // Address space is not memory, and a mapping only shows physical memory counted already.
-        if (allocation.kind == MemoryKind::VaReservation || allocation.kind == MemoryKind::VmmMapping)
+        if (!is_memory_held(allocation.kind))
             continue;
         Accumulated& entry = by_site[{site_keys.of(allocation.stack_id), allocation.kind}];
         entry.bytes_by_stack[allocation.stack_id] += allocation.size;
@@ -347,8 +352,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         entry.sequences.push_back(allocation.sequence);
     }
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
-        if (spilled.kind == MemoryKind::None || spilled.kind == MemoryKind::VaReservation ||
-            spilled.kind == MemoryKind::VmmMapping)
+        if (!is_memory_held(spilled.kind))
             continue;
         Accumulated& entry = by_site[{site_keys.of(spilled.stack_id), spilled.kind}];
         entry.bytes_by_stack[spilled.stack_id] += spilled.bytes;
@@ -658,15 +662,9 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     exactness.stacks_dropped = model.header.counters.stacks_dropped;
     exactness.notable_dropped = trace.notable_events().dropped;
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
-        exactness.spilled += spilled.count;
-        exactness.spilled_bytes += spilled.bytes;
         SpilledCount& of_kind = exactness.spilled_by_kind[spilled.kind];
         of_kind.count += spilled.count;
         of_kind.bytes += spilled.bytes;
-        if (spilled.kind == MemoryKind::None) {
-            exactness.unattributed += spilled.count;
-            exactness.unattributed_bytes += spilled.bytes;
-        }
     }
     if (model.events_overwritten > 0)
         model.warnings.push_back(

@@ -112,23 +112,32 @@ struct Exactness {
     // Allocations gpuleak could not record at all (no memory left for them): the totals, the sites and
     // the timeline are short by them, and their frees were unknown frees.
     uint64_t untracked = 0;
-    // Live at the end without a live slot of their own: in the totals and their sites exactly, with
-    // bounds for their times, but not one by one (no address, so not in a snapshot export).
-    uint64_t spilled = 0;
-    uint64_t spilled_bytes = 0;
-    // The same by kind (a caching allocator's blocks lie in its segments: their bytes are not to be added).
+    // Live at the end without a live slot of their own, by kind: in the totals and their sites exactly,
+    // with their stretch of the run for their times, but not one by one (no address, so not in a
+    // snapshot export). Kind None: those whose site found no record, in the totals but in no site and
+    // not in the timeline. A caching allocator's blocks lie in its segments: their bytes do not add up.
     std::map<format::MemoryKind, SpilledCount> spilled_by_kind;
     uint64_t live_capacity = 0; // the live slots the trace had
-    // Of spilled, those whose site found no record: in the totals, in no site and not in the timeline.
-    uint64_t unattributed = 0;
-    uint64_t unattributed_bytes = 0;
     // Call stacks that did not fit in the trace: their allocations are at a site without a stack.
     uint64_t stacks_dropped = 0;
     // Failures, markers, forks and notebook cells the trace had no room for.
     uint64_t notable_dropped = 0;
 
+    // Of every kind, and those whose site found no record.
+    [[nodiscard]] SpilledCount spilled() const {
+        SpilledCount total;
+        for (const auto& [kind, of_kind] : spilled_by_kind) {
+            total.count += of_kind.count;
+            total.bytes += of_kind.bytes;
+        }
+        return total;
+    }
+    [[nodiscard]] SpilledCount unattributed() const {
+        const auto found = spilled_by_kind.find(format::MemoryKind::None);
+        return found == spilled_by_kind.end() ? SpilledCount{} : found->second;
+    }
     // Data was lost that a leak may hide in.
-    [[nodiscard]] bool lost() const { return untracked > 0 || unattributed > 0; }
+    [[nodiscard]] bool lost() const { return untracked > 0 || unattributed().count > 0; }
 };
 
 struct ProcessModel {

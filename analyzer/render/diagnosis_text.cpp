@@ -73,11 +73,10 @@ std::string incomplete_text(const Exactness& exactness) {
         lost = fmt::format("{} allocation{} could not be recorded (gpuleak had no memory left for them), so "
                            "the totals are short by their bytes",
                            exactness.untracked, exactness.untracked == 1 ? "" : "s");
-    if (exactness.unattributed > 0)
+    if (const SpilledCount unattributed = exactness.unattributed(); unattributed.count > 0)
         lost += fmt::format("{}{} of the allocations live at the end ({}) were counted without the line that "
                             "made them (more sites than the trace has room for)",
-                            lost.empty() ? "" : "; ", exactness.unattributed,
-                            bytes(exactness.unattributed_bytes));
+                            lost.empty() ? "" : "; ", unattributed.count, bytes(unattributed.bytes));
     return fmt::format("No verdict: {}. A leak among them cannot be ruled out; run again with a larger "
                        "GPULEAK_MAX_MB.",
                        lost);
@@ -92,23 +91,23 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
         notes.push_back(fmt::format("{} allocation{} could not be recorded (gpuleak had no memory left for "
                                     "them): the totals, the sites and the timeline are short by their bytes.",
                                     exactness.untracked, exactness.untracked == 1 ? "" : "s"));
-    if (exactness.spilled > 0) {
-        std::string which;
-        for (const auto& [kind, spilled] : exactness.spilled_by_kind)
-            if (kind != format::MemoryKind::None)
-                which += fmt::format("{}{} ({})", which.empty() ? "" : ", ",
-                                     allocations_of(kind, spilled.count), bytes(spilled.bytes));
+    std::string which;
+    for (const auto& [kind, spilled] : exactness.spilled_by_kind)
+        if (kind != format::MemoryKind::None)
+            which += fmt::format("{}{} ({})", which.empty() ? "" : ", ", allocations_of(kind, spilled.count),
+                                 bytes(spilled.bytes));
+    if (!which.empty())
         notes.push_back(fmt::format(
             "{} live at the end found no slot of their own in the trace's live table ({} slots): they are "
             "counted by the line that made them, so the totals, the sites and their bytes are exact, but "
             "their times are those of the stretch of the run they were made in, and they are not in a "
             "snapshot export. A larger GPULEAK_MAX_MB keeps them one by one.",
             which, exactness.live_capacity));
-    }
-    if (exactness.unattributed > 0)
-        notes.push_back(fmt::format("Of those, {} ({}) are in the totals but in no site and not in the "
-                                    "timeline: more sites spilled than the trace has room for.",
-                                    exactness.unattributed, bytes(exactness.unattributed_bytes)));
+    if (const SpilledCount unattributed = exactness.unattributed(); unattributed.count > 0)
+        notes.push_back(
+            fmt::format("{} allocations ({}) live at the end are in the totals but in no site and "
+                        "not in the timeline: more sites spilled than the trace has room for.",
+                        unattributed.count, bytes(unattributed.bytes)));
     if (exactness.stacks_dropped > 0)
         notes.push_back(
             fmt::format("{} call stack{} did not fit in the trace: the allocations made there are "

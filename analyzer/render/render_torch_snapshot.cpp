@@ -89,11 +89,11 @@ class SnapshotWriter {
             warnings.push_back(fmt::format("{} blocks ({} bytes) lie in no segment of the trace or overlap "
                                            "another block: the snapshot leaves them out",
                                            misplaced_, misplaced_bytes_));
-        if (exactness_.spilled > 0)
+        if (const SpilledCount spilled = exactness_.spilled(); spilled.count > 0)
             warnings.push_back(
                 fmt::format("{} allocations ({} bytes) live at the end had no slot of their own "
                             "in the trace's live table: the snapshot leaves them out",
-                            exactness_.spilled, exactness_.spilled_bytes));
+                            spilled.count, spilled.bytes));
         return out_.finish();
     }
 

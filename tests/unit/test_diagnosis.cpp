@@ -80,15 +80,14 @@ TEST_CASE("a growing site is a leak at any size, with how long the free memory w
 TEST_CASE("a process with nothing found is stable only when nothing it made was lost") {
     ProcessModel model = torch_process(10 * kMiB, 4 * kMiB, 22 * kMiB, 22 * kMiB);
     // Counted by site, nothing is lost: the verdict stands.
-    model.exactness.spilled = 1000;
-    model.exactness.spilled_bytes = 1 * kMiB;
+    model.exactness.spilled_by_kind[format::MemoryKind::Block] = {1000, 1 * kMiB};
     CHECK(diagnose(model).kind == DiagnosisKind::Stable);
     SECTION("allocations that could not be recorded") {
         model.exactness.untracked = 3;
         CHECK(diagnose(model).kind == DiagnosisKind::Incomplete);
     }
     SECTION("allocations counted without their site") {
-        model.exactness.unattributed = 3;
+        model.exactness.spilled_by_kind[format::MemoryKind::None] = {3, 1536};
         CHECK(diagnose(model).kind == DiagnosisKind::Incomplete);
     }
 }

@@ -86,8 +86,8 @@ TEST_CASE("blocks counted by site are the site's, and the model says so") {
     CHECK(site.count == 48);
     CHECK(site.spilled == 48);
     CHECK(site.bytes == 48 * kBlock);
-    CHECK(model.exactness.spilled == 48);
-    CHECK(model.exactness.spilled_bytes == 48 * kBlock);
+    CHECK(model.exactness.spilled().count == 48);
+    CHECK(model.exactness.spilled().bytes == 48 * kBlock);
     CHECK_FALSE(model.exactness.lost());
     // Made through the whole run, in every stretch: growing.
     CHECK(site.growing);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <set>
 #include <sys/stat.h>
@@ -65,6 +66,26 @@ LiveSlot slot_of(uint64_t address, uint64_t size, MemoryKind kind = MemoryKind::
     slot.device = 0;
     return slot;
 }
+
+// The spill region of a trace file in memory, with the SpillSites that count in it.
+struct SpillRegion {
+    explicit SpillRegion(size_t capacity) : records(capacity) {}
+    bool attach() { return spill.attach(records.data(), records.size(), &used); }
+    // The whole tallies of the records of `stack_id`, or of every record.
+    [[nodiscard]] gpuleak::format::SpillTally tally(std::optional<uint32_t> stack_id = std::nullopt) const {
+        gpuleak::format::SpillTally total{};
+        for (uint64_t r = 0; r < used; ++r)
+            if (!stack_id || records[r].stack_id == *stack_id) {
+                total.count += records[r].tally[records[r].version % 2].count;
+                total.bytes += records[r].tally[records[r].version % 2].bytes;
+            }
+        return total;
+    }
+
+    std::vector<gpuleak::format::SpillSite> records;
+    uint64_t used = 0;
+    SpillSites spill;
+};
 
 // Kept in the table (in a file slot or in private memory), replacing nothing.
 bool added(LiveTable::InsertResult result) {
@@ -139,12 +160,10 @@ TEST_CASE("an address allocated again without a seen free replaces the old objec
 
 TEST_CASE("a full table keeps new objects in private memory, counted by site, and frees them exactly") {
     LiveRegion region(LiveTable::kStripes); // one slot per stripe
-    std::vector<gpuleak::format::SpillSite> records(8);
-    uint64_t records_used = 0;
-    SpillSites spill;
-    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    SpillRegion spill(8);
+    REQUIRE(spill.attach());
     LiveTable table;
-    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill));
+    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill.spill));
     constexpr uint64_t kObjects = 4 * LiveTable::kStripes;
     for (uint64_t i = 1; i <= kObjects; ++i) {
         LiveSlot slot = slot_of(i * 4096, i);
@@ -165,17 +184,8 @@ TEST_CASE("a full table keeps new objects in private memory, counted by site, an
         CHECK(found.size == i);
         CHECK(found.state == gpuleak::format::kSlotLive);
     }
-    const auto tally = [&](uint32_t stack_id) {
-        gpuleak::format::SpillTally total{};
-        for (uint64_t r = 1; r < records_used; ++r)
-            if (records[r].stack_id == stack_id) {
-                total.count += records[r].tally[records[r].version % 2].count;
-                total.bytes += records[r].tally[records[r].version % 2].bytes;
-            }
-        return total;
-    };
-    CHECK(records_used == 3); // the unattributed record and the two stacks
-    CHECK(tally(7).count + tally(9).count == table.spilled_count());
+    CHECK(spill.used == 3); // the unattributed record and the two stacks
+    CHECK(spill.tally(7).count + spill.tally(9).count == table.spilled_count());
     for (uint64_t i = 1; i <= kObjects; ++i) {
         LiveSlot removed{};
         REQUIRE(table.remove(KeySpace::Pointer, i * 4096, &removed));
@@ -184,37 +194,33 @@ TEST_CASE("a full table keeps new objects in private memory, counted by site, an
         CHECK(removed.sequence == i);
     }
     CHECK(table.live_count() == 0);
-    CHECK(tally(7).count == 0);
-    CHECK(tally(9).bytes == 0);
+    CHECK(spill.tally(7).count == 0);
+    CHECK(spill.tally(9).bytes == 0);
     CHECK(live_in_file(region.slots).empty());
 }
 
 TEST_CASE("spill sites that do not fit are counted in the unattributed record") {
-    std::vector<gpuleak::format::SpillSite> records(3);
-    uint64_t records_used = 0;
-    SpillSites spill;
-    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    SpillRegion spill(3);
+    REQUIRE(spill.attach());
     std::vector<uint32_t> ids;
     for (uint32_t stack = 1; stack <= 4; ++stack) {
         LiveSlot slot = slot_of(stack * 4096, 100);
         slot.stack_id = stack;
-        ids.push_back(spill.add(slot));
+        ids.push_back(spill.spill.add(slot));
     }
     CHECK(ids == std::vector<uint32_t>{1, 2, 0, 0});
-    CHECK(records_used == 3);
-    CHECK(records[0].commit == gpuleak::format::kRecordCommit);
-    CHECK(records[0].tally[records[0].version % 2].count == 2);
-    CHECK(records[0].tally[records[0].version % 2].bytes == 200);
+    CHECK(spill.used == 3);
+    CHECK(spill.records[0].commit == gpuleak::format::kRecordCommit);
+    CHECK(spill.tally(0).count == 2);
+    CHECK(spill.tally(0).bytes == 200);
     LiveSlot freed = slot_of(3 * 4096, 100);
-    spill.remove(0, freed);
-    CHECK(records[0].tally[records[0].version % 2].count == 1);
+    spill.spill.remove(0, freed);
+    CHECK(spill.tally(0).count == 1);
 }
 
 TEST_CASE("a spill site's buckets say where in the order of events its live allocations were made") {
-    std::vector<gpuleak::format::SpillSite> records(2);
-    uint64_t records_used = 0;
-    SpillSites spill;
-    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    SpillRegion spill(2);
+    REQUIRE(spill.attach());
     const auto allocation = [](uint64_t sequence) {
         LiveSlot slot = slot_of(sequence * 4096, 64);
         slot.stack_id = 5;
@@ -223,8 +229,8 @@ TEST_CASE("a spill site's buckets say where in the order of events its live allo
         return slot;
     };
     for (uint64_t sequence : {1, 2, 3, 40})
-        REQUIRE(spill.add(allocation(sequence)) == 1);
-    const gpuleak::format::SpillSite& site = records[1];
+        REQUIRE(spill.spill.add(allocation(sequence)) == 1);
+    const gpuleak::format::SpillSite& site = spill.records[1];
     // 40 is past 16 buckets of one event: they were merged until it fit, in buckets of 4.
     CHECK(site.bucket_shift == 2);
     CHECK(site.buckets[0].count == 3);
@@ -233,7 +239,7 @@ TEST_CASE("a spill site's buckets say where in the order of events its live allo
     CHECK(site.buckets[10].count == 1);
     // Allocations made early and freed leave their bucket, not the others.
     for (uint64_t sequence : {1, 2, 3})
-        spill.remove(1, allocation(sequence));
+        spill.spill.remove(1, allocation(sequence));
     CHECK(site.buckets[0].count == 0);
     CHECK(site.buckets[10].count == 1);
     CHECK(site.tally[site.version % 2].count == 1);
@@ -401,12 +407,10 @@ TEST_CASE("the live slots take blocks on disk only as they are used") {
 
 TEST_CASE("threads spilling and freeing at once keep the table and the spill tallies exact") {
     LiveRegion region(2 * LiveTable::kStripes);
-    std::vector<gpuleak::format::SpillSite> records(16);
-    uint64_t records_used = 0;
-    SpillSites spill;
-    REQUIRE(spill.attach(records.data(), records.size(), &records_used));
+    SpillRegion spill(16);
+    REQUIRE(spill.attach());
     LiveTable table;
-    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill));
+    REQUIRE(table.attach(&region.marks, region.slots.data(), region.slots.size(), nullptr, &spill.spill));
     constexpr uint64_t kThreads = 4;
     constexpr uint64_t kPerThread = 3000;
     std::vector<std::thread> threads;
@@ -427,13 +431,8 @@ TEST_CASE("threads spilling and freeing at once keep the table and the spill tal
         thread.join();
     CHECK(failures == 0);
     CHECK(table.live_count() == kThreads * kPerThread / 2);
-    uint64_t spilled = 0;
-    uint64_t spilled_bytes = 0;
-    for (uint64_t r = 0; r < records_used; ++r) {
-        spilled += records[r].tally[records[r].version % 2].count;
-        spilled_bytes += records[r].tally[records[r].version % 2].bytes;
-    }
-    CHECK(spilled == table.spilled_count());
-    CHECK(spilled_bytes == spilled * 256);
-    CHECK(spilled + live_in_file(region.slots).size() == table.live_count());
+    const gpuleak::format::SpillTally spilled = spill.tally();
+    CHECK(spilled.count == table.spilled_count());
+    CHECK(spilled.bytes == spilled.count * 256);
+    CHECK(spilled.count + live_in_file(region.slots).size() == table.live_count());
 }
