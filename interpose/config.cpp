@@ -90,6 +90,7 @@ Config read_config() {
         number_setting("GPULEAK_SAMPLE_MS", kDefaultSampleMs, kMinSampleMs, kMaxSampleMs));
     config.quiet = flag_setting("GPULEAK_QUIET", false);
     config.python_stacks = flag_setting("GPULEAK_PYTHON", true);
+    config.all_processes = flag_setting("GPULEAK_ALL_PROCESSES", true);
     return config;
 }
 
@@ -98,13 +99,19 @@ const char* rank_from_environment() {
     // node; a value that is not a plain number could put a '/' or ".." into the file name, so it counts
     // as unset.
     for (const char* name : {"RANK", "LOCAL_RANK"}) {
-        const char* value = std::getenv(name);
-        uint64_t ignored = 0;
-        if (value != nullptr && std::strlen(value) <= kMaxRankDigits &&
-            parse_number(value, 0, UINT64_MAX, ignored))
-            return value;
+        if (environment_number(name) >= 0)
+            return std::getenv(name);
     }
     return nullptr;
+}
+
+int environment_number(const char* name) {
+    const char* value = std::getenv(name);
+    uint64_t number = 0;
+    if (value == nullptr || std::strlen(value) > kMaxRankDigits ||
+        !parse_number(value, 0, UINT64_MAX, number))
+        return -1;
+    return static_cast<int>(number);
 }
 
 bool expand_output_pattern(const char* pattern, int pid, const char* rank, char* out,

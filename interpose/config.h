@@ -13,6 +13,9 @@ struct Config {
     uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
     bool quiet;                  // GPULEAK_QUIET
     bool python_stacks;          // GPULEAK_PYTHON: Python frames in stacks (up to stack_depth of them)
+    // GPULEAK_ALL_PROCESSES: Python programs and the forked children of recorded processes are recorded
+    // from their start for host memory, also when they never use CUDA.
+    bool all_processes;
 };
 
 inline constexpr uint64_t kDefaultMaxMb = 256;
@@ -33,6 +36,9 @@ void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // RANK, else LOCAL_RANK, when it is a number of at most kMaxRankDigits digits; nullptr otherwise.
 const char* rank_from_environment();
+
+// The environment variable `name` as a number of at most kMaxRankDigits digits; -1 otherwise.
+int environment_number(const char* name);
 
 // Expands `pattern` into `out`: "%p" = pid, "%r" = "rank<rank>." (nothing when `rank` is nullptr),
 // "%%" = "%". False when it does not fit.

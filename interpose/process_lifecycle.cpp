@@ -1,6 +1,7 @@
 // Exported hooks that follow the process rather than CUDA: fork and _Fork (the parent's trace lists its
-// children), _exit/_Exit (which skip exit handlers, yet the exit status belongs in the trace) and the
-// exec family (the image ends there: without a record the trace would read as killed).
+// children, each child is recorded from its start), _exit/_Exit (which skip exit handlers, yet the exit
+// status belongs in the trace) and the exec family (the image ends there: without a record the trace would
+// read as killed).
 #include <alloca.h>
 #include <cerrno>
 #include <cstdarg>
@@ -9,6 +10,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "monotonic_clock.h"
 #include "recorder.h"
 
 namespace {
@@ -34,11 +36,13 @@ using ForkFunction = pid_t (*)();
 pid_t fork_through(const char* name, ForkFunction& next, bool runs_atfork_handlers) {
     if (next == nullptr)
         next = next_definition<ForkFunction>(name);
+    // Taken before the child exists: its trace starts after its parent's record of the fork.
+    const uint64_t forked_ns = gpuleak::monotonic_ns();
     pid_t child = next != nullptr ? next() : static_cast<pid_t>(::syscall(SYS_fork));
     if (child == 0 && (!runs_atfork_handlers || next == nullptr))
-        gpuleak::start_over_after_fork();
+        gpuleak::start_over_after_fork(false);
     else if (child > 0)
-        gpuleak::record_fork(child);
+        gpuleak::record_fork(child, forked_ns);
     return child;
 }
 
@@ -60,6 +64,11 @@ int exec_through(const char* name, Function& next, Arguments... arguments) {
     int result = next(arguments...);
     gpuleak::record_exec_failed();
     return result;
+}
+
+// Before main: a Python program's host memory is recorded from its start, not from its first CUDA call.
+__attribute__((constructor)) void record_python_from_start() {
+    gpuleak::start_recording_if_python();
 }
 
 } // namespace

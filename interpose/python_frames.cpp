@@ -121,7 +121,7 @@ uintptr_t finalizing_thread_state(const PythonRuntime& python) {
 } // namespace
 
 bool python_finalizing() {
-    const PythonRuntime* python = python_runtime();
+    const PythonRuntime* python = python_runtime(true);
     return python != nullptr && finalizing_thread_state(*python) != 0;
 }
 

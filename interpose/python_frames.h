@@ -25,7 +25,8 @@ namespace gpuleak {
 size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing);
 
 // Whether the interpreter has begun finalizing: Py_FinalizeEx sets it after the atexit handlers, before
-// it tears the modules down. One load; false without a (supported) Python in the process.
+// it tears the modules down. One load; false without a (supported) Python in the process. Asks quietly
+// (python_runtime's `quiet`): a process only sampled for host memory says nothing of its Python.
 bool python_finalizing();
 
 } // namespace gpuleak

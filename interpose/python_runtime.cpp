@@ -16,6 +16,10 @@ enum : int { kNotLooked, kLooking, kLooked };
 std::atomic<int> g_state{kNotLooked};
 PythonRuntime g_runtime;
 bool g_supported = false;
+// Why the Python found is not supported, said on stderr once, by the first caller that is not quiet.
+uint16_t g_unsupported_version = 0;
+const char* g_unsupported_why = nullptr;
+std::atomic<bool> g_unsupported_said{false};
 
 void* symbol(const char* name) {
     return dlsym(RTLD_DEFAULT, name);
@@ -40,7 +44,8 @@ uint16_t interpreter_version(void* get_version) {
 }
 
 void warn_unsupported(uint16_t version, const char* why) {
-    warn("CPython %u.%u %s: allocations get native stacks only", version >> 8, version & 0xff, why);
+    g_unsupported_version = version;
+    g_unsupported_why = why;
 }
 
 bool find_layout(uint16_t version, PythonLayout& layout) {
@@ -102,14 +107,30 @@ bool look_for_python() {
 
 } // namespace
 
-const PythonRuntime* python_runtime() {
+bool python_program() {
+    return symbol("Py_GetVersion") != nullptr;
+}
+
+const PythonRuntime* python_runtime(bool quiet) {
     int state = g_state.load(std::memory_order_acquire);
     if (state == kNotLooked && g_state.compare_exchange_strong(state, kLooking, std::memory_order_acquire)) {
         g_supported = look_for_python();
         g_state.store(kLooked, std::memory_order_release);
         state = kLooked;
     }
-    return state == kLooked && g_supported ? &g_runtime : nullptr;
+    if (state != kLooked)
+        return nullptr;
+    if (!g_supported && g_unsupported_why != nullptr && !quiet &&
+        !g_unsupported_said.exchange(true, std::memory_order_relaxed))
+        warn("CPython %u.%u %s: allocations get native stacks only", g_unsupported_version >> 8,
+             g_unsupported_version & 0xff, g_unsupported_why);
+    return g_supported ? &g_runtime : nullptr;
+}
+
+bool python_initialized() {
+    using IsInitialized = int (*)();
+    static const auto is_initialized = reinterpret_cast<IsInitialized>(symbol("Py_IsInitialized"));
+    return is_initialized != nullptr && is_initialized() != 0;
 }
 
 } // namespace gpuleak

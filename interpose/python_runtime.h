@@ -23,9 +23,18 @@ struct PythonRuntime {
 
 // The interpreter whose frames can be read, looked for on the first call from any thread; nullptr in a
 // process without Python, and with one warning on stderr for a Python that is there but not supported
-// (a version other than 3.10-3.14, a debug or free-threaded build). Never blocks: a call made while
-// another thread is still looking also answers nullptr. A Python loaded after the first call (dlopen
-// of libpython by an embedding program) is not seen.
-const PythonRuntime* python_runtime();
+// (a version other than 3.10-3.14, a debug or free-threaded build), given by the first call that does not
+// pass `quiet` (recording GPU memory needs the frames; sampling host memory only asks). Never blocks: a
+// call made while another thread is still looking also answers nullptr (waiting could deadlock on the
+// loader's lock, which the looking takes). A Python loaded after the first call (dlopen of libpython by
+// an embedding program) is not seen.
+const PythonRuntime* python_runtime(bool quiet = false);
+
+// Whether the interpreter has initialized (Py_IsInitialized, a read of one flag): its signal handlers are
+// in place from then on. False without Python.
+bool python_initialized();
+
+// Whether a CPython is in the process (supported or not): a Python program, or one that embeds it.
+bool python_program();
 
 } // namespace gpuleak

@@ -9,13 +9,16 @@
 #include <optional>
 #include <pthread.h>
 #include <sched.h>
+#include <string_view>
 #include <unistd.h>
 
 #include "config.h"
+#include "host_memory.h"
 #include "live_table.h"
 #include "module_map.h"
 #include "monotonic_clock.h"
 #include "native_unwind.h"
+#include "python_code_object.h"
 #include "python_code_table.h"
 #include "python_frames.h"
 #include "python_runtime.h"
@@ -32,9 +35,12 @@ using format::LiveSlot;
 
 namespace {
 
-enum class State : int { Idle, Starting, Active, Off };
+// Idle: no trace yet. Sampling: a host-only trace (the process has not used CUDA), or one whose
+// promotion failed (g_promotion_failed). Active: a whole trace, recording everything.
+enum class State : int { Idle, Starting, Sampling, Promoting, Active, Off };
 
 constinit std::atomic<State> g_state{State::Idle};
+constinit std::atomic<bool> g_promotion_failed{false};
 constinit Config g_config{};
 constinit TraceWriter g_writer;
 constinit LiveTable g_live;
@@ -45,6 +51,7 @@ constinit ModuleMap g_modules;
 constinit TimelineSampler g_sampler;
 constinit char g_parent_trace[1100] = {};
 constinit bool g_process_hooks_installed = false;
+constinit std::atomic<bool> g_signal_hooks_installed{false};
 // A PythonFinalizing record is in this process's trace (or being added): at most one per trace.
 constinit std::atomic<bool> g_python_finalizing_noted{false};
 
@@ -76,8 +83,13 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local FailedAttempts
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,  SIGILL, SIGTERM, SIGINT,
                                  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
 
+// The process has a trace of its own mapped (whole or host-only).
+bool has_trace(State state) {
+    return state == State::Sampling || state == State::Promoting || state == State::Active;
+}
+
 void on_fatal_signal(int signal_number) {
-    if (g_state.load(std::memory_order_acquire) == State::Active)
+    if (has_trace(g_state.load(std::memory_order_acquire)))
         g_writer.write_end(format::EndState::Signaled, signal_number);
     // SA_RESETHAND restored the default action; the re-raised signal is delivered when this handler
     // returns (it is blocked until then), so the process dies exactly as it would have without us.
@@ -88,14 +100,17 @@ void on_process_exit(int status, void*) {
     record_process_exit(status);
 }
 
+bool start_recording(bool host_only);
+
 } // namespace
 
-void start_over_after_fork() {
+void start_over_after_fork(bool record_child) {
     forget_thread_id_after_fork();
     t_last_stack = {}; // its id names a stack of the parent's trace
     t_failed_attempts = {};
     g_python_finalizing_noted.store(false, std::memory_order_relaxed);
-    if (g_state.load(std::memory_order_relaxed) == State::Active)
+    const bool parent_traced = has_trace(g_state.load(std::memory_order_relaxed));
+    if (parent_traced)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
     g_modules.detach();
@@ -104,8 +119,25 @@ void start_over_after_fork() {
     g_live.detach_after_fork();
     g_spill.detach();
     g_writer.abandon_after_fork();
-    // The child gets its own trace from its first event; the parent's allocations are not its own.
+    g_promotion_failed.store(false, std::memory_order_relaxed);
+    // The child gets its own trace: the parent's allocations are not its own. A copy of a recorded
+    // process (a DataLoader worker) is recorded from here for host memory, the rest from its first event.
     g_state.store(State::Idle, std::memory_order_release);
+    State idle = State::Idle;
+    if (record_child && parent_traced && g_config.all_processes &&
+        g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
+        start_recording(true);
+}
+
+void start_recording_if_python() {
+    // Only "0" turns it off, as read_config reads the flag (which warns about a malformed value once,
+    // when the recording starts).
+    const char* all_processes = std::getenv("GPULEAK_ALL_PROCESSES");
+    if (!python_program() || (all_processes != nullptr && std::strcmp(all_processes, "0") == 0))
+        return;
+    State idle = State::Idle;
+    if (g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
+        start_recording(true);
 }
 
 namespace {
@@ -115,8 +147,15 @@ void install_process_hooks() {
     if (g_process_hooks_installed)
         return;
     g_process_hooks_installed = true;
-    pthread_atfork(nullptr, nullptr, start_over_after_fork);
+    pthread_atfork(nullptr, nullptr, [] { start_over_after_fork(true); });
     on_exit(on_process_exit, nullptr);
+}
+
+// Apart from the process hooks: a Python program's own handlers (SIGINT's KeyboardInterrupt) are
+// installed only where it finds the default action when it initializes, so ours wait until then.
+void install_signal_hooks() {
+    if (g_signal_hooks_installed.exchange(true, std::memory_order_relaxed))
+        return;
     for (int signal_number : kFatalSignals) {
         struct sigaction current {};
         // Only where the program left the default action: its own handlers stay untouched.
@@ -147,65 +186,128 @@ void note_python_finalizing() {
 // On the sampler's thread, every interval: a program that allocates nothing while it finalizes is seen
 // finalizing too. Only where the walks read Python (GPULEAK_PYTHON=0 leaves the interpreter alone).
 void check_python_finalizing() {
+    if (!g_signal_hooks_installed.load(std::memory_order_relaxed) && python_initialized())
+        install_signal_hooks();
     if (g_config.python_stacks && !g_python_finalizing_noted.load(std::memory_order_relaxed) &&
         python_finalizing())
         note_python_finalizing();
 }
 
-bool start_recording() {
-    t_starting = true;
-    g_config = read_config();
+// What recording events needs beyond the file: the unwinder, the interpreter's layout, the indexes of
+// the live table, the stacks and the code objects. False when the live table cannot be indexed.
+bool attach_tables() {
     init_native_unwind();
-    init_monotonic_clock();
     // Finding the interpreter takes a while, and a thread that asks while another is still looking is
     // told there is none: done here, before any thread records, every stack gets its Python frames.
     if (g_config.python_stacks)
         python_runtime();
-    ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace};
-    bool ok = g_writer.create(g_config, identity);
-    if (ok) {
-        format::FileHeader& header = *g_writer.header();
-        const bool spill = g_spill.attach(g_writer.spill_sites(), header.spill_capacity, &header.spill_used);
-        if (!spill)
-            warn("cannot map memory for the spill index; allocations past the live table are not recorded");
-        if (!g_live.attach(g_writer.live_marks(), g_writer.live_slots(), header.live_capacity, &g_writer,
-                           spill ? &g_spill : nullptr)) {
-            warn("cannot map memory for the live-allocation index; not recording");
-            ok = false;
-        }
+    format::FileHeader& header = *g_writer.header();
+    const bool spill = g_spill.attach(g_writer.spill_sites(), header.spill_capacity, &header.spill_used);
+    if (!spill)
+        warn("cannot map memory for the spill index; allocations past the live table are not recorded");
+    if (!g_live.attach(g_writer.live_marks(), g_writer.live_slots(), header.live_capacity, &g_writer,
+                       spill ? &g_spill : nullptr)) {
+        warn("cannot map memory for the live-allocation index; not recording");
+        return false;
     }
+    if (!g_stacks.attach(g_writer))
+        warn("cannot map memory for the stack index; events are recorded without stacks");
+    if (!g_code.attach(g_writer))
+        warn("cannot map memory for the Python code index; Python frames are recorded without code");
+    g_modules.attach(g_writer);
+    return true;
+}
+
+void announce() {
+    if (!g_config.quiet)
+        warn("recording GPU memory of pid %d (%s) to %s", g_writer.header()->pid,
+             g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?",
+             g_writer.path());
+}
+
+// With the state Starting: creates this process's trace, whole, or host-only (sampled host memory,
+// until the first event promotes it). True when events can be recorded.
+bool start_recording(bool host_only) {
+    t_starting = true;
+    g_config = read_config();
+    init_monotonic_clock();
+    ProcessIdentity identity{
+        static_cast<int>(getpid()), static_cast<int>(getppid()),      g_parent_trace,
+        environment_number("RANK"), environment_number("LOCAL_RANK"), environment_number("WORLD_SIZE"),
+        machine_memory_bytes()};
+    bool ok = g_writer.create(g_config, identity, host_only);
+    // A whole trace whose tables failed records nothing more, as one that could not be made.
+    if (ok && !host_only)
+        ok = attach_tables();
     if (ok) {
-        if (!g_stacks.attach(g_writer))
-            warn("cannot map memory for the stack index; events are recorded without stacks");
-        if (!g_code.attach(g_writer))
-            warn("cannot map memory for the Python code index; Python frames are recorded without code");
-        g_modules.attach(g_writer);
         install_process_hooks();
-        g_sampler.start(g_writer, check_python_finalizing);
-        if (!g_config.quiet)
-            warn("recording GPU memory of pid %d (%s) to %s", identity.pid,
-                 g_writer.header()->command_line_bytes > 0 ? g_writer.header()->command_line : "?",
-                 g_writer.path());
+        // A host-only trace from a Python program's start waits for the interpreter's handlers (the
+        // sampler installs ours then); a forked child's interpreter has them already.
+        if (!host_only || python_initialized())
+            install_signal_hooks();
+        g_sampler.start(g_writer, check_python_finalizing, host_only);
+        if (!host_only)
+            announce();
     }
-    g_state.store(ok ? State::Active : State::Off, std::memory_order_release);
+    State state = State::Off;
+    if (ok)
+        state = host_only ? State::Sampling : State::Active;
+    g_state.store(state, std::memory_order_release);
+    t_starting = false;
+    return state == State::Active;
+}
+
+// With the state Promoting: a host-only trace's process made its first event.
+bool promote_recording() {
+    t_starting = true;
+    const int error = g_writer.promote();
+    if (error != 0)
+        warn("cannot reserve disk space to record GPU memory in %s: %s; only host memory is recorded",
+             g_writer.path(), std::strerror(error));
+    const bool ok = error == 0 && attach_tables();
+    if (ok) {
+        // The program may have set its rank since it started (from SLURM_PROCID, in a spawned worker).
+        format::FileHeader& header = *g_writer.header();
+        header.rank = environment_number("RANK");
+        header.local_rank = environment_number("LOCAL_RANK");
+        header.world_size = environment_number("WORLD_SIZE");
+        install_signal_hooks();
+        announce();
+    }
+    g_promotion_failed.store(!ok, std::memory_order_relaxed);
+    g_state.store(ok ? State::Active : State::Sampling, std::memory_order_release);
     t_starting = false;
     return ok;
 }
 
 bool ensure_active() {
-    State state = g_state.load(std::memory_order_acquire);
-    if (state == State::Active)
-        return true;
-    if (state == State::Off || t_starting)
-        return false;
-    if (state == State::Idle) {
-        State expected = State::Idle;
-        if (g_state.compare_exchange_strong(expected, State::Starting, std::memory_order_acq_rel))
-            return start_recording();
+    for (;;) {
+        State state = g_state.load(std::memory_order_acquire);
+        switch (state) {
+        case State::Active:
+            return true;
+        case State::Off:
+            return false;
+        case State::Idle:
+            if (t_starting)
+                return false;
+            if (g_state.compare_exchange_strong(state, State::Starting, std::memory_order_acq_rel))
+                return start_recording(false);
+            break;
+        case State::Sampling:
+            if (t_starting || g_promotion_failed.load(std::memory_order_relaxed))
+                return false;
+            if (g_state.compare_exchange_strong(state, State::Promoting, std::memory_order_acq_rel))
+                return promote_recording();
+            break;
+        case State::Starting:
+        case State::Promoting:
+            if (t_starting)
+                return false;
+            sched_yield();
+            break;
+        }
     }
-    while ((state = g_state.load(std::memory_order_acquire)) == State::Starting)
-        sched_yield();
-    return state == State::Active;
 }
 
 uint32_t accounting_slot(int16_t device) {
@@ -241,6 +343,30 @@ uint32_t capture_python_stack(format::PythonFrameRecord* records) {
         note_python_finalizing();
     g_code.records_of(frames, count, records);
     return count;
+}
+
+// From the file names of the calling thread's Python frames.
+format::ForkOrigin fork_origin() {
+    if (!g_config.python_stacks)
+        return format::ForkOrigin::Unknown;
+    PythonFrame frames[kMaxStackDepthSetting];
+    bool finalizing = false;
+    const size_t count = capture_python_frames(frames, kMaxStackDepthSetting, finalizing);
+    format::ForkOrigin origin = format::ForkOrigin::Unknown;
+    char filename[1024];
+    char qualname[8];
+    uint8_t line_table[8];
+    for (size_t i = 0; i < count; ++i) {
+        PythonCodeDescription description;
+        if (!describe_python_code(frames[i].code_object, {filename, qualname, line_table}, description))
+            continue;
+        const std::string_view file(filename, description.filename_size);
+        if (file.ends_with("torch/utils/data/dataloader.py"))
+            return format::ForkOrigin::DataLoader;
+        if (file.find("multiprocessing/") != std::string_view::npos)
+            origin = format::ForkOrigin::Multiprocessing;
+    }
+    return origin;
 }
 
 uint32_t capture_stack() {
@@ -347,7 +473,7 @@ class ErrnoGuard {
 // False in a vfork child: it shares its parent's memory, trace mapping included, until it execs or
 // exits, and neither is the parent's end.
 bool owns_trace() {
-    return g_state.load(std::memory_order_acquire) == State::Active && g_writer.header()->pid == getpid();
+    return has_trace(g_state.load(std::memory_order_acquire)) && g_writer.header()->pid == getpid();
 }
 
 } // namespace
@@ -563,17 +689,24 @@ void record_source_name(const char* file, const char* name, const char* text) {
     g_writer.append_notable(event);
 }
 
-void record_fork(int child_pid) {
+void record_fork(int child_pid, uint64_t forked_ns) {
     ErrnoGuard errno_guard;
-    if (g_state.load(std::memory_order_acquire) != State::Active)
+    const State state = g_state.load(std::memory_order_acquire);
+    if (!has_trace(state))
         return;
     EventRecord event{};
-    event.time_ns = monotonic_ns();
+    event.time_ns = forked_ns;
     event.address = static_cast<uint64_t>(child_pid);
     event.thread_id = current_thread_id();
     event.type = static_cast<uint16_t>(EventType::Fork);
     event.device = kUnknownDevice;
-    g_writer.append_event(event);
+    // What forked says what the child is (a DataLoader's worker); a host-only trace keeps no stacks, so
+    // it is told here.
+    event.result = static_cast<int32_t>(fork_origin());
+    if (state == State::Active) {
+        event.stack_id = capture_stack();
+        g_writer.append_event(event);
+    }
     g_writer.append_notable(event);
 }
 
@@ -581,7 +714,7 @@ void record_process_exit(int status) {
     ErrnoGuard errno_guard;
     if (!owns_trace())
         return;
-    g_sampler.sample_now();
+    g_sampler.sample_now(true);
     g_writer.write_end(format::EndState::Exited, status);
 }
 
@@ -589,14 +722,28 @@ void record_exec() {
     ErrnoGuard errno_guard;
     if (!owns_trace())
         return;
+    // An image that never used CUDA and runs another program leaves nothing: a fork that execs a tool,
+    // an interpreter that launches the real program. An exec may be one of several tried along PATH:
+    // no reading of USS and PSS here.
+    if (g_writer.host_only()) {
+        g_writer.remove_for_exec();
+        return;
+    }
     g_sampler.sample_now();
     g_writer.write_end(format::EndState::Exec, 0);
 }
 
 void record_exec_failed() {
     ErrnoGuard errno_guard;
-    if (owns_trace())
-        g_writer.clear_end();
+    if (!owns_trace())
+        return;
+    bool restored = true;
+    g_sampler.without_samples([&] { restored = g_writer.restore_after_failed_exec(); });
+    if (!restored) {
+        g_state.store(State::Off, std::memory_order_release);
+        return;
+    }
+    g_writer.clear_end();
 }
 
 int16_t live_device_of(format::KeySpace space, uint64_t address) {

@@ -71,12 +71,19 @@ void record_marker(const char* label);
 // copies of the three in the strings region and a SourceName record in the notable array.
 void record_source_name(const char* file, const char* name, const char* text);
 
-// The process forked `child_pid` (recorded only when this process already has a trace).
-void record_fork(int child_pid);
+// The process forked `child_pid` at `forked_ns` (monotonic_ns() before the fork), with what forked it
+// (recorded only when this process already has a trace).
+void record_fork(int child_pid, uint64_t forked_ns);
 
-// In a forked child: forgets the parent's trace, so that the child's first event starts a trace of its
-// own. A pthread_atfork handler does this after fork(); a fork that skips those handlers calls it.
-void start_over_after_fork();
+// In a forked child: forgets the parent's trace and, when the parent had one and `record_child`, starts a
+// host-only trace of the child's own. A pthread_atfork handler does this after fork(); a fork that skips
+// those handlers (_Fork) calls it without `record_child`: glibc reset none of its locks for the child,
+// so making a file and a thread there could deadlock.
+void start_over_after_fork(bool record_child);
+
+// At load: a Python program is recorded from its start, for host memory until it uses CUDA
+// (GPULEAK_ALL_PROCESSES).
+void start_recording_if_python();
 
 // The process is ending through exit(), _exit() or _Exit() with `status`.
 void record_process_exit(int status);

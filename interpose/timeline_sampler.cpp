@@ -4,35 +4,15 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fcntl.h>
 #include <pthread.h>
-#include <unistd.h>
 
 namespace gpuleak {
 
 using format::TimelineSample;
 
 namespace {
-
-uint64_t resident_bytes() {
-    int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    char text[128];
-    ssize_t n = ::read(fd, text, sizeof text - 1);
-    ::close(fd);
-    if (n <= 0)
-        return 0;
-    text[n] = '\0';
-    // "size resident shared text lib data dt", in pages.
-    const char* resident = std::strchr(text, ' ');
-    if (resident == nullptr)
-        return 0;
-    return std::strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
 
 void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
     // Acquire keeps the field stores below from being ordered before the invalidation.
@@ -45,11 +25,13 @@ void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
 
 } // namespace
 
-void TimelineSampler::start(TraceWriter& writer, void (*on_wake)()) {
+void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), bool first_on_thread) {
     writer_ = &writer;
     on_wake_ = on_wake;
+    first_on_thread_ = first_on_thread;
     stored_ = 0;
     lock_.reset_after_fork();
+    host_.open();
     // The thread must never take a signal meant for the program.
     sigset_t all;
     sigset_t previous;
@@ -65,12 +47,15 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)()) {
         pthread_setname_np(thread, "gpuleak-sampler");
     pthread_attr_destroy(&attributes);
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    sample_now();
+    if (!first_on_thread)
+        sample_now();
 }
 
 void* TimelineSampler::run(void* self) {
     auto* sampler = static_cast<TimelineSampler*>(self);
     recalibrate_monotonic_clock();
+    if (sampler->first_on_thread_)
+        sampler->sample_now();
     for (;;) {
         TraceWriter* writer = __atomic_load_n(&sampler->writer_, __ATOMIC_ACQUIRE);
         if (writer == nullptr || !writer->mapped())
@@ -99,8 +84,12 @@ void TimelineSampler::thin() {
                      __ATOMIC_RELAXED);
 }
 
-void TimelineSampler::sample_now() {
-    SpinGuard guard(lock_);
+void TimelineSampler::sample_now(bool last) {
+    if (!last)
+        lock_.lock();
+    else if (!lock_.try_lock())
+        return;
+    SpinGuard guard(lock_, std::adopt_lock);
     if (writer_ == nullptr || !writer_->mapped())
         return;
     format::FileHeader& header = *writer_->header();
@@ -108,7 +97,8 @@ void TimelineSampler::sample_now() {
         return;
     TimelineSample sample{};
     sample.time_ns = monotonic_ns();
-    sample.rss_bytes = resident_bytes();
+    host_.read(sample.host, sample.rss_bytes, sample.time_ns, last);
+    sample.events = __atomic_load_n(&header.ring_head, __ATOMIC_RELAXED);
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             uint64_t bytes = __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);

@@ -1,10 +1,11 @@
-// The timeline: totals by kind and device plus host RSS, sampled by a background thread. The array is
-// fixed; when it fills, every other sample is dropped and the interval doubles, so that it always
+// The timeline: totals by kind and device plus the process's host memory, sampled by a background thread. The
+// array is fixed; when it fills, every other sample is dropped and the interval doubles, so that it always
 // covers the whole run.
 #pragma once
 
 #include <cstdint>
 
+#include "host_memory.h"
 #include "spin_lock.h"
 #include "trace_writer.h"
 
@@ -13,10 +14,19 @@ namespace gpuleak {
 class TimelineSampler {
   public:
     // Starts the sampling thread for this process's trace; the thread calls `on_wake` after each of its
-    // samples.
-    void start(TraceWriter& writer, void (*on_wake)());
-    // Takes one sample now (also at exit). Thread-safe.
-    void sample_now();
+    // samples. The first sample is taken here, before the event that started the trace is accounted,
+    // unless `first_on_thread`: then the thread takes it (a forked child's trace starts inside fork(),
+    // and reading USS walks the page tables of everything the child shares with its parent).
+    void start(TraceWriter& writer, void (*on_wake)(), bool first_on_thread);
+    // Takes one sample now. Thread-safe. `last`: the process's last (at exit), with USS and PSS read
+    // afresh unless their last reading took long (HostMemoryReader::read); skipped when a sample is
+    // being taken already (a signal handler that exits, interrupting one on its own thread).
+    void sample_now(bool last = false);
+    // Runs `change` with no sample being taken (the writer moves the mapping under the sampler).
+    template <class Change> void without_samples(Change&& change) {
+        SpinGuard guard(lock_);
+        change();
+    }
     // In a forked child the thread does not exist; forget it and the parent's trace.
     void forget_after_fork();
 
@@ -26,7 +36,9 @@ class TimelineSampler {
 
     TraceWriter* writer_ = nullptr;
     void (*on_wake_)() = nullptr;
+    bool first_on_thread_ = false;
     uint64_t stored_ = 0;
+    HostMemoryReader host_;
     SpinLock lock_;
 };
 

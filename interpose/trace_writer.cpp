@@ -81,6 +81,14 @@ Layout compute_layout(uint64_t max_bytes) {
         uint64_t bytes = max_bytes / 1000 * per_mille;
         return bytes < minimum ? minimum : bytes;
     };
+    // The timeline and the notable array first: a host-only trace is the file up to their end.
+    layout.timeline_capacity = kTimelineCapacity;
+    place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
+    // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
+    // source), so a default trace keeps some 7,000 cells.
+    layout.notable_capacity = share(5, 256 << 10) / sizeof(EventRecord);
+    place(layout.notable, layout.notable_capacity * sizeof(EventRecord));
+    layout.host_only_bytes = cursor;
     place(layout.modules, share(5, 64 << 10));
     place(layout.strings, share(15, 64 << 10));
     place(layout.stacks, share(70, 256 << 10));
@@ -88,12 +96,6 @@ Layout compute_layout(uint64_t max_bytes) {
     // A site spills when its stripes of the live table are full: a few thousand sites at most do.
     layout.spill_capacity = share(10, 128 << 10) / sizeof(format::SpillSite);
     place(layout.spill, layout.spill_capacity * sizeof(format::SpillSite));
-    // Failures, markers, forks and source names: a notebook adds three per cell run (two markers and its
-    // source), so a default trace keeps some 7,000 cells.
-    layout.notable_capacity = share(5, 256 << 10) / sizeof(EventRecord);
-    place(layout.notable, layout.notable_capacity * sizeof(EventRecord));
-    layout.timeline_capacity = kTimelineCapacity;
-    place(layout.timeline, kTimelineCapacity * sizeof(format::TimelineSample));
     uint64_t ring_records = floor_power_of_two(max_bytes / 8 / sizeof(EventRecord));
     if (ring_records < 1024)
         ring_records = 1024;
@@ -112,7 +114,7 @@ Layout compute_layout(uint64_t max_bytes) {
     return layout;
 }
 
-bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) {
+bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, bool host_only) {
     char base_path[sizeof path_ - 8];
     if (!expand_output_pattern(config.output_pattern, identity.pid, rank_from_environment(), base_path,
                                sizeof base_path)) {
@@ -142,8 +144,10 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched; the live slots' are reserved as they
     // are used (reserve_live_slots).
-    int reserve_error = ::posix_fallocate(fd, 0, static_cast<off_t>(layout.reserved_bytes));
-    if (reserve_error == 0 && ::ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0)
+    const uint64_t reserved = host_only ? layout.host_only_bytes : layout.reserved_bytes;
+    int reserve_error = ::posix_fallocate(fd, 0, static_cast<off_t>(reserved));
+    if (reserve_error == 0 &&
+        ::ftruncate(fd, static_cast<off_t>(host_only ? layout.host_only_bytes : layout.file_bytes)) != 0)
         reserve_error = errno;
     struct stat identity_of_file {};
     if (reserve_error == 0 && ::fstat(fd, &identity_of_file) != 0)
@@ -151,13 +155,15 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
     file_device_ = identity_of_file.st_dev;
     file_inode_ = identity_of_file.st_ino;
     void* mapping = MAP_FAILED;
+    // Mapped whole from the start, also past the end of a host-only file, which nothing touches until
+    // promote() lengthens it.
     if (reserve_error == 0)
         mapping = ::mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int map_error = errno;
     ::close(fd);
     if (reserve_error != 0 || mapping == MAP_FAILED) {
         warn("cannot reserve %llu bytes for trace file %s: %s; the program runs on unrecorded",
-             static_cast<unsigned long long>(layout.reserved_bytes), path_,
+             static_cast<unsigned long long>(reserved), path_,
              std::strerror(reserve_error != 0 ? reserve_error : map_error));
         ::unlink(path_);
         return false;
@@ -165,18 +171,87 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity) 
     base_ = static_cast<uint8_t*>(mapping);
     header_ = reinterpret_cast<FileHeader*>(base_);
     ring_mask_ = layout.ring_capacity - 1;
+    mapped_bytes_ = layout.file_bytes;
+    reserved_bytes_ = layout.reserved_bytes;
+    host_only_bytes_ = layout.host_only_bytes;
+    removed_for_exec_ = false;
     next_string_id_ = 1;
     strings_lock_.reset_after_fork();
-    write_header(config, identity, layout);
+    write_header(config, identity, layout, host_only);
     return true;
 }
 
-void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout) {
+bool TraceWriter::host_only() const {
+    return header_ != nullptr && (__atomic_load_n(&header_->flags, __ATOMIC_RELAXED) &
+                                  static_cast<uint32_t>(format::HeaderFlag::HostOnly)) != 0;
+}
+
+int TraceWriter::promote() {
+    if (!host_only())
+        return 0;
+    const int error = reserve_range(host_only_bytes_, reserved_bytes_ - host_only_bytes_, mapped_bytes_);
+    if (error != 0)
+        return error;
+    __atomic_store_n(&header_->file_bytes, mapped_bytes_, __ATOMIC_RELAXED);
+    __atomic_fetch_and(&header_->flags, ~static_cast<uint32_t>(format::HeaderFlag::HostOnly),
+                       __ATOMIC_RELEASE);
+    return error;
+}
+
+void TraceWriter::remove_for_exec() {
+    struct stat now {};
+    if (host_only() && ::lstat(path_, &now) == 0 && now.st_dev == file_device_ && now.st_ino == file_inode_ &&
+        ::unlink(path_) == 0)
+        removed_for_exec_ = true;
+}
+
+bool TraceWriter::restore_after_failed_exec() {
+    if (!removed_for_exec_)
+        return true;
+    removed_for_exec_ = false;
+    const int fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && ::posix_fallocate(fd, 0, static_cast<off_t>(host_only_bytes_)) == 0;
+    for (uint64_t written = 0; ok && written < host_only_bytes_;) {
+        const ssize_t n = ::write(fd, base_ + written, host_only_bytes_ - written);
+        if (n > 0)
+            written += static_cast<uint64_t>(n);
+        else if (n == 0 || errno != EINTR)
+            ok = false;
+    }
+    struct stat identity_of_file {};
+    ok = ok && ::fstat(fd, &identity_of_file) == 0;
+    // The whole range, as create() maps it: promote() lengthens this file, and nothing of the range may
+    // stay backed by the old one.
+    const bool mapped = ok && ::mmap(base_, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                                     0) != MAP_FAILED;
+    if (fd >= 0)
+        ::close(fd);
+    if (mapped) {
+        file_device_ = identity_of_file.st_dev;
+        file_inode_ = identity_of_file.st_ino;
+        return true;
+    }
+    if (fd >= 0)
+        ::unlink(path_);
+    // After a failed MAP_FIXED the range may hold nothing: whatever it holds is not written again.
+    base_ = nullptr;
+    header_ = nullptr;
+    return false;
+}
+
+void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
+                               bool host_only) {
     FileHeader& h = *header_;
+    if (host_only)
+        h.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
+    h.rank = identity.rank;
+    h.local_rank = identity.local_rank;
+    h.world_size = identity.world_size;
+    h.host_memory_bytes = identity.host_memory_bytes;
     std::memcpy(h.magic, format::kMagic, sizeof h.magic);
     h.endian_tag = format::kEndianTag;
     h.header_bytes = format::kHeaderBytes;
-    h.file_bytes = layout.file_bytes;
+    h.file_bytes = host_only ? layout.host_only_bytes : layout.file_bytes;
     h.pid = identity.pid;
     h.ppid = identity.ppid;
     timespec now{};
@@ -213,7 +288,7 @@ void TraceWriter::abandon_after_fork() {
     // The child's copy of the parent's mapping is private to the child's address space once unmapped;
     // the parent's file is untouched.
     if (base_ != nullptr)
-        ::munmap(base_, header_->file_bytes);
+        ::munmap(base_, mapped_bytes_);
     base_ = nullptr;
     header_ = nullptr;
     ring_prepared_ = 0;
@@ -238,6 +313,13 @@ format::SpillSite* TraceWriter::spill_sites() const {
 int TraceWriter::reserve_live_slots(uint64_t first, uint64_t count) {
     if (header_ == nullptr)
         return EBADF;
+    return reserve_range(header_->live.offset + sizeof(format::LiveStripeMarks) +
+                             first * sizeof(format::LiveSlot),
+                         count * sizeof(format::LiveSlot), 0);
+}
+
+// Reserves [offset, offset + bytes) on disk and, when `length` is not 0, makes the file that long.
+int TraceWriter::reserve_range(uint64_t offset, uint64_t bytes, uint64_t length) {
     const int fd = ::open(path_, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno;
@@ -247,13 +329,12 @@ int TraceWriter::reserve_live_slots(uint64_t first, uint64_t count) {
     if (error == 0 && (now.st_dev != file_device_ || now.st_ino != file_inode_))
         error = ESTALE;
     if (error == 0) {
-        const uint64_t offset =
-            header_->live.offset + sizeof(format::LiveStripeMarks) + first * sizeof(format::LiveSlot);
         do
-            error = ::posix_fallocate(fd, static_cast<off_t>(offset),
-                                      static_cast<off_t>(count * sizeof(format::LiveSlot)));
+            error = ::posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
         while (error == EINTR);
     }
+    if (error == 0 && length != 0 && ::ftruncate(fd, static_cast<off_t>(length)) != 0)
+        error = errno;
     ::close(fd);
     return error;
 }
@@ -300,7 +381,7 @@ void TraceWriter::append_event(EventRecord& event, uint64_t sequence) {
 }
 
 void TraceWriter::prepare_ring_ahead() {
-    if (header_ == nullptr)
+    if (header_ == nullptr || host_only())
         return;
     // At least 65,536 events (a sampler interval's worth at 650,000 events a second, a page table's
     // worth of the process's memory), and twice what was appended since the last call, as the

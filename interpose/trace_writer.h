@@ -13,11 +13,13 @@
 namespace gpuleak {
 
 struct Layout {
-    format::Region modules, strings, stacks, code, spill, notable, timeline, ring, live;
+    format::Region timeline, notable, modules, strings, stacks, code, spill, ring, live;
     uint64_t spill_capacity, notable_capacity, timeline_capacity, ring_capacity, live_capacity;
     uint64_t file_bytes;
     // Reserved on disk at creation: all but the live slots, which are reserved as they are used.
     uint64_t reserved_bytes;
+    // A host-only trace's length: the header, the timeline and the notable array.
+    uint64_t host_only_bytes;
 };
 
 // Splits a file of at most `max_bytes` into regions. The ring gets an eighth, rounded down to a power
@@ -29,14 +31,29 @@ struct ProcessIdentity {
     int pid;
     int ppid;
     const char* parent_trace; // may be empty
+    int rank = -1;            // RANK, LOCAL_RANK, WORLD_SIZE; -1: unset
+    int local_rank = -1;
+    int world_size = -1;
+    uint64_t host_memory_bytes = 0; // 0: unknown
 };
 
 class TraceWriter {
   public:
     // Creates the file named by the configured pattern (adding ".1", ".2", ... when the name is taken),
-    // reserves its whole size on disk, maps it and writes the header. False (with one warning) when
-    // the file cannot be made; the process then runs on unrecorded.
-    bool create(const Config& config, const ProcessIdentity& identity);
+    // reserves its whole size on disk (a host-only trace: the part before the modules), maps it and
+    // writes the header. False (with one warning) when the file cannot be made; the process then runs
+    // on unrecorded.
+    bool create(const Config& config, const ProcessIdentity& identity, bool host_only = false);
+    // Makes a host-only trace whole: lengthens the file, reserves the rest and clears HostOnly. 0, or the
+    // error (as reserve_live_slots'). Not thread-safe: the recorder's promotion runs once.
+    int promote();
+    [[nodiscard]] bool host_only() const;
+    // A host-only trace's process is about to exec: the new program is not the one this trace is of (a
+    // fork that runs another program, a launcher), so the file goes; restore_after_failed_exec makes it
+    // again, with what it held, and maps it in the old one's place, when the exec fails. False when that
+    // failed: the mapping is gone, nothing may be written to it.
+    void remove_for_exec();
+    bool restore_after_failed_exec();
 
     // Forgets the mapping without touching the file: used in a forked child, which must never write
     // into its parent's trace.
@@ -90,9 +107,11 @@ class TraceWriter {
     void clear_end();
 
   private:
+    int reserve_range(uint64_t offset, uint64_t bytes, uint64_t length);
     uint8_t* reserve(Stream stream, uint32_t bytes);
     int64_t commit(Stream stream, uint8_t* record, uint32_t bytes);
-    void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout);
+    void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
+                      bool host_only);
     void populate_ring(uint64_t head, uint64_t lead);
     void touch_ring(uint64_t head, uint64_t lead);
 
@@ -102,6 +121,10 @@ class TraceWriter {
     // so no descriptor of ours stays open in the program, and only in this file.
     uint64_t file_device_ = 0;
     uint64_t file_inode_ = 0;
+    uint64_t mapped_bytes_ = 0;
+    uint64_t reserved_bytes_ = 0;
+    uint64_t host_only_bytes_ = 0;
+    bool removed_for_exec_ = false;
     uint64_t ring_mask_ = 0;
     uint64_t ring_prepared_ = 0;        // bytes from the ring's start that prepare_ring_ahead made present
     uint64_t ring_touched_ = 0;         // events up to which touch_ring wrote to the pages

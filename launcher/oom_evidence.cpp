@@ -1,5 +1,7 @@
 #include "oom_evidence.h"
 
+#include "cgroup_paths.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -26,25 +28,14 @@ std::optional<uint64_t> counter(const std::string& path, const std::string& key)
 
 std::optional<uint64_t> cgroup_oom_kills(const std::string& proc_self_cgroup,
                                          const std::string& cgroup_root) {
-    // Lines are "hierarchy:controllers:path": v2's is "0::path"; v1's memory controller has its own
-    // hierarchy, mounted under the root by the controller's name.
-    std::istringstream lines(proc_self_cgroup);
-    std::string line;
-    std::optional<uint64_t> v1;
+    CgroupDirectories directories{};
+    memory_cgroup_directories(proc_self_cgroup.c_str(), cgroup_root.c_str(), directories);
     std::optional<uint64_t> v2;
-    while (std::getline(lines, line)) {
-        const size_t first = line.find(':');
-        const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-        if (second == std::string::npos)
-            continue;
-        const std::string controllers = line.substr(first + 1, second - first - 1);
-        const std::string path = line.substr(second + 1);
-        if (line.compare(0, second + 1, "0::") == 0)
-            v2 = counter(fmt::format("{}{}/memory.events", cgroup_root, path), "oom_kill");
-        else if (controllers == "memory")
-            v1 = counter(fmt::format("{}/memory{}/memory.oom_control", cgroup_root, path), "oom_kill");
-    }
-    return v2 ? v2 : v1;
+    if (directories.v2[0] != '\0')
+        v2 = counter(fmt::format("{}/memory.events", directories.v2), "oom_kill");
+    if (v2 || directories.v1[0] == '\0')
+        return v2;
+    return counter(fmt::format("{}/memory.oom_control", directories.v1), "oom_kill");
 }
 
 std::optional<uint64_t> cgroup_oom_kills() {

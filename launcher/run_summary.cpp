@@ -80,11 +80,17 @@ int seriousness(DiagnosisKind kind) {
     return 5;
 }
 
-// The process the summary's diagnosis is about: the most serious diagnosis, of those the process that
-// reserved the most. The report has every process's.
+// The process the summary's diagnosis is about: of those that used the GPU (if any did), the most
+// serious diagnosis, of those the process that reserved the most. The others' host memory follows in
+// lines of its own; the report has every process's.
 ProcessReport& focus_process(std::vector<ProcessReport>& processes) {
+    const bool any_gpu = std::any_of(processes.begin(), processes.end(), [](const ProcessReport& process) {
+        return !process.model.header.host_only();
+    });
     return *std::min_element(processes.begin(), processes.end(),
-                             [](const ProcessReport& a, const ProcessReport& b) {
+                             [any_gpu](const ProcessReport& a, const ProcessReport& b) {
+                                 if (any_gpu && a.model.header.host_only() != b.model.header.host_only())
+                                     return !a.model.header.host_only();
                                  if (a.diagnosis.kind != b.diagnosis.kind)
                                      return seriousness(a.diagnosis.kind) < seriousness(b.diagnosis.kind);
                                  return peak_reserved(a) > peak_reserved(b);
@@ -187,6 +193,27 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
                                 analyzer::diagnosis_text(focus.model, focus.diagnosis, *focus.stacks)));
     if (auto origin = top_leak_origin(focus))
         lines.push_back(*origin);
+    // Host memory beside the GPU verdict: the workers' growth is often what kills the run.
+    constexpr size_t kMostHostLines = 4;
+    size_t host_lines = 0;
+    size_t host_more = 0;
+    for (const ProcessReport& process : processes) {
+        if (!process.diagnosis.host_ram ||
+            (&process == &focus && focus.diagnosis.kind == DiagnosisKind::HostRamGrowth))
+            continue;
+        if (host_lines == kMostHostLines) {
+            ++host_more;
+            continue;
+        }
+        ++host_lines;
+        const std::string role = analyzer::role_text(process.model.role);
+        lines.push_back(fmt::format("host memory of pid {}{}: {}", process.model.header.pid,
+                                    role.empty() ? std::string() : " (" + role + ")",
+                                    analyzer::host_growth_brief(*process.diagnosis.host_ram)));
+    }
+    if (host_more > 0)
+        lines.push_back(
+            fmt::format("host memory of {} more grew too: see the report", plural(host_more, "process")));
     lines.push_back(fmt::format("full report: {} (and report.json beside it)", report.text_path));
     return lines;
 }

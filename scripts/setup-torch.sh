@@ -36,7 +36,8 @@ readonly requirements=(
     markupsafe==3.0.4
     fsspec==2026.9.0
     setuptools==81.0.0
-    # The tests.
+    # The tests; numpy for the DataLoader scenarios that hold their dataset in an array (and any 3.10-3.13).
+    numpy==2.2.6
     pytest==9.2.0
     iniconfig==2.3.1
     packaging==26.4

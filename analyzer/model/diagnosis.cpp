@@ -20,8 +20,19 @@ constexpr double kMinCacheCapacityShare = 0.01; // of the device's memory, where
 constexpr uint64_t kMinCacheMention = 8 * kMiB;
 constexpr uint64_t kMinOutsideBytes = 256 * kMiB;
 constexpr double kMinOutsideShare = 0.25; // of the most in use per the driver
-constexpr uint64_t kMinRssGrowth = 256 * kMiB;
-constexpr double kMinRssGrowthShare = 0.5; // of the first sample
+// Host growth: at least this much from the start of the process's work to its end, still a quarter of it
+// in the second half of that stretch and an eighth in its last quarter (a program that loads its data
+// or imports its libraries once and then works is not growing, even when the loading took most of the
+// time).
+constexpr uint64_t kMinHostGrowth = 64 * kMiB;
+constexpr double kMinLateHostGrowthShare = 0.25;
+constexpr double kMinLastHostGrowthShare = 0.125;
+// And it rose by a sixteenth of it at least between this many pairs of consecutive samples: what one
+// allocation adds between two samples is not a trend, whatever it weighs against a short run.
+constexpr size_t kMinRises = 3;
+constexpr double kMinRiseShare = 1.0 / 16;
+constexpr double kMaxCopyOnWriteRssShare = 0.5; // of the USS growth: RSS stayed (nearly) flat
+constexpr double kMinPressureShare = 0.9;       // of the cgroup's limit, or of the machine's memory
 
 const DeviceSummary* device_of(const ProcessModel& model, int device) {
     for (const DeviceSummary& summary : model.devices)
@@ -82,18 +93,106 @@ std::optional<OutsideFacts> outside_allocators(const ProcessModel& model) {
     return std::nullopt;
 }
 
+// Where the process's own work starts: a forked child's at its start (it inherits what its parent
+// loaded); a program's that used CUDA at its first event (before it, it imported and loaded); else its
+// start.
+size_t work_start(const ProcessModel& model) {
+    const std::vector<HostPoint>& points = model.host.points;
+    if (!model.header.parent_trace.empty() || model.events == 0)
+        return 0;
+    for (size_t i = 0; i < points.size(); ++i)
+        if (points[i].events > 0)
+            return i;
+    return 0;
+}
+
+// The last point at or before `share` of the way through [from, to]: by the process's events when it
+// has any between them (the order of its work), else by time.
+size_t point_at(const std::vector<HostPoint>& points, size_t from, size_t to, double share) {
+    const bool by_events = points[to].events > points[from].events;
+    const auto at = [&](size_t i) { return by_events ? points[i].events : points[i].time_ns; };
+    const double mark = static_cast<double>(at(from)) + share * static_cast<double>(at(to) - at(from));
+    size_t found = from;
+    for (size_t i = from; i <= to && static_cast<double>(at(i)) <= mark; ++i)
+        found = i;
+    return found;
+}
+
 std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
-    const std::optional<uint64_t> last_rss = model.code_end_rss ? model.code_end_rss : model.last_rss;
-    if (!model.first_rss || !last_rss || *last_rss <= *model.first_rss)
+    const std::vector<HostPoint>& points = model.host.points;
+    const HostPoint* end = code_end_host_point(model);
+    if (points.size() < 3 || end == nullptr)
         return std::nullopt;
-    const uint64_t growth = *last_rss - *model.first_rss;
-    if (growth < kMinRssGrowth ||
-        static_cast<double>(growth) < kMinRssGrowthShare * static_cast<double>(*model.first_rss))
+    const size_t to = static_cast<size_t>(end - points.data());
+    const size_t from = work_start(model);
+    if (to <= from + 1)
         return std::nullopt;
-    return HostRamFacts{*model.first_rss, *last_rss, model.code_end_rss.has_value()};
+    const HostPoint& first = points[from];
+    const HostPoint& half = points[point_at(points, from, to, 0.5)];
+    const HostPoint& three_quarters = points[point_at(points, from, to, 0.75)];
+    const HostPoint& last = points[to];
+    auto growth = [](uint64_t before, uint64_t after) { return after > before ? after - before : 0; };
+    auto grows = [&](auto measure) {
+        const auto total = static_cast<double>(growth(measure(first), measure(last)));
+        size_t rises = 0;
+        for (size_t i = from; i < to; ++i)
+            if (static_cast<double>(growth(measure(points[i]), measure(points[i + 1]))) >=
+                kMinRiseShare * total)
+                ++rises;
+        if (rises < kMinRises)
+            return false;
+        return total >= static_cast<double>(kMinHostGrowth) &&
+               static_cast<double>(growth(measure(half), measure(last))) >= kMinLateHostGrowthShare * total &&
+               static_cast<double>(growth(measure(three_quarters), measure(last))) >=
+                   kMinLastHostGrowthShare * total;
+    };
+    // Anonymous memory and swap: what the process allocated. Its RSS also holds the file pages it
+    // maps (a memory-mapped dataset read through), which the kernel takes back when it needs them.
+    auto anonymous = [](const HostPoint& point) { return point.sample.rss_anon + point.sample.swap; };
+    auto shmem = [](const HostPoint& point) { return point.sample.rss_shmem; };
+    HostRamFacts facts{HostGrowthCause::Allocations, first, last, 0, model.code_end_ns.has_value()};
+    // A forked child's copies are its own however they came about, at once or over its work: what it
+    // copied is memory each worker holds (it starts from its parent's pages, not from an import).
+    const bool status = first.has(format::HostField::Status) && last.has(format::HostField::Status) &&
+                        half.has(format::HostField::Status);
+    // USS and PSS are read less often and carried over: they say something about the stretch only when
+    // read again after its start.
+    const bool proportional = first.has(format::HostField::Proportional) &&
+                              last.has(format::HostField::Proportional) &&
+                              half.has(format::HostField::Proportional) &&
+                              last.sample.proportional_time_ns > first.sample.proportional_time_ns;
+    const uint64_t rss_growth = growth(first.rss, last.rss);
+    const uint64_t uss_growth = proportional ? growth(first.sample.uss, last.sample.uss) : 0;
+    if (status && grows(shmem)) {
+        facts.cause = HostGrowthCause::SharedMemory;
+        facts.growth = growth(first.sample.rss_shmem, last.sample.rss_shmem);
+    } else if (proportional && !model.header.parent_trace.empty() && uss_growth >= kMinHostGrowth &&
+               static_cast<double>(rss_growth) <= kMaxCopyOnWriteRssShare * static_cast<double>(uss_growth)) {
+        facts.cause = HostGrowthCause::CopyOnWrite;
+        facts.growth = uss_growth;
+    } else if (status && grows(anonymous)) {
+        facts.growth = growth(anonymous(first), anonymous(last));
+    } else if (!status && grows([](const HostPoint& point) { return point.rss; })) {
+        facts.growth = rss_growth;
+    } else {
+        return std::nullopt;
+    }
+    return facts;
 }
 
 } // namespace
+
+const char* host_growth_cause_name(HostGrowthCause cause) {
+    switch (cause) {
+    case HostGrowthCause::CopyOnWrite:
+        return "copy_on_write";
+    case HostGrowthCause::SharedMemory:
+        return "shared_memory";
+    case HostGrowthCause::Allocations:
+        break;
+    }
+    return "allocations";
+}
 
 const char* diagnosis_kind_name(DiagnosisKind kind) {
     switch (kind) {
@@ -138,6 +237,7 @@ Diagnosis diagnose(const ProcessModel& model) {
                              [](const auto& a, const auto& b) { return a.bytes < b.bytes; }) -
             model.failures.begin());
 
+    diagnosis.host_ram = host_ram_growth(model);
     // A leak, at any size: what grows without bound fills any device in the end.
     if (!model.growth_sites.empty()) {
         LeakFacts leak;
@@ -151,12 +251,104 @@ Diagnosis diagnose(const ProcessModel& model) {
         diagnosis.kind = DiagnosisKind::CacheGrowth;
     } else if ((diagnosis.outside = outside_allocators(model))) {
         diagnosis.kind = DiagnosisKind::OutsideAllocators;
-    } else if ((diagnosis.host_ram = host_ram_growth(model))) {
+    } else if (diagnosis.host_ram) {
         diagnosis.kind = DiagnosisKind::HostRamGrowth;
     } else if (model.exactness.lost()) {
         diagnosis.kind = DiagnosisKind::Incomplete;
     }
     return diagnosis;
+}
+
+namespace {
+
+uint64_t monotonic_of(const ProcessModel& model, const HostPoint& point) {
+    return model.header.start_monotonic_ns + point.time_ns;
+}
+
+bool alive_at(const ProcessModel& model, uint64_t moment) {
+    return model.header.start_monotonic_ns <= moment &&
+           model.header.start_monotonic_ns + model.duration_ns >= moment;
+}
+
+// The process's last sample at or before `moment`.
+const HostPoint* point_then(const ProcessModel& model, uint64_t moment) {
+    const HostPoint* then = nullptr;
+    for (const HostPoint& point : model.host.points)
+        if (monotonic_of(model, point) <= moment)
+            then = &point;
+    return then;
+}
+
+// Of the processes of `host` alive at `moment`, the one with the most resident memory then, and that
+// memory. Clocks are a machine's own: another machine's processes are not compared.
+std::pair<size_t, uint64_t> largest_at(const std::vector<const ProcessModel*>& models,
+                                       const std::string& host, uint64_t moment) {
+    std::pair<size_t, uint64_t> largest{models.size(), 0};
+    for (size_t i = 0; i < models.size(); ++i) {
+        const HostPoint* then = models[i]->header.hostname == host && alive_at(*models[i], moment)
+                                    ? point_then(*models[i], moment)
+                                    : nullptr;
+        if (then != nullptr && (largest.first == models.size() || then->rss > largest.second))
+            largest = {i, then->rss};
+    }
+    return largest;
+}
+
+void note_pressure(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
+    double worst = 0;
+    MemoryPressureFacts facts;
+    uint64_t moment = 0;
+    const std::string* host = nullptr;
+    for (const ProcessModel* model : models) {
+        for (const HostPoint& point : model->host.points) {
+            MemoryPressureFacts here;
+            if (point.has(format::HostField::CgroupLimit) && point.sample.cgroup_limit_bytes > 0) {
+                here = {0, true, point.sample.cgroup_bytes, point.sample.cgroup_limit_bytes, 0};
+            } else if (point.has(format::HostField::Available) && model->header.host_memory_bytes > 0) {
+                const uint64_t total = model->header.host_memory_bytes;
+                here = {0, false,
+                        total > point.sample.available_bytes ? total - point.sample.available_bytes : 0,
+                        total, 0};
+            } else {
+                continue;
+            }
+            const double share = static_cast<double>(here.used) / static_cast<double>(here.limit);
+            if (share > worst) {
+                worst = share;
+                facts = here;
+                moment = monotonic_of(*model, point);
+                host = &model->header.hostname;
+            }
+        }
+    }
+    if (worst < kMinPressureShare || host == nullptr)
+        return;
+    const auto [largest, rss] = largest_at(models, *host, moment);
+    if (largest == models.size())
+        return;
+    facts.time_ns = moment - models[largest]->header.start_monotonic_ns;
+    facts.rss = rss;
+    diagnoses[largest]->pressure = facts;
+}
+
+} // namespace
+
+void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
+    for (size_t i = 0; i < models.size(); ++i) {
+        const ProcessModel& model = *models[i];
+        const HostPoint* last = model.host.last();
+        if (model.header.end.state != format::EndState::Running || last == nullptr)
+            continue;
+        KilledFacts killed{*last, model.header.pid, last->rss, model.role};
+        const auto [largest, rss] = largest_at(models, model.header.hostname, monotonic_of(model, *last));
+        if (largest != models.size() && rss > last->rss) {
+            killed.largest_pid = models[largest]->header.pid;
+            killed.largest_rss = rss;
+            killed.largest_role = models[largest]->role;
+        }
+        diagnoses[i]->killed = killed;
+    }
+    note_pressure(models, diagnoses);
 }
 
 } // namespace gpuleak::analyzer

@@ -46,10 +46,48 @@ struct OutsideFacts {
     uint64_t obtained = 0;       // the most reserved through the calls gpuleak sees
 };
 
+// What made the process's host memory grow, told by which of its figures grew together.
+enum class HostGrowthCause {
+    // Its unique memory (USS) grew while its resident memory (RSS) did not, or much less: pages it
+    // shared with the parent it was forked from became its own as it wrote to them (reference counts
+    // written on Python objects it only reads).
+    CopyOnWrite,
+    Allocations,  // RSS and USS grew together: the process allocated and kept it
+    SharedMemory, // its resident shared memory (/dev/shm, shared-memory tensors) grew
+};
+
+const char* host_growth_cause_name(HostGrowthCause cause); // "copy_on_write", "allocations", ...
+
+// Host memory that grew through the process's life, from `from` (its start, or its first event for a
+// program that loads before it works) to `to` (the last sample of its own code), and went on growing in
+// the second half of that stretch.
 struct HostRamFacts {
-    uint64_t first_rss = 0;
-    uint64_t last_rss = 0;
-    bool before_finalizing = false; // last_rss is the last sample before Python finalized
+    HostGrowthCause cause = HostGrowthCause::Allocations;
+    HostPoint from;
+    HostPoint to;
+    uint64_t growth = 0;            // of USS (copy-on-write), RSS (allocations) or resident shared memory
+    bool before_finalizing = false; // `to` is the last sample before Python finalized
+};
+
+// A process that left no end record: killed by SIGKILL, which the kernel's OOM killer sends when memory
+// runs out, or still running when the report was made. Its last host sample, and the process of the
+// run that held the most resident memory at that moment (perhaps itself).
+struct KilledFacts {
+    HostPoint last;
+    int32_t largest_pid = 0;
+    uint64_t largest_rss = 0;
+    ProcessRole largest_role;
+};
+
+// The run came near what the OOM killer weighs: its memory cgroup's usage against its limit, or where
+// none was read the machine's memory in use against its total. Said of the process with the most
+// resident memory at that moment: the one the OOM killer picks first.
+struct MemoryPressureFacts {
+    uint64_t time_ns = 0; // since this process's start
+    bool cgroup = false;  // the cgroup's limit; false: the machine's memory
+    uint64_t used = 0;
+    uint64_t limit = 0;
+    uint64_t rss = 0; // this process's then
 };
 
 struct Diagnosis {
@@ -58,10 +96,13 @@ struct Diagnosis {
     uint64_t peak_allocated = 0;
     uint64_t final_allocated = 0;
     uint64_t final_reserved = 0;
-    std::optional<LeakFacts> leak;        // kind Leak
-    std::optional<CacheFacts> cache;      // kind CacheGrowth
-    std::optional<OutsideFacts> outside;  // kind OutsideAllocators
-    std::optional<HostRamFacts> host_ram; // kind HostRamGrowth
+    std::optional<LeakFacts> leak;       // kind Leak
+    std::optional<CacheFacts> cache;     // kind CacheGrowth
+    std::optional<OutsideFacts> outside; // kind OutsideAllocators
+    // Host memory growth, beside whatever the GPU verdict is (kind HostRamGrowth when it is the only one).
+    std::optional<HostRamFacts> host_ram;
+    std::optional<KilledFacts> killed;           // diagnose_run
+    std::optional<MemoryPressureFacts> pressure; // diagnose_run
     // Cached bytes worth a mention in a verdict that is not about them.
     uint64_t cached_at_end = 0;
     // The out-of-memory failure with the largest request: an index into model.failures.
@@ -69,6 +110,10 @@ struct Diagnosis {
 };
 
 Diagnosis diagnose(const ProcessModel& model);
+
+// What needs the run's other processes: for a process killed, which held the most memory then; for the
+// run, whether it came near its memory limit (at least 90 % of it). `diagnoses[i]` is models[i]'s.
+void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses);
 
 // "1.5 GiB", "512 B": the sizes the report prints.
 std::string human_bytes(double bytes);

@@ -601,15 +601,9 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
         point.allocated =
             model.reports_blocks ? sample.kind_bytes[static_cast<size_t>(MemoryKind::Block)] : point.reserved;
         samples.push_back(point);
-        if (sample.rss_bytes != 0) {
-            if (!model.first_rss)
-                model.first_rss = sample.rss_bytes;
-            model.peak_rss = std::max(model.peak_rss.value_or(0), sample.rss_bytes);
-            model.last_rss = sample.rss_bytes;
-            if (model.code_end_ns && point.time_ns <= *model.code_end_ns)
-                model.code_end_rss = sample.rss_bytes;
-        }
     }
+    model.host = build_host_memory(trace);
+    model.forks = fork_records(trace);
     const SiteKeys site_keys(trace);
     Totals totals(model.reports_blocks);
     model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals);
@@ -672,6 +666,88 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
                         "(the live set and totals are still exact)",
                         model.events_overwritten, model.events));
     return model;
+}
+
+const HostPoint* code_end_host_point(const ProcessModel& model) {
+    const HostPoint* found = model.host.last();
+    if (model.code_end_ns) {
+        for (const HostPoint& point : model.host.points)
+            if (point.time_ns <= *model.code_end_ns)
+                found = &point;
+    }
+    return found;
+}
+
+namespace {
+
+uint64_t end_monotonic_ns(const ProcessModel& model) {
+    return model.header.start_monotonic_ns + model.duration_ns;
+}
+
+bool is_parent(const ProcessModel& parent, const ProcessModel& child) {
+    if (!child.header.parent_trace.empty())
+        return child.header.parent_trace == parent.path;
+    // Pids and clocks are a machine's own.
+    if (child.header.hostname != parent.header.hostname)
+        return false;
+    return child.header.ppid == parent.header.pid &&
+           child.header.start_monotonic_ns >= parent.header.start_monotonic_ns;
+}
+
+bool command_line_holds(const ProcessModel& model, const std::string& text) {
+    return std::any_of(model.header.command_line.begin(), model.header.command_line.end(),
+                       [&](const std::string& argument) { return argument.find(text) != std::string::npos; });
+}
+
+// The parent's fork of `child`: the last fork of its pid before the child's trace began.
+const ForkRecord* fork_of(const ProcessModel& parent, const ProcessModel& child) {
+    const ForkRecord* found = nullptr;
+    for (const ForkRecord& fork : parent.forks)
+        if (fork.child_pid == child.header.pid && fork.monotonic_ns <= child.header.start_monotonic_ns)
+            found = &fork;
+    return found;
+}
+
+} // namespace
+
+void assign_roles(std::vector<ProcessModel*>& models) {
+    for (ProcessModel* model : models) {
+        ProcessRole& role = model->role;
+        role = ProcessRole{};
+        const ProcessModel* parent = nullptr;
+        for (const ProcessModel* candidate : models)
+            if (candidate != model && is_parent(*candidate, *model))
+                parent = candidate;
+        const ForkRecord* fork =
+            parent != nullptr && !model->header.parent_trace.empty() ? fork_of(*parent, *model) : nullptr;
+        if (fork != nullptr && fork->origin == format::ForkOrigin::DataLoader) {
+            role.kind = RoleKind::DataLoaderWorker;
+            // A DataLoader forks its workers in the order of their ids, each alive until the iterator
+            // is done with them: this one's id is how many of the same loader's were still alive.
+            int alive = 0;
+            for (const ForkRecord& sibling : parent->forks) {
+                if (&sibling == fork || sibling.stack_id != fork->stack_id ||
+                    sibling.monotonic_ns > fork->monotonic_ns)
+                    continue;
+                for (const ProcessModel* other : models)
+                    if (other->header.pid == sibling.child_pid && fork_of(*parent, *other) == &sibling &&
+                        end_monotonic_ns(*other) > fork->monotonic_ns)
+                        ++alive;
+            }
+            role.worker_id = alive;
+        } else if (fork != nullptr && fork->origin == format::ForkOrigin::Multiprocessing) {
+            role.kind = RoleKind::ForkedWorker;
+        } else if (command_line_holds(*model, "multiprocessing.spawn import spawn_main") ||
+                   command_line_holds(*model, "multiprocessing.forkserver import main")) {
+            role.kind = RoleKind::SpawnedChild;
+        } else if (model->header.rank >= 0) {
+            role.kind = RoleKind::Rank;
+            role.rank = model->header.rank;
+            role.world_size = model->header.world_size;
+        } else if (fork != nullptr) {
+            role.kind = RoleKind::ForkedChild;
+        }
+    }
 }
 
 } // namespace gpuleak::analyzer

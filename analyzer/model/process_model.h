@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host_memory.h"
 #include "trace_reader.h"
 
 namespace gpuleak::analyzer {
@@ -160,12 +161,9 @@ struct ProcessModel {
     uint64_t events = 0;
     uint64_t events_overwritten = 0;
     uint64_t failed_allocations = 0;
-    std::optional<uint64_t> first_rss;
-    std::optional<uint64_t> peak_rss;
-    std::optional<uint64_t> last_rss;
-    // The last host RSS sampled before code_end_ns: the sample at exit comes after the teardown freed
-    // what the program held.
-    std::optional<uint64_t> code_end_rss;
+    HostMemory host;
+    std::vector<ForkRecord> forks; // the children it forked, oldest first
+    ProcessRole role;              // assign_roles, once every process of the run is modelled
     std::vector<Marker> markers;
     std::vector<LeakSite> leak_sites; // most bytes first
     // Indices into leak_sites of the growing ones that the program holds (not segments), largest first.
@@ -177,5 +175,13 @@ struct ProcessModel {
 };
 
 ProcessModel build_model(const std::string& path, const TraceReader& trace);
+
+// The last host sample of the program's own code (before code_end_ns): the sample at exit comes after
+// the teardown freed what the program held. Null without samples.
+const HostPoint* code_end_host_point(const ProcessModel& model);
+
+// Who each process is, from its parent's forks and its own header: a DataLoader worker and its id, a
+// spawned child, a rank.
+void assign_roles(std::vector<ProcessModel*>& models);
 
 } // namespace gpuleak::analyzer

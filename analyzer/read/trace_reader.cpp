@@ -67,6 +67,7 @@ class TraceReader::Decoder {
 
     void run() {
         check_identity();
+        leave_out_absent_regions();
         decode_header();
         check_regions();
         decode_modules();
@@ -130,8 +131,25 @@ class TraceReader::Decoder {
         }
     }
 
+    // A host-only trace has only its timeline and notable array: the other regions lie past its end and
+    // hold nothing yet.
+    void leave_out_absent_regions() {
+        if ((raw_.flags & static_cast<uint32_t>(format::HeaderFlag::HostOnly)) == 0)
+            return;
+        for (Region* region :
+             {&raw_.modules, &raw_.strings, &raw_.stacks, &raw_.live, &raw_.ring, &raw_.code, &raw_.spill})
+            *region = Region{};
+        raw_.live_capacity = raw_.spill_capacity = raw_.ring_capacity = 0;
+        raw_.ring_head = raw_.modules_used = raw_.strings_used = raw_.stacks_used = raw_.code_used = 0;
+        raw_.spill_used = 0;
+    }
+
     void decode_header() {
         TraceHeader& header = trace_.header_;
+        header.rank = raw_.rank;
+        header.local_rank = raw_.local_rank;
+        header.world_size = raw_.world_size;
+        header.host_memory_bytes = raw_.host_memory_bytes;
         header.format_version = raw_.format_version;
         header.flags = raw_.flags;
         header.file_bytes = raw_.file_bytes;
@@ -579,8 +597,11 @@ class TraceReader::Decoder {
                 break;
             if (record.commit == 0)
                 continue;
-            TimelineSample sample{
-                .sample = record.commit - 1, .time_ns = record.time_ns, .rss_bytes = record.rss_bytes};
+            TimelineSample sample{.sample = record.commit - 1,
+                                  .time_ns = record.time_ns,
+                                  .rss_bytes = record.rss_bytes,
+                                  .events = record.events,
+                                  .host = record.host};
             std::copy(std::begin(record.kind_bytes), std::end(record.kind_bytes), sample.kind_bytes.begin());
             std::copy(std::begin(record.device_bytes), std::end(record.device_bytes),
                       sample.device_bytes.begin());

@@ -69,6 +69,11 @@ struct TraceHeader {
     uint64_t ring_capacity = 0;
     uint64_t notable_capacity = 0;
     uint64_t timeline_capacity = 0;
+    // The distributed launcher's RANK, LOCAL_RANK and WORLD_SIZE; -1 when unset.
+    int32_t rank = -1;
+    int32_t local_rank = -1;
+    int32_t world_size = -1;
+    uint64_t host_memory_bytes = 0; // the machine's MemTotal; 0 when unknown
     TraceCounters counters;
     // (major << 8) | minor of the CPython whose frames the stacks hold, which line tables depend on; 0
     // when there is none.
@@ -81,6 +86,8 @@ struct TraceHeader {
         return (flags & static_cast<uint32_t>(flag)) != 0;
     }
     [[nodiscard]] bool simulated_device() const { return has_flag(format::HeaderFlag::SimulatedDevice); }
+    // Only host memory was sampled: the process never used CUDA.
+    [[nodiscard]] bool host_only() const { return has_flag(format::HeaderFlag::HostOnly); }
 };
 
 struct Module {
@@ -162,8 +169,14 @@ struct TimelineSample {
     uint64_t sample = 0; // sample number: its commit word minus one
     uint64_t time_ns = 0;
     uint64_t rss_bytes = 0;
+    uint64_t events = 0;       // the events claimed before it
+    format::HostSample host{}; // host.fields says which figures were read
     std::array<uint64_t, format::kKindCount> kind_bytes{};
     std::array<uint64_t, format::kMaxDevices> device_bytes{};
+
+    [[nodiscard]] bool has(format::HostField field) const {
+        return (host.fields & static_cast<uint32_t>(field)) != 0;
+    }
 };
 
 class TraceReader {

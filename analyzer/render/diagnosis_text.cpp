@@ -174,18 +174,20 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
             bytes(outside.used_by_driver), outside.device, bytes(outside.obtained),
             bytes(outside.used_by_driver - outside.obtained), failures);
     }
-    case DiagnosisKind::HostRamGrowth: {
-        const HostRamFacts& host = *diagnosis.host_ram;
-        return fmt::format(
-            "GPU memory is steady but host memory (RSS) grew from {} to {}{}: the leak, if any, is "
-            "in host RAM (tensors kept on the CPU, DataLoader workers' copies).{}",
-            bytes(host.first_rss), bytes(host.last_rss),
-            host.before_finalizing ? " before Python finalized" : "", failures);
-    }
+    case DiagnosisKind::HostRamGrowth:
+        return (model.header.host_only() ? std::string() : std::string("GPU memory is steady. ")) +
+               host_growth_text(model, *diagnosis.host_ram) + failures;
     case DiagnosisKind::Incomplete:
         return incomplete_text(model.exactness) + failures;
     case DiagnosisKind::Stable:
         break;
+    }
+    if (model.header.host_only()) {
+        const std::string uss =
+            model.host.peak_uss ? fmt::format(", its unique memory (USS) at {}", bytes(*model.host.peak_uss))
+                                : "";
+        return fmt::format("No sign of growth in host memory: its resident memory (RSS) peaked at {}{}.{}",
+                           bytes(model.host.peak_rss), uss, failures);
     }
     const std::string cached = diagnosis.cached_at_end > 0
                                    ? fmt::format(" ({} of it held in the allocator's cache for reuse)",
@@ -195,6 +197,143 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
         "No sign of a leak: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
         bytes(diagnosis.peak_allocated), bytes(diagnosis.final_allocated), bytes(diagnosis.final_reserved),
         cached, failures);
+}
+
+std::string role_text(const ProcessRole& role) {
+    switch (role.kind) {
+    case RoleKind::DataLoaderWorker:
+        return role.worker_id ? fmt::format("DataLoader worker {}", *role.worker_id) : "DataLoader worker";
+    case RoleKind::ForkedWorker:
+        return "multiprocessing worker (fork)";
+    case RoleKind::ForkedChild:
+        return "forked child";
+    case RoleKind::SpawnedChild:
+        return "multiprocessing child (spawn)";
+    case RoleKind::Rank:
+        return role.world_size > 0 ? fmt::format("rank {} of {}", role.rank, role.world_size)
+                                   : fmt::format("rank {}", role.rank);
+    case RoleKind::Program:
+        break;
+    }
+    return {};
+}
+
+std::string host_point_text(const HostPoint& point) {
+    std::string text = fmt::format("RSS {}", bytes(point.rss));
+    if (point.has(format::HostField::Proportional))
+        text += fmt::format(", USS {}, PSS {}", bytes(point.sample.uss), bytes(point.sample.pss));
+    if (point.has(format::HostField::Status) && point.sample.rss_shmem > 0)
+        text += fmt::format(", shared memory {}", bytes(point.sample.rss_shmem));
+    if (point.has(format::HostField::Status) && point.sample.swap > 0)
+        text += fmt::format(", swap {}", bytes(point.sample.swap));
+    return text;
+}
+
+std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
+    std::string text = fmt::format(
+        "It left no end record: it was killed by a signal gpuleak cannot see, most often SIGKILL, which the "
+        "kernel's OOM killer sends when memory runs out (or by one whose handler the program set itself, "
+        "such as a DataLoader worker's SIGBUS when /dev/shm is full), or it was still running when this "
+        "report was made. Its last sample, at {:.1f} s: {}.",
+        seconds_of(killed.last.time_ns), host_point_text(killed.last));
+    if (killed.last.has(format::HostField::CgroupLimit))
+        text +=
+            fmt::format(" Its memory cgroup held {} of its limit of {} then.",
+                        bytes(killed.last.sample.cgroup_bytes), bytes(killed.last.sample.cgroup_limit_bytes));
+    else if (killed.last.has(format::HostField::Available) && model.header.host_memory_bytes != 0)
+        text += fmt::format(" The machine had {} of its {} available then.",
+                            bytes(killed.last.sample.available_bytes), bytes(model.header.host_memory_bytes));
+    if (killed.largest_pid != model.header.pid) {
+        const std::string role = role_text(killed.largest_role);
+        text += fmt::format(
+            " The process of the run with the most resident memory then was pid {}{}, with {}.",
+            killed.largest_pid, role.empty() ? std::string() : " (" + role + ")", bytes(killed.largest_rss));
+    } else {
+        text += " No other process of the run held more resident memory then.";
+    }
+    return text;
+}
+
+std::string pressure_text(const MemoryPressureFacts& pressure) {
+    const double share = 100.0 * static_cast<double>(pressure.used) / static_cast<double>(pressure.limit);
+    const std::string held =
+        pressure.cgroup ? fmt::format("the run's memory cgroup held {} of its limit of {} ({:.0f} %)",
+                                      bytes(pressure.used), bytes(pressure.limit), share)
+                        : fmt::format("the machine had {} of its {} in use ({:.0f} %)", bytes(pressure.used),
+                                      bytes(pressure.limit), share);
+    return fmt::format(
+        "At {:.1f} s {}, and this process held the most resident memory of the run ({}). When memory runs "
+        "out, the kernel's OOM killer kills the process whose memory weighs the most, most likely this one "
+        "(SIGKILL: no exception, no traceback; a DataLoader reports `worker ... is killed by signal: "
+        "Killed`). Make the processes that grow hold less (see their host memory), run fewer workers, or "
+        "give the run more memory.",
+        seconds_of(pressure.time_ns), held, bytes(pressure.rss));
+}
+
+std::string host_growth_brief(const HostRamFacts& host) {
+    const auto grew = [](uint64_t before, uint64_t after) {
+        return after >= before ? "grew by " + bytes(after - before) : "fell by " + bytes(before - after);
+    };
+    switch (host.cause) {
+    case HostGrowthCause::CopyOnWrite:
+        return fmt::format("its unique memory (USS) {} while its resident memory (RSS) {}: copy-on-write of "
+                           "its parent's memory",
+                           grew(host.from.sample.uss, host.to.sample.uss), grew(host.from.rss, host.to.rss));
+    case HostGrowthCause::SharedMemory:
+        return fmt::format("its resident shared memory {}: shared-memory tensors not released",
+                           grew(host.from.sample.rss_shmem, host.to.sample.rss_shmem));
+    case HostGrowthCause::Allocations:
+        break;
+    }
+    if (!host.from.has(format::HostField::Status))
+        return fmt::format("its resident memory (RSS) {} through its work: it allocates and keeps it",
+                           grew(host.from.rss, host.to.rss));
+    return fmt::format("the memory it allocated {} through its work: it allocates and keeps it",
+                       grew(host.from.sample.rss_anon + host.from.sample.swap,
+                            host.to.sample.rss_anon + host.to.sample.swap));
+}
+
+std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host) {
+    const char* finalized = host.before_finalizing ? " before Python finalized" : "";
+    const std::string span =
+        fmt::format("from {:.1f} s to {:.1f} s", seconds_of(host.from.time_ns), seconds_of(host.to.time_ns));
+    switch (host.cause) {
+    case HostGrowthCause::CopyOnWrite:
+        return fmt::format(
+            "Its unique memory (USS) grew from {} to {} {}{} while its resident memory (RSS) went from {} to "
+            "{}: "
+            "pages it shared with the process it was forked from became its own copies as it wrote to them. "
+            "That is copy-on-write, typically reference counts written on a dataset held as Python objects "
+            "(a list of tuples, dicts or strings) that the worker reads (pytorch/pytorch#13246); each worker "
+            "ends up with a copy of what it read. Hold the data in numpy arrays or tensors, not in lists of "
+            "Python objects.",
+            bytes(host.from.sample.uss), bytes(host.to.sample.uss), span, finalized, bytes(host.from.rss),
+            bytes(host.to.rss));
+    case HostGrowthCause::SharedMemory:
+        return fmt::format(
+            "Its resident shared memory grew from {} to {} {}{}: shared-memory tensors (in /dev/shm: the "
+            "batches DataLoader workers pass to the main process, tensors moved with share_memory_()) that "
+            "are not released. Keep no references to received batches beyond the step that uses them.",
+            bytes(host.from.sample.rss_shmem), bytes(host.to.sample.rss_shmem), span, finalized);
+    case HostGrowthCause::Allocations:
+        break;
+    }
+    const char* where =
+        model.role.kind == RoleKind::DataLoaderWorker
+            ? "a leak in the dataset's or the transforms' code, which the worker runs"
+            : "a leak in host memory: tensors kept on the CPU, lists or caches that grow every "
+              "step";
+    if (!host.from.has(format::HostField::Status))
+        return fmt::format(
+            "Host memory (RSS) grew from {} to {} through its work, {}{}: the process allocates "
+            "and keeps it, {}.",
+            bytes(host.from.rss), bytes(host.to.rss), span, finalized, where);
+    return fmt::format(
+        "The memory it allocated (anonymous memory, resident and swapped) grew from {} to {} "
+        "through its work, {}{} (its RSS from {} to {}): the process allocates and keeps it, {}.",
+        bytes(host.from.sample.rss_anon + host.from.sample.swap),
+        bytes(host.to.sample.rss_anon + host.to.sample.swap), span, finalized, bytes(host.from.rss),
+        bytes(host.to.rss), where);
 }
 
 } // namespace gpuleak::analyzer

@@ -15,6 +15,25 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
 // the renderers show beside the figures. Empty when they are exact.
 std::vector<std::string> exactness_notes(const ProcessModel& model);
 
+// What made the process's host memory grow and what to do, in a paragraph.
+std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host);
+
+// The same in a few words: "its unique memory (USS) grew by 279.0 MiB while its RSS grew by 3.0 MiB".
+std::string host_growth_brief(const HostRamFacts& host);
+
+// Why a process left no end record and what it and the run held at its last sample.
+std::string killed_text(const ProcessModel& model, const KilledFacts& killed);
+
+// How near the run came to its memory limit, and what the OOM killer does there.
+std::string pressure_text(const MemoryPressureFacts& pressure);
+
+// Who the process is among those of its run ("DataLoader worker 1", "rank 3 of 8"); empty for a
+// program its command line names.
+std::string role_text(const ProcessRole& role);
+
+// The host memory of one sample in a few words: "RSS 563.0 MiB, USS 282.1 MiB, PSS 376.0 MiB".
+std::string host_point_text(const HostPoint& point);
+
 // "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
 std::string allocations_of(format::MemoryKind kind, uint64_t count);
 

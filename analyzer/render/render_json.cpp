@@ -50,6 +50,84 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
     return frames;
 }
 
+json present_json(const HostPoint& point, format::HostField field, uint64_t value) {
+    return point.has(field) ? json(value) : json();
+}
+
+json host_point_json(const HostPoint& point) {
+    using format::HostField;
+    const format::HostSample& sample = point.sample;
+    return {{"t_s", seconds_of(point.time_ns)},
+            {"rss_bytes", point.rss},
+            {"uss_bytes", present_json(point, HostField::Proportional, sample.uss)},
+            {"pss_bytes", present_json(point, HostField::Proportional, sample.pss)},
+            {"anon_bytes", present_json(point, HostField::Status, sample.rss_anon)},
+            {"file_bytes", present_json(point, HostField::Status, sample.rss_file)},
+            {"shmem_bytes", present_json(point, HostField::Status, sample.rss_shmem)},
+            {"swap_bytes", present_json(point, HostField::Status, sample.swap)},
+            {"cgroup_bytes", present_json(point, HostField::Cgroup, sample.cgroup_bytes)},
+            {"cgroup_limit_bytes", present_json(point, HostField::CgroupLimit, sample.cgroup_limit_bytes)},
+            {"available_bytes", present_json(point, HostField::Available, sample.available_bytes)},
+            {"simulated_device_bytes", point.simulated_device_bytes}};
+}
+
+json host_json(const ProcessModel& model) {
+    const HostMemory& host = model.host;
+    json timeline = json::array();
+    for (const HostPoint& point : host.points)
+        timeline.push_back(host_point_json(point));
+    return {{"peak_rss_bytes", host.points.empty() ? json() : json(host.peak_rss)},
+            {"peak_uss_bytes", optional_json(host.peak_uss)},
+            {"peak_pss_bytes", optional_json(host.peak_pss)},
+            {"peak_shmem_bytes", optional_json(host.peak_shmem)},
+            {"peak_swap_bytes", optional_json(host.peak_swap)},
+            {"cgroup_limit_bytes", optional_json(host.cgroup_limit)},
+            {"peak_cgroup_bytes", optional_json(host.peak_cgroup)},
+            {"lowest_available_bytes", optional_json(host.lowest_available)},
+            {"machine_bytes",
+             model.header.host_memory_bytes != 0 ? json(model.header.host_memory_bytes) : json()},
+            {"timeline", std::move(timeline)}};
+}
+
+json role_json(const ProcessRole& role) {
+    return {{"kind", role_kind_name(role.kind)},
+            {"worker_id", role.worker_id ? json(*role.worker_id) : json()},
+            {"rank", role.rank >= 0 ? json(role.rank) : json()},
+            {"world_size", role.world_size >= 0 ? json(role.world_size) : json()},
+            {"text", role_text(role)}};
+}
+
+json host_diagnosis_json(const ProcessModel& model, const Diagnosis& diagnosis) {
+    if (!diagnosis.host_ram)
+        return nullptr;
+    const HostRamFacts& host = *diagnosis.host_ram;
+    return {{"cause", host_growth_cause_name(host.cause)},
+            {"growth_bytes", host.growth},
+            {"from", host_point_json(host.from)},
+            {"to", host_point_json(host.to)},
+            {"text", host_growth_text(model, host)}};
+}
+
+json killed_json(const ProcessModel& model, const Diagnosis& diagnosis) {
+    if (!diagnosis.killed)
+        return nullptr;
+    const KilledFacts& killed = *diagnosis.killed;
+    return {{"last", host_point_json(killed.last)},
+            {"largest_pid", killed.largest_pid},
+            {"largest_rss_bytes", killed.largest_rss},
+            {"largest_role", role_json(killed.largest_role)},
+            {"text", killed_text(model, killed)}};
+}
+
+json pressure_json(const Diagnosis& diagnosis) {
+    if (!diagnosis.pressure)
+        return nullptr;
+    const MemoryPressureFacts& pressure = *diagnosis.pressure;
+    return {{"t_s", seconds_of(pressure.time_ns)}, {"of", pressure.cgroup ? "cgroup" : "machine"},
+            {"used_bytes", pressure.used},         {"limit_bytes", pressure.limit},
+            {"rss_bytes", pressure.rss},           {"text", pressure_text(pressure)}};
+}
+
 uint64_t sum(const std::vector<DeviceSummary>& devices, uint64_t DeviceSummary::*field) {
     uint64_t total = 0;
     for (const DeviceSummary& device : devices)
@@ -144,6 +222,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"pid", model.header.pid},
                     {"ppid", model.header.ppid},
                     {"command", model.header.command_line},
+                    {"role", role_json(model.role)},
+                    {"host_only", model.header.host_only()},
                     {"ended", ended_json(model.header.end)},
                     {"simulated", model.header.simulated_device()},
                     {"duration_s", seconds_of(model.duration_ns)},
@@ -171,7 +251,11 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"notes", exactness_notes(model)}}}}},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},
-                      {"text", diagnosis_text(report.model, report.diagnosis, *report.stacks)}}},
+                      {"text", diagnosis_text(report.model, report.diagnosis, *report.stacks)},
+                      {"host", host_diagnosis_json(report.model, report.diagnosis)},
+                      {"killed", killed_json(report.model, report.diagnosis)},
+                      {"pressure", pressure_json(report.diagnosis)}}},
+                    {"host", host_json(model)},
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},
                     {"failures", std::move(failures)},

@@ -191,9 +191,12 @@ std::string failure_cause(const FailureSummary& failure) {
 void append_process(std::string& out, ProcessReport& report, const ReportOptions& options,
                     const Style& style) {
     const ProcessModel& model = report.model;
-    out += style.bold(fmt::format("process {} (parent {}): {}", model.header.pid, model.header.ppid,
-                                  command(model))) +
+    const std::string role = role_text(model.role);
+    out += style.bold(fmt::format("process {} (parent {}){}: {}", model.header.pid, model.header.ppid,
+                                  role.empty() ? std::string() : ", " + role, command(model))) +
            "\n";
+    if (model.header.host_only())
+        out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
     out +=
         fmt::format("  trace      {}{}\n", model.path,
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
@@ -218,11 +221,25 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                            bytes(model.final_pinned_host));
     if (model.peak_managed > 0)
         out += fmt::format("  managed    peak {}\n", bytes(model.peak_managed));
-    if (model.first_rss && model.last_rss)
-        out += fmt::format("  host RSS   {} at the start, {} at the end, peak {}\n", bytes(*model.first_rss),
-                           bytes(*model.last_rss), bytes(model.peak_rss.value_or(0)));
-    out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n", model.events,
-                       model.events_overwritten, model.failed_allocations);
+    if (const HostPoint* first = model.host.first()) {
+        out += fmt::format("  host       at the start {}\n", host_point_text(*first));
+        const HostPoint* end = code_end_host_point(model);
+        if (end != first)
+            out +=
+                fmt::format("             {} {}\n", end == model.host.last() ? "at the end  " : "before exit",
+                            host_point_text(*end));
+        std::string peaks = fmt::format("peak RSS {}", bytes(model.host.peak_rss));
+        if (model.host.peak_uss)
+            peaks += fmt::format(", USS {}, PSS {}", bytes(*model.host.peak_uss),
+                                 bytes(model.host.peak_pss.value_or(0)));
+        out += fmt::format("             {}\n", peaks);
+        if (model.host.cgroup_limit && model.host.peak_cgroup)
+            out += fmt::format("  cgroup     memory peak {} of its limit {}\n",
+                               bytes(*model.host.peak_cgroup), bytes(*model.host.cgroup_limit));
+    }
+    if (!model.header.host_only())
+        out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n",
+                           model.events, model.events_overwritten, model.failed_allocations);
     for (const std::string& note : exactness_notes(model))
         out += style.bold("  not exact  ") + wrapped(note, "             ").substr(13);
     out += "\n";
@@ -230,6 +247,17 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     out += style.bold("Diagnosis: ") +
            style.verdict(report.diagnosis.kind, diagnosis_kind_name(report.diagnosis.kind)) + "\n";
     out += wrapped(diagnosis_text(model, report.diagnosis, *report.stacks), "  ") + "\n";
+    if (report.diagnosis.pressure)
+        out += style.bold("Memory limit: ") + "\n" +
+               wrapped(pressure_text(*report.diagnosis.pressure), "  ") + "\n";
+    if (report.diagnosis.killed)
+        out += style.bold("Killed: ") + "\n" + wrapped(killed_text(model, *report.diagnosis.killed), "  ") +
+               "\n";
+    if (report.diagnosis.host_ram && report.diagnosis.kind != DiagnosisKind::HostRamGrowth)
+        out += style.bold("Host memory: ") +
+               style.verdict(DiagnosisKind::HostRamGrowth,
+                             host_growth_cause_name(report.diagnosis.host_ram->cause)) +
+               "\n" + wrapped(host_growth_text(model, *report.diagnosis.host_ram), "  ") + "\n";
 
     // What grew first: the leak is the first screen's, however small against what was made once.
     for (size_t i = 0; i < model.growth_sites.size() && i < options.top; ++i) {
@@ -256,9 +284,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         ++shown;
         append_site(out, report, site, shown, options, style);
     }
-    if (shown == 0 && model.growth_sites.empty())
+    if (shown == 0 && model.growth_sites.empty() && !model.header.host_only())
         out += "Nothing was live at the end.\n";
-    out += "\n";
+    if (!model.header.host_only())
+        out += "\n";
 
     // A sub-allocator's segments hold the blocks above and its cache: one line each, after them.
     size_t segments = 0;
@@ -303,8 +332,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 
 void append_process_table(std::string& out, std::vector<ProcessReport>& reports, const Style& style) {
     out += style.bold(fmt::format("{} processes:", reports.size())) + "\n";
-    out += fmt::format("  {:>8} {:>8}  {:<14} {:>12} {:>12}  {:<18} {}\n", "pid", "parent", "ended",
-                       "peak reserved", "final alloc.", "diagnosis", "command");
+    // The row's format: what the program's own code held last, before its teardown, next to each peak.
+    constexpr const char* kRow = "  {:>8} {:>8}  {:<14} {:>12} {:>12} {:>21} {:>21}  {:<18} {:<14} {}\n";
+    out += fmt::format(kRow, "pid", "parent", "ended", "peak reserved", "final alloc.", "RSS peak, final",
+                       "USS peak, final", "diagnosis", "host memory", "process");
     for (ProcessReport& report : reports) {
         const ProcessModel& model = report.model;
         uint64_t peak = 0;
@@ -322,9 +353,22 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
                           : model.header.end.state == format::EndState::Signaled
                               ? fmt::format("{} {}", how, model.header.end.signal)
                               : std::string(how);
-        out += fmt::format("  {:>8} {:>8}  {:<14} {:>12} {:>12}  {:<18} {}\n", model.header.pid,
-                           model.header.ppid, end, bytes(peak), bytes(final_allocated),
-                           diagnosis_kind_name(report.diagnosis.kind), command(model));
+        const std::string role = role_text(model.role);
+        const HostPoint* last = code_end_host_point(model);
+        const std::string rss = last == nullptr
+                                    ? std::string("-")
+                                    : fmt::format("{}, {}", bytes(model.host.peak_rss), bytes(last->rss));
+        const std::string uss =
+            last == nullptr || !model.host.peak_uss
+                ? std::string("-")
+                : fmt::format("{}, {}", bytes(*model.host.peak_uss), bytes(last->sample.uss));
+        out += fmt::format(
+            fmt::runtime(kRow), model.header.pid, model.header.ppid, end,
+            model.header.host_only() ? std::string("-") : bytes(peak),
+            model.header.host_only() ? std::string("-") : bytes(final_allocated), rss, uss,
+            diagnosis_kind_name(report.diagnosis.kind),
+            report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-",
+            role.empty() ? command(model) : role);
     }
     out += "\n";
 }

@@ -93,6 +93,15 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
             report.trace = std::make_unique<TraceReader>(std::move(trace));
         reports.push_back(std::move(report));
     }
+    std::vector<ProcessModel*> models;
+    for (ProcessReport& report : reports)
+        models.push_back(&report.model);
+    assign_roles(models);
+    std::vector<const ProcessModel*> modelled(models.begin(), models.end());
+    std::vector<Diagnosis*> diagnoses;
+    for (ProcessReport& report : reports)
+        diagnoses.push_back(&report.diagnosis);
+    diagnose_run(modelled, diagnoses);
     return reports;
 }
 

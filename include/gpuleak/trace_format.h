@@ -2,19 +2,24 @@
 // Both sides include this header; it is the only contract between them.
 //
 // Layout: a fixed-size header followed by regions whose offsets and sizes the header gives.
+//   timeline  TimelineSample array: totals and host memory sampled periodically, thinned so it
+//             covers the whole run
+//   notable   EventRecord array: failures, markers, forks, source names and the start of Python's
+//             finalization, kept even when the ring wraps
 //   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
 //   strings   append-only StringRecord stream (command line pieces, marker labels, named sources)
 //   stacks    append-only StackRecord stream (each distinct call stack once, native and Python frames)
 //   code      append-only CodeRecord stream (each Python code object a stack holds, once)
 //   spill     SpillSite array: the live allocations the live table had no slot for, counted by site
 //   ring      EventRecord ring: the most recent events; header.ring_head counts all ever claimed
-//   notable   EventRecord array: failures, markers, forks, source names and the start of Python's
-//             finalization, kept even when the ring wraps
-//   timeline  TimelineSample array: totals sampled periodically, thinned so it covers the whole run
 //   live      LiveStripeMarks, then a LiveSlot array: the live allocations one by one, whatever
 //             happened to the ring (see below). Last in the file, and reserved on disk as it grows: the
 //             file's length covers it whole from the start, its blocks are allocated a stripe's chunk
 //             at a time, before the chunk's first slot is used.
+//
+// A process that has not used CUDA (a DataLoader worker, a Python program before its first CUDA call) has
+// only the header, the timeline and the notable array, which come first: its file ends there and its
+// header has HeaderFlag::HostOnly. Its first CUDA call lengthens the file and clears the flag.
 //
 // Crash consistency: every record has a commit word that the writer stores last, with release order,
 // after the record's other fields. A record whose commit word is not the expected value was in flight
@@ -53,8 +58,10 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // Python frame says whether it was the first its evaluation loop ran (kPythonFrameLoopEntry). 5: source
 // names (EventType::SourceName) in the notable array. 6: EventType::PythonFinalizing. 7: a live slot
 // holds its allocation's event sequence number; PythonFinalizing holds the ring's head then. 8: the
-// spill region; the live region is last, reserved on disk as it grows.
-static const uint32_t kFormatVersion = 8;
+// spill region; the live region is last, reserved on disk as it grows. 9: host memory in the timeline
+// (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
+// the notable array come first.
+static const uint32_t kFormatVersion = 9;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -102,7 +109,8 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
                      // so they and this are one out-of-memory error (0: it refused by a limit of its own)
     PoolTrim = 5,    // address = pool handle, size = bytes the caller asked to keep
     Marker = 6,      // address = string id of the label
-    Fork = 7,        // address = pid of the child
+    Fork = 7,        // address = pid of the child, result = its ForkOrigin, stack_id = the forking
+                     // thread's stack (0 in a host-only trace, which keeps no stacks)
     // A file name that Python code was compiled under stands for source the program named (a notebook's
     // cell): address = string id of the file name, size = string id of the name ("cell [12]"), stream =
     // string id of the source text (0: it did not fit). In the notable array only; a later naming of the
@@ -113,6 +121,13 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // once: what follows is no longer the program's own code. size = the ring's head then: the events
     // numbered below it are the program's.
     PythonFinalizing = 9,
+};
+
+// What forked a child, told by the recorder from the file names of the forking thread's Python frames.
+GPULEAK_FORMAT_ENUM(ForkOrigin, int32_t){
+    Unknown = 0,
+    DataLoader = 1,      // a frame of torch/utils/data/dataloader.py: the child is a DataLoader's worker
+    Multiprocessing = 2, // a frame in multiprocessing/: a Pool's or a Process's
 };
 
 // The result of a sub-allocator's refusal: no CUDA error code, as no CUDA call need have failed.
@@ -133,6 +148,18 @@ GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){
     SimulatedDevice = 1u << 0, // the CUDA libraries in the process were gpuleak's simulated device
     // Some allocation could not be recorded at all (no memory for it): the totals are short by it.
     LiveUntracked = 1u << 1,
+    // The process never used CUDA (or gpuleak's API): only its host memory was sampled, and only the
+    // header, the timeline and the notable array are in the file (see the layout above).
+    HostOnly = 1u << 2,
+};
+
+// Which of a TimelineSample's host figures were read (a /proc or cgroup file may be missing).
+GPULEAK_FORMAT_ENUM(HostField, uint32_t){
+    Status = 1u << 0,       // rss_anon, rss_file, rss_shmem, swap (/proc/self/status)
+    Proportional = 1u << 1, // uss, pss (/proc/self/smaps_rollup), as of proportional_time_ns
+    Cgroup = 1u << 2,       // cgroup_bytes (memory.current, v1 memory.usage_in_bytes)
+    CgroupLimit = 1u << 3,  // cgroup_limit_bytes: the cgroup has a limit
+    Available = 1u << 4,    // available_bytes (MemAvailable in /proc/meminfo)
 };
 
 #undef GPULEAK_FORMAT_ENUM
@@ -210,6 +237,13 @@ struct FileHeader {
     uint32_t python_version;       // (major << 8) | minor of the CPython whose frames stacks hold; 0: none
     uint32_t reserved1;
     uint64_t spill_used; // SpillSite records committed, record 0 included
+    // The distributed launcher's RANK, LOCAL_RANK and WORLD_SIZE (torchrun, DeepSpeed, Accelerate); -1
+    // when unset or not a number.
+    int32_t rank;
+    int32_t local_rank;
+    int32_t world_size;
+    uint32_t reserved2;
+    uint64_t host_memory_bytes; // MemTotal in /proc/meminfo at creation; 0 when unknown
 
     Accounting accounting;
     struct DeviceMemoryView device_memory[16];
@@ -367,14 +401,35 @@ struct EventRecord {
     uint32_t reserved1;
 };
 
+// Host memory of the process and of what it runs in, in bytes, as the kernel counts it.
+struct HostSample {
+    uint32_t fields; // HostField bits: which of the figures below were read
+    uint32_t reserved0;
+    uint64_t rss_anon;  // RssAnon: private and shared anonymous memory resident (the heap, Python objects)
+    uint64_t rss_file;  // RssFile: file pages mapped and resident (libraries, mmap'ed data)
+    uint64_t rss_shmem; // RssShmem: shared memory resident (/dev/shm, shared-memory tensors)
+    uint64_t swap;      // VmSwap
+    // Unique (Private_Clean + Private_Dirty) and proportional (Pss) set sizes. They take a walk over
+    // the process's page tables, so they are read less often than the rest, at proportional_time_ns:
+    // every sample carries the latest.
+    uint64_t uss;
+    uint64_t pss;
+    uint64_t proportional_time_ns;
+    uint64_t cgroup_bytes;       // the memory cgroup's working set: its usage less the page cache reclaimed
+                                 // first (memory.stat's inactive_file), what its OOM killer weighs
+    uint64_t cgroup_limit_bytes; // its limit (memory.max, v1 memory.limit_in_bytes)
+    uint64_t available_bytes;    // the machine's MemAvailable
+};
+
 struct TimelineSample {
     uint64_t commit; // sample number + 1 once committed
     uint64_t time_ns;
-    uint64_t rss_bytes; // host resident set size of the process
-    uint64_t reserved0;
+    uint64_t rss_bytes;        // host resident set size of the process (VmRSS); 0 when unread
+    uint64_t events;           // the ring's head then: where the sample falls in the order of events
     uint64_t kind_bytes[10];   // live bytes by MemoryKind, all devices and host together
     uint64_t device_bytes[16]; // live device-memory bytes per ordinal (Device, Managed, AsyncPool,
                                // VmmPhysical), 0..kMaxDevices-1
+    struct HostSample host;
 };
 
 #ifdef __cplusplus
@@ -388,7 +443,8 @@ static_assert(sizeof(ModuleRecord) == 72, "ModuleRecord layout is part of the fi
 static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file format");
 static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part of the file format");
 static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
-static_assert(sizeof(TimelineSample) == 240, "TimelineSample layout is part of the file format");
+static_assert(sizeof(HostSample) == 88, "HostSample layout is part of the file format");
+static_assert(sizeof(TimelineSample) == 328, "TimelineSample layout is part of the file format");
 
 // A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
 constexpr uint16_t python_version(unsigned major, unsigned minor) {

@@ -428,3 +428,135 @@ TEST_CASE("a process killed while its live set is past the live table's slots re
     check_many_live(process, expected);
     CHECK(process["summary"]["exactness"]["spilled"].get<uint64_t>() > 100000);
 }
+
+namespace {
+
+RunOptions quiet() {
+    RunOptions options;
+    options.environment = {"GPULEAK_QUIET=1"};
+    return options;
+}
+
+// scenario_host_memory's parent and worker, from the report of the run's traces.
+struct HostRun {
+    json parent;
+    json worker;
+};
+
+HostRun host_run(const TempDir& dir, const std::string& mode, int step_ms) {
+    TracedRun run =
+        run_traced(dir, program_path("scenario_host_memory"), {mode, std::to_string(step_ms)}, quiet());
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    REQUIRE(run.traces().size() == 2);
+    const json report = report_json(dir, run.traces());
+    REQUIRE(report["processes"].size() == 2);
+    HostRun result{report["processes"][0], report["processes"][1]};
+    if (result.worker["ppid"] != result.parent["pid"])
+        std::swap(result.parent, result.worker);
+    REQUIRE(result.worker["ppid"] == result.parent["pid"]);
+    return result;
+}
+
+uint64_t bytes_of(const json& value) {
+    return value.is_null() ? 0 : value.get<uint64_t>();
+}
+
+} // namespace
+
+TEST_CASE("a forked worker's copies of its parent's pages are told from its own allocations, at any pace") {
+    struct Expected {
+        std::string mode;
+        std::vector<int> step_ms;
+        std::string cause; // empty: no growth
+    };
+    // Copies are the worker's own however fast they came; growth is judged on the worker's work, so a
+    // one-time allocation at its start is not growth.
+    const Expected cases[] = {{"cow", {0, 50, 200}, "copy_on_write"},
+                              {"grow", {50, 200}, "allocations"},
+                              {"shm", {50, 200}, "shared_memory"},
+                              {"read", {0, 200}, ""},
+                              {"once", {50, 200}, ""}};
+    for (const Expected& expected : cases) {
+        for (int step_ms : expected.step_ms) {
+            INFO(expected.mode << " with steps of " << step_ms << " ms");
+            TempDir dir;
+            const HostRun run = host_run(dir, expected.mode, step_ms);
+            const json& worker = run.worker;
+            CHECK(worker["host_only"] == true);
+            CHECK(worker["role"]["kind"] == "forked_child");
+            CHECK(worker["ended"]["how"] == "exit");
+            CHECK(worker["host"]["timeline"].size() >= 2);
+            // The parent used the GPU and holds its dataset from before its first event: not growth.
+            CHECK(run.parent["host_only"] == false);
+            CHECK(run.parent["diagnosis"]["host"].is_null());
+            const json& host = worker["diagnosis"]["host"];
+            if (expected.cause.empty()) {
+                CHECK(worker["diagnosis"]["kind"] == "stable");
+                CHECK(host.is_null());
+                continue;
+            }
+            CHECK(worker["diagnosis"]["kind"] == "host_ram_growth");
+            REQUIRE(host.is_object());
+            CHECK(host["cause"] == expected.cause);
+            CHECK(host["growth_bytes"].get<uint64_t>() >= 150 * kMiB);
+            if (expected.cause == "copy_on_write") {
+                // Its resident memory stayed: the pages were there, shared, from the start.
+                CHECK(bytes_of(host["to"]["rss_bytes"]) < bytes_of(host["from"]["rss_bytes"]) + 32 * kMiB);
+                CHECK(bytes_of(host["to"]["uss_bytes"]) >= 200 * kMiB);
+                CHECK_THAT(host["text"].get<std::string>(), Catch::Contains("numpy arrays or tensors"));
+            }
+        }
+    }
+}
+
+TEST_CASE("the text report lists every process with its host memory and what grew") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_host_memory"), {"cow", "0"}, quiet());
+    REQUIRE(run.exited_with(0));
+    std::vector<std::string> arguments = run.traces();
+    RunOptions unpreloaded;
+    unpreloaded.preload = false;
+    TracedRun report = run_traced(dir, GPULEAK_REPORT, arguments, unpreloaded);
+    INFO(report.out);
+    REQUIRE(report.exited_with(0));
+    CHECK_THAT(report.out, Catch::Contains("RSS peak, final       USS peak, final"));
+    CHECK_THAT(report.out, Catch::Contains("host_ram_growth    copy_on_write  forked child"));
+    CHECK_THAT(report.out, Catch::Contains("none: the process never used CUDA"));
+    CHECK_THAT(report.out, Catch::Contains("copy-on-write"));
+}
+
+TEST_CASE("a worker killed by SIGKILL is named with its last samples and the run's largest process then") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_host_memory"), {"kill", "50"}, quiet());
+    REQUIRE(run.exited_with(0));
+    CHECK_THAT(run.out, Catch::Contains("signal 9"));
+    REQUIRE(run.traces().size() == 2);
+    const json report = report_json(dir, run.traces());
+    const json* worker = nullptr;
+    for (const json& process : report["processes"])
+        if (process["host_only"] == true)
+            worker = &process;
+    REQUIRE(worker != nullptr);
+    CHECK((*worker)["ended"]["how"] == "killed");
+    const json& killed = (*worker)["diagnosis"]["killed"];
+    REQUIRE(killed.is_object());
+    // Six steps of 16 MiB on top of the 256 MiB it shares with its parent.
+    CHECK(bytes_of(killed["last"]["rss_bytes"]) >= 300 * kMiB);
+    CHECK(killed["largest_pid"] == (*worker)["pid"]);
+    CHECK_THAT(killed["text"].get<std::string>(), Catch::Contains("SIGKILL"));
+    CHECK(report["processes"][0]["diagnosis"]["killed"].is_null() !=
+          report["processes"][1]["diagnosis"]["killed"].is_null());
+}
+
+TEST_CASE("a fork that runs another program leaves no trace, and one whose exec failed keeps its own") {
+    TempDir exec_dir;
+    TracedRun exec = run_traced(exec_dir, program_path("scenario_host_memory"), {"exec"}, quiet());
+    REQUIRE(exec.exited_with(0));
+    CHECK(exec.traces().size() == 1);
+
+    TempDir failed_dir;
+    const HostRun failed = host_run(failed_dir, "execfail", 50);
+    CHECK(failed.worker["ended"]["how"] == "exit");
+    CHECK(failed.worker["ended"]["code"] == 0);
+}

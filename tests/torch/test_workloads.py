@@ -87,20 +87,26 @@ COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|m
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
 
 
-def run_workload(directory, name, adapter_cache, traced):
+def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY):
+    """Runs `script` as a user would, alone or under `gpuleak run -o directory/run`."""
     environment = dict(os.environ)
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment["PYTHONWARNINGS"] = "ignore"
     if not REAL_DEVICE:
-        capacity = CAPACITY.get(name, DEFAULT_CAPACITY)
         environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, capacity))
     # As if the user had installed the package.
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE, environment.get("PYTHONPATH")]))
-    command = [TORCH_PYTHON, os.path.join(WORKLOADS, name)]
+    command = [TORCH_PYTHON, script]
     if traced:
         environment["GPULEAK_TORCH_ADAPTER_DIR"] = adapter_cache
         command = [LAUNCHER, "run", "--quiet", "-o", str(directory / "run"), "--", *command]
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+
+
+def run_workload(directory, name, adapter_cache, traced):
+    return run_script(
+        directory, os.path.join(WORKLOADS, name), adapter_cache, traced, CAPACITY.get(name, DEFAULT_CAPACITY)
+    )
 
 
 def check_workload(directory, name, adapter_cache):

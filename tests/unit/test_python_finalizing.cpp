@@ -171,15 +171,15 @@ TEST_CASE("host RAM growth is judged on the RSS sampled before Python's finaliza
     const auto rss_trace = [](std::optional<uint64_t> finalizing_ms) {
         TraceBuilder builder(TraceLayout{.notable_capacity = 8});
         builder.header().start_monotonic_ns = kStart;
-        const uint64_t samples[][2] = {{0, 100}, {280, 900}, {2990, 100}};
-        for (uint64_t slot = 0; slot < 3; ++slot) {
+        const uint64_t samples[][2] = {{0, 100}, {100, 300}, {200, 600}, {280, 900}, {2990, 100}};
+        for (uint64_t slot = 0; slot < std::size(samples); ++slot) {
             format::TimelineSample sample{};
             sample.commit = slot + 1;
             sample.time_ns = kStart + samples[slot][0] * kMillisecond;
             sample.rss_bytes = samples[slot][1] * kMiB;
             builder.set_timeline(slot, sample);
         }
-        builder.header().timeline_samples = 3;
+        builder.header().timeline_samples = std::size(samples);
         if (finalizing_ms)
             builder.add_notable(python_finalizing(kStart + *finalizing_ms * kMillisecond));
         builder.end_exited(0, kStart + 3000 * kMillisecond);
@@ -187,15 +187,16 @@ TEST_CASE("host RAM growth is judged on the RSS sampled before Python's finaliza
     };
     SECTION("with the record, the sample before it") {
         const ProcessReport report = report_of(parse(rss_trace(300)));
-        CHECK(report.model.last_rss == 100 * kMiB);
-        CHECK(report.model.code_end_rss == 900 * kMiB);
+        CHECK(report.model.host.last()->rss == 100 * kMiB);
+        CHECK(code_end_host_point(report.model)->rss == 900 * kMiB);
         CHECK(report.diagnosis.kind == DiagnosisKind::HostRamGrowth);
         CHECK_THAT(diagnosis_text(report.model, report.diagnosis, *report.stacks),
-                   Catch::Contains("grew from 100.0 MiB to 900.0 MiB before Python finalized"));
+                   Catch::Contains("grew from 100.0 MiB to 900.0 MiB through its work, from 0.0 s to 0.3 s "
+                                   "before Python finalized"));
     }
     SECTION("without it, the sample at exit") {
         const ProcessReport report = report_of(parse(rss_trace(std::nullopt)));
-        CHECK_FALSE(report.model.code_end_rss);
+        CHECK(code_end_host_point(report.model) == report.model.host.last());
         CHECK(report.diagnosis.kind == DiagnosisKind::Stable);
     }
 }

@@ -17,7 +17,8 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
     TraceWriter writer;
     REQUIRE(writer.create(config, {1, 0, ""}));
     TimelineSampler sampler;
-    sampler.start(writer, [] {});
+    sampler.start(
+        writer, [] {}, false);
 
     const uint64_t capacity = writer.header()->timeline_capacity;
     const uint64_t taken = capacity * 3 + 10; // two thinnings

@@ -58,10 +58,11 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
     for (uint64_t megabytes : {uint64_t{4}, uint64_t{64}, uint64_t{1000}}) {
         const gpuleak::Layout layout = gpuleak::compute_layout(megabytes << 20);
         CHECK(layout.file_bytes <= megabytes << 20);
-        // In file order: the live table last, as only its slots are reserved on disk as they are used.
-        const gpuleak::format::Region regions[] = {layout.modules,  layout.strings, layout.stacks,
-                                                   layout.code,     layout.spill,   layout.notable,
-                                                   layout.timeline, layout.ring,    layout.live};
+        // In file order: what a host-only trace holds first, the live table last, as only its slots
+        // are reserved on disk as they are used.
+        const gpuleak::format::Region regions[] = {layout.timeline, layout.notable, layout.modules,
+                                                   layout.strings,  layout.stacks,  layout.code,
+                                                   layout.spill,    layout.ring,    layout.live};
         uint64_t end = gpuleak::format::kHeaderBytes;
         for (const auto& region : regions) {
             CHECK(region.offset % 64 == 0);
@@ -75,11 +76,14 @@ TEST_CASE("the layout fits the size limit with aligned and disjoint regions") {
               layout.live.size);
         CHECK(layout.spill_capacity * sizeof(gpuleak::format::SpillSite) <= layout.spill.size);
         CHECK(layout.reserved_bytes == layout.live.offset + sizeof(gpuleak::format::LiveStripeMarks));
+        CHECK(layout.host_only_bytes == layout.notable.offset + layout.notable.size);
     }
-    // The default holds a few million live allocations one by one, and reserves about 64 MiB at the start.
+    // The default holds a few million live allocations one by one, and reserves about 64 MiB at the
+    // start; a process that never uses CUDA (a DataLoader worker) takes a few MiB.
     const gpuleak::Layout defaults = gpuleak::compute_layout(gpuleak::kDefaultMaxMb << 20);
     CHECK(defaults.live_capacity >= 3'000'000);
-    CHECK(defaults.reserved_bytes <= uint64_t{64} << 20);
+    CHECK(defaults.reserved_bytes <= uint64_t{65} << 20);
+    CHECK(defaults.host_only_bytes <= uint64_t{3} << 20);
 }
 
 TEST_CASE("the largest trace's live table fits the live table's slot indices") {
@@ -188,4 +192,78 @@ TEST_CASE("strings and the end record read back") {
     CHECK(reader.header().end.state == gpuleak::format::EndState::Exited);
     CHECK(reader.header().end.exit_code == 3);
     CHECK(reader.warnings().empty());
+}
+
+TEST_CASE("a host-only trace holds the header, the timeline and the notable array until it is promoted") {
+    TempDir dir;
+    TraceWriter writer;
+    gpuleak::ProcessIdentity identity{4244, 1, "/parent.trace"};
+    identity.rank = 3;
+    identity.world_size = 8;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace", 64), identity, true));
+    const gpuleak::Layout layout = gpuleak::compute_layout(uint64_t{64} << 20);
+    struct stat info {};
+    REQUIRE(stat(writer.path(), &info) == 0);
+    CHECK(static_cast<uint64_t>(info.st_size) == layout.host_only_bytes);
+    CHECK(writer.host_only());
+    EventRecord fork_event{};
+    fork_event.type = static_cast<uint16_t>(EventType::Fork);
+    fork_event.address = 4245;
+    REQUIRE(writer.append_notable(fork_event));
+    {
+        TraceReader reader = TraceReader::open(writer.path());
+        CHECK(reader.header().host_only());
+        CHECK(reader.header().rank == 3);
+        CHECK(reader.header().local_rank == -1);
+        CHECK(reader.header().world_size == 8);
+        CHECK(reader.notable_events().events.size() == 1);
+        CHECK(reader.events().events.empty());
+        CHECK(reader.warnings().empty());
+    }
+    REQUIRE(writer.promote() == 0);
+    CHECK_FALSE(writer.host_only());
+    REQUIRE(stat(writer.path(), &info) == 0);
+    CHECK(static_cast<uint64_t>(info.st_size) == layout.file_bytes);
+    EventRecord event = alloc_event(0x1000);
+    writer.append_event(event);
+    TraceReader reader = TraceReader::open(writer.path());
+    CHECK_FALSE(reader.header().host_only());
+    CHECK(reader.notable_events().events.size() == 1);
+    REQUIRE(reader.events().events.size() == 1);
+    CHECK(reader.events().events[0].address == 0x1000);
+    CHECK(reader.warnings().empty());
+}
+
+TEST_CASE("a host-only trace goes at an exec and comes back, with what it held, when the exec fails") {
+    TempDir dir;
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(dir.path() + "/t.trace"), {4246, 1, ""}, true));
+    const std::string path = writer.path();
+    EventRecord marker{};
+    marker.type = static_cast<uint16_t>(EventType::Marker);
+    REQUIRE(writer.append_notable(marker));
+    writer.remove_for_exec();
+    CHECK(::access(path.c_str(), F_OK) != 0);
+    REQUIRE(writer.restore_after_failed_exec());
+    REQUIRE(::access(path.c_str(), F_OK) == 0);
+    // What is written after the failed exec reaches the file made again.
+    REQUIRE(writer.append_notable(marker));
+    TraceReader reader = TraceReader::open(path);
+    CHECK(reader.header().pid == 4246);
+    CHECK(reader.notable_events().events.size() == 2);
+
+    // Made whole after all (the process used CUDA after its exec failed): the rest of the mapping is
+    // the new file's too.
+    REQUIRE(writer.promote() == 0);
+    EventRecord event = alloc_event(0x2000);
+    writer.append_event(event);
+    TraceReader whole_reader = TraceReader::open(path);
+    REQUIRE(whole_reader.events().events.size() == 1);
+    CHECK(whole_reader.notable_events().events.size() == 2);
+
+    // A whole trace stays: its end record says exec.
+    TraceWriter whole;
+    REQUIRE(whole.create(config_for(dir.path() + "/w.trace"), {4247, 1, ""}));
+    whole.remove_for_exec();
+    CHECK(::access(whole.path(), F_OK) == 0);
 }

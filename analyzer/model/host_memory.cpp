@@ -1,0 +1,97 @@
+#include "host_memory.h"
+
+#include <algorithm>
+
+namespace gpuleak::analyzer {
+
+using format::HostField;
+
+namespace {
+
+void raise_to(std::optional<uint64_t>& peak, uint64_t value) {
+    peak = std::max(peak.value_or(0), value);
+}
+
+uint64_t less(uint64_t value, uint64_t taken) {
+    return value > taken ? value - taken : 0;
+}
+
+void leave_out_simulated_device(HostPoint& point, const TimelineSample& sample) {
+    uint64_t device = 0;
+    for (uint64_t bytes : sample.device_bytes)
+        device += bytes;
+    point.simulated_device_bytes = std::min(device, point.rss);
+    point.rss = less(point.rss, device);
+    point.sample.rss_anon = less(point.sample.rss_anon, device);
+    point.sample.uss = less(point.sample.uss, device);
+    point.sample.pss = less(point.sample.pss, device);
+}
+
+} // namespace
+
+const char* role_kind_name(RoleKind kind) {
+    switch (kind) {
+    case RoleKind::DataLoaderWorker:
+        return "dataloader_worker";
+    case RoleKind::ForkedWorker:
+        return "forked_worker";
+    case RoleKind::ForkedChild:
+        return "forked_child";
+    case RoleKind::SpawnedChild:
+        return "spawned_child";
+    case RoleKind::Rank:
+        return "rank";
+    case RoleKind::Program:
+        break;
+    }
+    return "program";
+}
+
+HostMemory build_host_memory(const TraceReader& trace) {
+    HostMemory host;
+    const uint64_t start = trace.header().start_monotonic_ns;
+    for (const TimelineSample& sample : trace.timeline()) {
+        if (sample.rss_bytes == 0)
+            continue;
+        HostPoint point{sample.time_ns > start ? sample.time_ns - start : 0, sample.events, sample.rss_bytes,
+                        sample.host};
+        if (trace.header().simulated_device())
+            leave_out_simulated_device(point, sample);
+        host.peak_rss = std::max(host.peak_rss, point.rss);
+        if (point.has(HostField::Proportional)) {
+            raise_to(host.peak_uss, point.sample.uss);
+            raise_to(host.peak_pss, point.sample.pss);
+        }
+        if (point.has(HostField::Status)) {
+            raise_to(host.peak_shmem, point.sample.rss_shmem);
+            raise_to(host.peak_swap, point.sample.swap);
+        }
+        if (point.has(HostField::Cgroup))
+            raise_to(host.peak_cgroup, point.sample.cgroup_bytes);
+        if (point.has(HostField::CgroupLimit))
+            host.cgroup_limit = point.sample.cgroup_limit_bytes;
+        if (point.has(HostField::Available))
+            host.lowest_available =
+                std::min(host.lowest_available.value_or(UINT64_MAX), point.sample.available_bytes);
+        host.points.push_back(point);
+    }
+    return host;
+}
+
+std::vector<ForkRecord> fork_records(const TraceReader& trace) {
+    std::vector<ForkRecord> forks;
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != format::EventType::Fork || event.address > INT32_MAX)
+            continue;
+        const bool known = event.result == static_cast<int32_t>(format::ForkOrigin::DataLoader) ||
+                           event.result == static_cast<int32_t>(format::ForkOrigin::Multiprocessing);
+        forks.push_back(
+            ForkRecord{static_cast<int32_t>(event.address), event.time_ns, event.stack_id,
+                       known ? static_cast<format::ForkOrigin>(event.result) : format::ForkOrigin::Unknown});
+    }
+    std::sort(forks.begin(), forks.end(),
+              [](const ForkRecord& a, const ForkRecord& b) { return a.monotonic_ns < b.monotonic_ns; });
+    return forks;
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,74 @@
+// A process's host memory over its life (the timeline's host samples) and who the process is among the
+// processes of a run: a DataLoader worker, a spawned child, a distributed rank.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace_reader.h"
+
+namespace gpuleak::analyzer {
+
+// One host sample (format::HostSample), its time since the process's start. On the simulated device,
+// whose device memory is host memory of the process, without it: the figures are what a real device
+// would leave in host memory (simulated_device_bytes says how much was taken off RSS, RssAnon, USS
+// and PSS).
+struct HostPoint {
+    uint64_t time_ns = 0;
+    uint64_t events = 0; // the process's events before it
+    uint64_t rss = 0;
+    format::HostSample sample{};
+    uint64_t simulated_device_bytes = 0;
+    [[nodiscard]] bool has(format::HostField field) const {
+        return (sample.fields & static_cast<uint32_t>(field)) != 0;
+    }
+};
+
+struct HostMemory {
+    std::vector<HostPoint> points; // oldest first
+    uint64_t peak_rss = 0;
+    std::optional<uint64_t> peak_uss;
+    std::optional<uint64_t> peak_pss;
+    std::optional<uint64_t> peak_shmem;
+    std::optional<uint64_t> peak_swap;
+    // The memory cgroup: its limit and the most it held at a sample; the machine's least available memory.
+    std::optional<uint64_t> cgroup_limit;
+    std::optional<uint64_t> peak_cgroup;
+    std::optional<uint64_t> lowest_available;
+
+    [[nodiscard]] const HostPoint* first() const { return points.empty() ? nullptr : &points.front(); }
+    [[nodiscard]] const HostPoint* last() const { return points.empty() ? nullptr : &points.back(); }
+};
+
+HostMemory build_host_memory(const TraceReader& trace);
+
+struct ForkRecord {
+    int32_t child_pid = 0;
+    uint64_t monotonic_ns = 0; // CLOCK_MONOTONIC, comparable across the processes of a machine
+    uint32_t stack_id = 0;     // 0 in a host-only trace
+    format::ForkOrigin origin = format::ForkOrigin::Unknown;
+};
+
+std::vector<ForkRecord> fork_records(const TraceReader& trace);
+
+enum class RoleKind {
+    Program,          // its command line says what it is
+    DataLoaderWorker, // forked by a torch DataLoader
+    ForkedWorker,     // forked by multiprocessing (a Pool, a Process)
+    ForkedChild,      // forked, from elsewhere
+    SpawnedChild,     // started by multiprocessing's spawn or forkserver
+    Rank,             // a distributed launcher's rank
+};
+
+const char* role_kind_name(RoleKind kind); // the JSON names: "program", "dataloader_worker", ...
+
+struct ProcessRole {
+    RoleKind kind = RoleKind::Program;
+    std::optional<int> worker_id; // a DataLoader worker's, told by the order its siblings were forked in
+    int rank = -1;
+    int world_size = -1;
+};
+
+} // namespace gpuleak::analyzer

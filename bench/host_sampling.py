@@ -1,0 +1,41 @@
+"""What sampling host memory costs a process: run under libgpuleak.so (bench/host_sampling.sh), it holds
+MIB MiB of its own, optionally forks a child that shares them, idles SECONDS seconds while gpuleak's
+sampler runs, and prints the sampler thread's CPU time as a share of one core over that time."""
+
+import os
+import sys
+import time
+
+
+def sampler_cpu_ns():
+    """The CPU time of this process's gpuleak sampler thread (/proc/self/task/*/schedstat, in ns)."""
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/comm") as comm:
+            if comm.read().strip() == "gpuleak-sampler":
+                with open(f"/proc/self/task/{task}/schedstat") as schedstat:
+                    return int(schedstat.read().split()[0])
+    raise SystemExit("host_sampling: no gpuleak-sampler thread (is libgpuleak.so preloaded?)")
+
+
+def measure(seconds):
+    before, start = sampler_cpu_ns(), time.monotonic()
+    time.sleep(seconds)
+    return (sampler_cpu_ns() - before) / ((time.monotonic() - start) * 1e9)
+
+
+def main():
+    mib, seconds, fork = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "fork"
+    held = bytearray(mib << 20)
+    for offset in range(0, len(held), 4096):
+        held[offset] = 1
+    if not fork:
+        print(f"process holding {mib} MiB: sampler {100 * measure(seconds):.3f}% of a core")
+        return
+    child = os.fork()
+    if child == 0:
+        print(f"forked child sharing {mib} MiB: sampler {100 * measure(seconds):.3f}% of a core", flush=True)
+        os._exit(0)
+    os.waitpid(child, 0)
+
+
+main()

@@ -1,0 +1,248 @@
+#include "host_memory.h"
+
+#include "cgroup_paths.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace gpuleak {
+
+using format::HostField;
+
+namespace {
+
+constexpr size_t kTextBytes = 4096;
+// cgroup v1 says "no limit" with the largest page counter in bytes (9223372036854771712).
+constexpr uint64_t kUnlimited = uint64_t{1} << 62;
+
+// The file's text, NUL-terminated and cut at `capacity - 1` bytes; false when it cannot be read.
+bool read_text(const char* path, char* text, size_t capacity) {
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t used = 0;
+    while (used + 1 < capacity) {
+        const ssize_t n = ::read(fd, text + used, capacity - 1 - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    text[used] = '\0';
+    return used > 0;
+}
+
+// A file holding one number (cgroup files); "max" is no limit.
+bool read_number(const char* path, uint64_t& value) {
+    char text[64];
+    if (!read_text(path, text, sizeof text))
+        return false;
+    if (std::strncmp(text, "max", 3) == 0) {
+        value = UINT64_MAX;
+        return true;
+    }
+    if (text[0] < '0' || text[0] > '9')
+        return false;
+    value = std::strtoull(text, nullptr, 10);
+    return true;
+}
+
+uint64_t thread_cpu_ns() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+bool exists(const char* path) {
+    return ::access(path, R_OK) == 0;
+}
+
+} // namespace
+
+bool stat_field(const char* text, const char* key, uint64_t& value) {
+    const size_t key_length = std::strlen(key);
+    for (const char* line = text; line != nullptr && *line != '\0';) {
+        if (std::strncmp(line, key, key_length) == 0 && line[key_length] == ' ') {
+            char* end = nullptr;
+            value = std::strtoull(line + key_length + 1, &end, 10);
+            return end != line + key_length + 1;
+        }
+        line = std::strchr(line, '\n');
+        if (line != nullptr)
+            ++line;
+    }
+    return false;
+}
+
+bool proc_field_bytes(const char* text, const char* key, uint64_t& bytes) {
+    const size_t key_length = std::strlen(key);
+    for (const char* line = text; line != nullptr && *line != '\0';) {
+        if (std::strncmp(line, key, key_length) == 0 && line[key_length] == ':') {
+            char* end = nullptr;
+            const unsigned long long value = std::strtoull(line + key_length + 1, &end, 10);
+            if (end == line + key_length + 1)
+                return false;
+            while (*end == ' ')
+                ++end;
+            bytes = std::strncmp(end, "kB", 2) == 0 ? value * 1024 : value;
+            return true;
+        }
+        line = std::strchr(line, '\n');
+        if (line != nullptr)
+            ++line;
+    }
+    return false;
+}
+
+namespace {
+
+struct CgroupKind {
+    const char* usage;
+    const char* limit;
+    const char* inactive_file; // memory.stat's line of page cache the kernel reclaims first
+};
+constexpr CgroupKind kV2{"memory.current", "memory.max", "inactive_file"};
+constexpr CgroupKind kV1{"memory.usage_in_bytes", "memory.limit_in_bytes", "total_inactive_file"};
+
+bool place_files(const char* directory, const CgroupKind& kind, CgroupFiles& files) {
+    const int a = std::snprintf(files.usage, sizeof files.usage, "%s/%s", directory, kind.usage);
+    const int b = std::snprintf(files.limit, sizeof files.limit, "%s/%s", directory, kind.limit);
+    const int c = std::snprintf(files.stat, sizeof files.stat, "%s/memory.stat", directory);
+    files.inactive_file_key = kind.inactive_file;
+    return a > 0 && static_cast<size_t>(a) < sizeof files.usage && b > 0 &&
+           static_cast<size_t>(b) < sizeof files.limit && c > 0 && static_cast<size_t>(c) < sizeof files.stat;
+}
+
+uint64_t limit_of(const char* directory, const CgroupKind& kind) {
+    char path[600];
+    uint64_t limit = UINT64_MAX;
+    std::snprintf(path, sizeof path, "%s/%s", directory, kind.limit);
+    return read_number(path, limit) ? limit : UINT64_MAX;
+}
+
+} // namespace
+
+bool find_cgroup_memory_files(const char* proc_self_cgroup, const char* root, CgroupFiles& files) {
+    CgroupDirectories directories{};
+    memory_cgroup_directories(proc_self_cgroup, root, directories);
+    char v2_top[512];
+    char v1_top[512];
+    std::snprintf(v2_top, sizeof v2_top, "%s", root);
+    std::snprintf(v1_top, sizeof v1_top, "%s/memory", root);
+    struct Candidate {
+        const char* directory;
+        const char* top; // of its hierarchy: its ancestors are those below
+        const CgroupKind& kind;
+    };
+    const Candidate candidates[] = {
+        {directories.v2, v2_top, kV2},
+        {directories.v1, v1_top, kV1},
+        {directories.v2[0] != '\0' ? v2_top : "", v2_top, kV2},
+        {directories.v1[0] != '\0' ? v1_top : "", v1_top, kV1},
+    };
+    for (const Candidate& candidate : candidates) {
+        if (candidate.directory[0] == '\0' || !place_files(candidate.directory, candidate.kind, files) ||
+            !exists(files.usage))
+            continue;
+        // The OOM killer acts in the cgroup whose limit is reached: of this one and its ancestors (a
+        // Slurm job, a systemd slice), the one with the least room.
+        char directory[512];
+        std::snprintf(directory, sizeof directory, "%s", candidate.directory);
+        char tightest[512];
+        std::snprintf(tightest, sizeof tightest, "%s", candidate.directory);
+        uint64_t least = limit_of(directory, candidate.kind);
+        const size_t top = std::strlen(candidate.top);
+        for (char* slash = std::strrchr(directory, '/');
+             slash != nullptr && static_cast<size_t>(slash - directory) >= top;
+             slash = std::strrchr(directory, '/')) {
+            *slash = '\0';
+            const uint64_t limit = limit_of(directory, candidate.kind);
+            if (limit < least) {
+                least = limit;
+                std::snprintf(tightest, sizeof tightest, "%s", directory);
+            }
+        }
+        return place_files(tightest, candidate.kind, files);
+    }
+    return false;
+}
+
+uint64_t machine_memory_bytes() {
+    char text[kTextBytes];
+    uint64_t total = 0;
+    if (read_text("/proc/meminfo", text, sizeof text))
+        proc_field_bytes(text, "MemTotal", total);
+    return total;
+}
+
+void HostMemoryReader::open() {
+    char text[kTextBytes];
+    has_cgroup_ = read_text("/proc/self/cgroup", text, sizeof text) &&
+                  find_cgroup_memory_files(text, "/sys/fs/cgroup", cgroup_);
+    proportional_due_ns_ = 0;
+    proportional_cost_ns_ = 0;
+    has_proportional_ = false;
+}
+
+void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t now_ns, bool last) {
+    char text[kTextBytes];
+    sample = {};
+    rss = 0;
+    if (read_text("/proc/self/status", text, sizeof text)) {
+        proc_field_bytes(text, "VmRSS", rss);
+        if (proc_field_bytes(text, "RssAnon", sample.rss_anon) &&
+            proc_field_bytes(text, "RssFile", sample.rss_file) &&
+            proc_field_bytes(text, "RssShmem", sample.rss_shmem)) {
+            proc_field_bytes(text, "VmSwap", sample.swap);
+            sample.fields |= static_cast<uint32_t>(HostField::Status);
+        }
+    }
+    if ((last && proportional_cost_ns_ <= kMostLastProportionalNs) || now_ns >= proportional_due_ns_) {
+        const uint64_t cpu_before = thread_cpu_ns();
+        uint64_t clean = 0;
+        uint64_t dirty = 0;
+        if (read_text("/proc/self/smaps_rollup", text, sizeof text) && proc_field_bytes(text, "Pss", pss_) &&
+            proc_field_bytes(text, "Private_Clean", clean) &&
+            proc_field_bytes(text, "Private_Dirty", dirty)) {
+            uss_ = clean + dirty;
+            proportional_time_ns_ = now_ns;
+            has_proportional_ = true;
+        }
+        const uint64_t cost = thread_cpu_ns() - cpu_before;
+        proportional_cost_ns_ = cost;
+        proportional_due_ns_ =
+            now_ns + static_cast<uint64_t>(static_cast<double>(cost) / kProportionalBudget);
+    }
+    if (has_proportional_) {
+        sample.uss = uss_;
+        sample.pss = pss_;
+        sample.proportional_time_ns = proportional_time_ns_;
+        sample.fields |= static_cast<uint32_t>(HostField::Proportional);
+    }
+    if (has_cgroup_ && read_number(cgroup_.usage, sample.cgroup_bytes)) {
+        // Its working set, as the OOM killer weighs it: less the page cache the kernel reclaims first.
+        uint64_t inactive_file = 0;
+        if (read_text(cgroup_.stat, text, sizeof text) &&
+            stat_field(text, cgroup_.inactive_file_key, inactive_file))
+            sample.cgroup_bytes =
+                sample.cgroup_bytes > inactive_file ? sample.cgroup_bytes - inactive_file : 0;
+        sample.fields |= static_cast<uint32_t>(HostField::Cgroup);
+        uint64_t limit = 0;
+        if (read_number(cgroup_.limit, limit) && limit < kUnlimited) {
+            sample.cgroup_limit_bytes = limit;
+            sample.fields |= static_cast<uint32_t>(HostField::CgroupLimit);
+        }
+    }
+    if (read_text("/proc/meminfo", text, sizeof text) &&
+        proc_field_bytes(text, "MemAvailable", sample.available_bytes))
+        sample.fields |= static_cast<uint32_t>(HostField::Available);
+}
+
+} // namespace gpuleak

@@ -1,0 +1,133 @@
+"""Which Python processes leave a trace under libgpuleak.so, and what their traces say, on every CPython
+3.10+: a program that never uses CUDA is recorded for host memory from its start; its forked children
+(a multiprocessing fork pool's workers) from their fork, named as such; spawned interpreters from their
+start, found from their parent; a fork that runs another program leaves nothing.
+
+Environment: GPULEAK_TEST_LIBRARY, GPULEAK_TEST_REPORT (ctest sets them).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def needed(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set (ctest sets it)" % name)
+    return value
+
+
+def run(tmp_path, body, **extra_env):
+    """Runs `body` under libgpuleak.so; returns the process and the report of every trace it left."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(body), encoding="utf-8")
+    env = dict(os.environ, LD_PRELOAD=needed("GPULEAK_TEST_LIBRARY"), GPULEAK_OUTPUT=str(tmp_path / "trace.%p"))
+    env.update(extra_env)
+    process = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert process.returncode == 0, process.stderr
+    traces = sorted(str(path) for path in tmp_path.glob("trace.*"))
+    if not traces:
+        return process, []
+    report = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), "--format", "json", *traces], capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr
+    return process, json.loads(report.stdout)["processes"]
+
+
+def test_a_program_that_never_uses_cuda_is_recorded_from_its_start_for_host_memory(tmp_path):
+    # 64 MiB held for a few sampling intervals.
+    process, processes = run(tmp_path, 'import time\nkept = b"x" * (64 << 20)\ntime.sleep(0.5)\nprint("done")\n')
+    assert process.stdout == "done\n" and process.stderr == ""
+    (only,) = processes
+    assert only["host_only"] is True
+    assert only["ended"] == {"how": "exit", "code": 0, "signal": None}
+    assert only["role"]["kind"] == "program"
+    # From before the 64 MiB to after it.
+    timeline = only["host"]["timeline"]
+    assert timeline[0]["rss_bytes"] < 64 << 20 <= only["host"]["peak_rss_bytes"]
+    assert timeline[0]["uss_bytes"] is not None and timeline[0]["shmem_bytes"] is not None
+
+
+def test_gpuleak_all_processes_0_records_only_processes_that_use_cuda(tmp_path):
+    _, processes = run(tmp_path, 'print("done")\n', GPULEAK_ALL_PROCESSES="0")
+    assert processes == []
+
+
+def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path):
+    body = """
+        import multiprocessing
+
+        def square(x):
+            return x * x
+
+        if __name__ == "__main__":
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                print(sum(pool.map(square, range(100))))
+    """
+    process, processes = run(tmp_path, body)
+    assert process.stdout == "328350\n"
+    main = next(p for p in processes if p["role"]["kind"] == "program")
+    # Forking takes no GPU trace: what forked is told without the stack.
+    assert main["host_only"] is True
+    workers = [p for p in processes if p["ppid"] == main["pid"]]
+    assert len(workers) == 2
+    for worker in workers:
+        assert worker["role"]["kind"] == "forked_worker", worker["role"]
+        assert worker["host_only"] is True
+        assert worker["ended"]["how"] in ("exit", "signal"), "a pool terminates its workers"
+
+
+def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
+    body = """
+        import multiprocessing
+
+        def hello():
+            print("child")
+
+        if __name__ == "__main__":
+            child = multiprocessing.get_context("spawn").Process(target=hello)
+            child.start()
+            child.join()
+    """
+    process, processes = run(tmp_path, body)
+    assert process.stdout == "child\n"
+    main = next(p for p in processes if p["command"][-1].endswith("script.py"))
+    spawned = [p for p in processes if p["role"]["kind"] == "spawned_child"]
+    assert spawned and all(p["ppid"] == main["pid"] for p in spawned)
+    assert all(p["ended"]["how"] == "exit" for p in spawned)
+
+
+def test_a_fork_that_runs_another_program_leaves_nothing(tmp_path):
+    # preexec_fn makes subprocess fork (not vfork) and exec in the child.
+    body = """
+        import subprocess
+        subprocess.run(["true"], check=True)
+        subprocess.run(["true"], check=True, preexec_fn=lambda: None)
+        print("done")
+    """
+    process, processes = run(tmp_path, body)
+    assert process.stdout == "done\n"
+    assert [p["role"]["kind"] for p in processes] == ["program"]
+
+
+def test_python_keeps_its_own_signal_handlers(tmp_path):
+    # gpuleak's handlers for fatal signals wait for the interpreter to install its own first.
+    body = """
+        import os, signal, time
+        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+    """
+    process, processes = run(tmp_path, body)
+    assert process.stdout == "True\nTrue\nKeyboardInterrupt\n"
+    assert processes[0]["ended"]["how"] == "exit"

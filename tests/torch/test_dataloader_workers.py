@@ -1,0 +1,140 @@
+"""Real PyTorch DataLoaders under `gpuleak run` (tests/torch/dataloader/: plain scripts): every worker is
+recorded from its fork to its end, named as the loader's worker, and its host memory diagnosed beside
+the main process's GPU verdict: copy-on-write of a dataset held as Python objects, a worker's own leak,
+nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill.
+
+Environment: that of test_workloads.py.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+from test_workloads import HERE, LAUNCHER, run_script
+from test_workloads import pytestmark as workload_marks
+from test_torch_adapter import adapter_cache  # noqa: F401 (a fixture)
+
+MiB = 1 << 20
+SCRIPTS = os.path.join(HERE, "dataloader")
+
+pytestmark = workload_marks
+
+
+def traced_run(tmp_path, adapter_cache, name, alone_too=False):
+    """The script's run under gpuleak run and the report's processes: the main one, then the others.
+    `alone_too`: it runs alone first, and must print the same and end the same under gpuleak."""
+    script = os.path.join(SCRIPTS, name)
+    traced = run_script(tmp_path, script, adapter_cache, traced=True)
+    if alone_too:
+        plain = run_script(tmp_path, script, adapter_cache, traced=False)
+        assert traced.returncode == plain.returncode, traced.stderr[-4000:]
+        assert traced.stdout == plain.stdout
+    else:
+        assert traced.returncode == 0, traced.stderr[-4000:]
+    with open(tmp_path / "run" / "report.json") as report:
+        processes = json.load(report)["processes"]
+    pids = {process["pid"] for process in processes}
+    (main,) = [process for process in processes if process["ppid"] not in pids]
+    assert main["command"][1:] == [script]
+    others = [process for process in processes if process is not main]
+    return traced, main, others
+
+
+def workers_of(main, processes):
+    workers = [process for process in processes if process["ppid"] == main["pid"]]
+    assert workers, "every worker's trace is found from the main process's"
+    return workers
+
+
+def check_main(main):
+    assert main["host_only"] is False
+    assert main["diagnosis"]["kind"] == "stable", main["diagnosis"]["text"]
+    # Its dataset, built before its first CUDA call and kept, is not growth.
+    assert main["diagnosis"]["host"] is None, main["diagnosis"]["host"]
+
+
+def test_workers_reading_a_list_of_tuples_copy_their_parents_pages(tmp_path, adapter_cache):
+    # Forking workers from a process with gpuleak's thread in it changes nothing the script sees.
+    traced, main, others = traced_run(tmp_path, adapter_cache, "list_dataset.py", alone_too=True)
+    check_main(main)
+    workers = workers_of(main, others)
+    assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 1]
+    for worker in workers:
+        assert worker["role"]["kind"] == "dataloader_worker"
+        assert worker["host_only"] is True
+        assert worker["ended"]["how"] == "exit", "its trace records its end"
+        host = worker["diagnosis"]["host"]
+        assert host is not None and host["cause"] == "copy_on_write", worker["diagnosis"]["text"]
+        assert host["to"]["uss_bytes"] - host["from"]["uss_bytes"] >= 64 * MiB
+        assert host["to"]["rss_bytes"] - host["from"]["rss_bytes"] < (host["to"]["uss_bytes"] - host["from"]["uss_bytes"]) / 2
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = report.read()
+    assert "DataLoader worker 0" in text and "DataLoader worker 1" in text
+    assert "numpy arrays or tensors" in text
+    assert "(DataLoader worker" in traced.stderr, "the launcher's summary names the workers' growth"
+
+
+def test_the_same_data_in_numpy_arrays_is_stable_over_epochs_of_new_workers(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "numpy_dataset.py")
+    check_main(main)
+    workers = workers_of(main, others)
+    # Two epochs, each with workers of its own: ids restart for each.
+    assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 0, 1, 1]
+    for worker in workers:
+        assert worker["diagnosis"]["kind"] == "stable", worker["diagnosis"]["text"]
+        assert worker["diagnosis"]["host"] is None
+        assert worker["ended"]["how"] == "exit"
+
+
+def test_a_dataset_that_keeps_what_it_decodes_leaks_in_each_worker(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "leaky_getitem.py")
+    check_main(main)
+    for worker in workers_of(main, others):
+        host = worker["diagnosis"]["host"]
+        assert host is not None and host["cause"] == "allocations", worker["diagnosis"]["text"]
+        assert "dataset" in host["text"]
+
+
+def test_a_worker_killed_in_mid_epoch_is_named_with_its_last_samples(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "killed_worker.py", alone_too=True)
+    # The main process fails: how PyTorch words it depends on whether its SIGCHLD handler, its queue's
+    # timeout or a transfer cut short sees the death first.
+    assert traced.returncode != 0
+    (killed,) = [worker for worker in workers_of(main, others) if worker["ended"]["how"] == "killed"]
+    assert killed["role"]["kind"] == "dataloader_worker" and killed["role"]["worker_id"] == 1
+    facts = killed["diagnosis"]["killed"]
+    assert facts is not None and facts["last"]["rss_bytes"] >= 100 * MiB
+    assert "SIGKILL" in facts["text"]
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = report.read()
+    assert "DataLoader worker 1" in text and "Killed:" in text
+
+
+def test_persistent_workers_serve_every_epoch(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "persistent_workers.py")
+    check_main(main)
+    workers = workers_of(main, others)
+    assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 1]
+    for worker in workers:
+        assert worker["diagnosis"]["host"]["cause"] == "copy_on_write"
+
+
+def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "spawn_workers.py")
+    check_main(main)
+    workers = [worker for worker in workers_of(main, others) if worker["role"]["kind"] == "spawned_child"]
+    assert len(workers) >= 2, [worker["command"] for worker in others]
+    for worker in workers:
+        assert worker["ended"]["how"] == "exit"
+    # Each imports torch and unpickles its own copy of the dataset once, at its start: not growth. A
+    # spawned interpreter that never uses CUDA has no event to tell its start-up from its work by, and
+    # one whose work is short against its imports is still taken for growing (issue #16's note: the
+    # import phase is to be told by the interpreter's modules).
+    grown = [worker["diagnosis"]["host"] for worker in workers if worker["diagnosis"]["host"] is not None]
+    if grown:
+        pytest.xfail("a spawned worker's imports taken for growth: " + grown[0]["text"])
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,182 @@
+// The host-memory verdicts on traces made to measure: what grew (copy-on-write, allocations, shared
+// memory), that a load before the work is not growth however long it took, the least growth that counts,
+// and what the run's processes together say (the memory limit, the process killed).
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <vector>
+
+#include "diagnosis.h"
+#include "diagnosis_text.h"
+#include "in_memory_report.h"
+#include "trace_builder.h"
+#include "trace_reader.h"
+
+using namespace gpuleak::analyzer;
+using gpuleak::test::report_of;
+using gpuleak::test::TraceBuilder;
+using gpuleak::test::TraceLayout;
+namespace format = gpuleak::format;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kMillisecond = 1'000'000;
+constexpr uint64_t kStart = 1'000'000'000;
+
+struct Sample {
+    Sample(uint64_t at_ms, uint64_t rss, std::optional<uint64_t> uss = std::nullopt, uint64_t shmem = 0,
+           std::optional<uint64_t> cgroup = std::nullopt)
+        : ms(at_ms), rss_mib(rss), uss_mib(uss), shmem_mib(shmem), cgroup_mib(cgroup) {}
+    uint64_t ms;
+    uint64_t rss_mib;
+    std::optional<uint64_t> uss_mib; // read afresh at this sample
+    uint64_t shmem_mib;
+    std::optional<uint64_t> cgroup_mib; // with a limit of 1 GiB
+};
+
+// A process of `samples`, 100 ms apart unless they say otherwise, that ended at the last one; forked from
+// `parent_trace` when it is not empty.
+TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& parent_trace = "",
+                        int32_t pid = 100, bool ended = true) {
+    TraceBuilder builder(TraceLayout{.timeline_capacity = 64});
+    format::FileHeader& header = builder.header();
+    header.start_monotonic_ns = kStart;
+    header.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
+    header.pid = pid;
+    header.ppid = 1;
+    std::snprintf(header.parent_trace, sizeof header.parent_trace, "%s", parent_trace.c_str());
+    uint64_t uss = 0;
+    uint64_t uss_time = 0;
+    for (size_t slot = 0; slot < samples.size(); ++slot) {
+        const Sample& sample = samples[slot];
+        format::TimelineSample record{};
+        record.commit = slot + 1;
+        record.time_ns = kStart + sample.ms * kMillisecond;
+        record.rss_bytes = sample.rss_mib * kMiB;
+        record.host.fields = static_cast<uint32_t>(format::HostField::Status);
+        record.host.rss_anon = record.rss_bytes;
+        record.host.rss_shmem = sample.shmem_mib * kMiB;
+        if (sample.uss_mib) {
+            uss = *sample.uss_mib * kMiB;
+            uss_time = record.time_ns;
+        }
+        if (uss_time != 0) {
+            record.host.uss = uss;
+            record.host.pss = uss;
+            record.host.proportional_time_ns = uss_time;
+            record.host.fields |= static_cast<uint32_t>(format::HostField::Proportional);
+        }
+        if (sample.cgroup_mib) {
+            record.host.cgroup_bytes = *sample.cgroup_mib * kMiB;
+            record.host.cgroup_limit_bytes = 1024 * kMiB;
+            record.host.fields |= static_cast<uint32_t>(format::HostField::Cgroup) |
+                                  static_cast<uint32_t>(format::HostField::CgroupLimit);
+        }
+        builder.set_timeline(slot, record);
+    }
+    header.timeline_samples = samples.size();
+    if (ended)
+        builder.end_exited(0, kStart + samples.back().ms * kMillisecond);
+    return builder;
+}
+
+ProcessReport report_of_samples(const std::vector<Sample>& samples, const std::string& parent_trace = "") {
+    return report_of(TraceReader::parse(host_trace(samples, parent_trace).bytes(), "trace.bin"));
+}
+
+// RSS (and USS with it) rising by `mib` in equal steps over ten samples.
+std::vector<Sample> steady_growth(uint64_t mib) {
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 10; ++i)
+        samples.push_back({i * 100, 100 + mib * i / 10, 10 + mib * i / 10});
+    return samples;
+}
+
+} // namespace
+
+TEST_CASE("memory that rises through the work is growth, from 64 MiB") {
+    const ProcessReport grew = report_of_samples(steady_growth(64));
+    REQUIRE(grew.diagnosis.host_ram);
+    CHECK(grew.diagnosis.host_ram->cause == HostGrowthCause::Allocations);
+    CHECK(grew.diagnosis.host_ram->growth == 64 * kMiB);
+    CHECK(grew.diagnosis.kind == DiagnosisKind::HostRamGrowth);
+    CHECK(report_of_samples(steady_growth(63)).diagnosis.kind == DiagnosisKind::Stable);
+}
+
+TEST_CASE("one allocation caught between two samples of a short run is not growth") {
+    // A script that makes a 300 MiB list in its only step and ends.
+    const ProcessReport once =
+        report_of_samples({{0, 10, 5}, {100, 160, 155}, {200, 310, 305}, {210, 310, 305}});
+    CHECK_FALSE(once.diagnosis.host_ram);
+}
+
+TEST_CASE("a load before the work is not growth, however long it took against the work") {
+    // 300 MiB loaded over the first 70 % of the run (imports, a dataset), then flat.
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 10; ++i)
+        samples.push_back(
+            {i * 100, 10 + 300 * std::min<uint64_t>(i, 7) / 7, 10 + 300 * std::min<uint64_t>(i, 7) / 7});
+    const ProcessReport loaded = report_of_samples(samples);
+    CHECK_FALSE(loaded.diagnosis.host_ram);
+    CHECK(loaded.diagnosis.kind == DiagnosisKind::Stable);
+}
+
+TEST_CASE(
+    "a forked child whose unique memory grows while its resident memory stays copies its parent's pages") {
+    // Its pages were its parent's: resident from the start, its own only as it writes to them.
+    const std::vector<Sample> copied = {{0, 500, 1}, {100, 505}, {200, 510, 300}};
+    const ProcessReport child = report_of_samples(copied, "/runs/parent.trace");
+    REQUIRE(child.diagnosis.host_ram);
+    CHECK(child.diagnosis.host_ram->cause == HostGrowthCause::CopyOnWrite);
+    CHECK(child.diagnosis.host_ram->growth == 299 * kMiB);
+    CHECK_THAT(host_growth_text(child.model, *child.diagnosis.host_ram), Catch::Contains("copy-on-write"));
+    // Not a forked child: its unique memory rose as memory it shared with a child that exited became its
+    // own again, which is nothing it did.
+    CHECK_FALSE(report_of_samples(copied).diagnosis.host_ram);
+    // Unique memory not read again since the start says nothing about the stretch.
+    const std::vector<Sample> stale = {{0, 500, 1}, {100, 505}, {200, 510}};
+    CHECK_FALSE(report_of_samples(stale, "/runs/parent.trace").diagnosis.host_ram);
+}
+
+TEST_CASE("resident shared memory that grows is shared-memory tensors not released") {
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 10; ++i)
+        samples.push_back({i * 100, 100 + 20 * i, 10, 20 * i});
+    const ProcessReport report = report_of_samples(samples, "/runs/parent.trace");
+    REQUIRE(report.diagnosis.host_ram);
+    CHECK(report.diagnosis.host_ram->cause == HostGrowthCause::SharedMemory);
+    CHECK(report.diagnosis.host_ram->growth == 200 * kMiB);
+}
+
+TEST_CASE(
+    "the run near its memory limit is said of the process with the most memory then, and the killed one "
+    "names it") {
+    // A worker grew to 700 MiB and was killed at 500 ms, while its parent held 250 MiB: the cgroup then
+    // held 950 MiB of its 1 GiB.
+    std::vector<Sample> worker_samples;
+    for (uint64_t i = 0; i <= 5; ++i)
+        worker_samples.push_back({i * 100, 200 + 100 * i, 10 + 100 * i, 0, 450 + 100 * i});
+    std::vector<Sample> parent_samples;
+    for (uint64_t i = 0; i <= 10; ++i)
+        parent_samples.push_back({i * 100, 250, 250, 0, i <= 5 ? 450 + 100 * i : 250});
+    const TraceReader parent_trace =
+        TraceReader::parse(host_trace(parent_samples, "", 100).bytes(), "parent");
+    const TraceReader worker_trace =
+        TraceReader::parse(host_trace(worker_samples, "parent", 101, false).bytes(), "worker");
+    ProcessReport parent = report_of(parent_trace);
+    ProcessReport worker = report_of(worker_trace);
+    diagnose_run({&parent.model, &worker.model}, {&parent.diagnosis, &worker.diagnosis});
+    CHECK_FALSE(parent.diagnosis.pressure);
+    REQUIRE(worker.diagnosis.pressure);
+    CHECK(worker.diagnosis.pressure->cgroup);
+    CHECK(worker.diagnosis.pressure->used == 950 * kMiB);
+    CHECK(worker.diagnosis.pressure->rss == 700 * kMiB);
+    CHECK_THAT(pressure_text(*worker.diagnosis.pressure), Catch::Contains("OOM killer"));
+    CHECK_FALSE(parent.diagnosis.killed);
+    REQUIRE(worker.diagnosis.killed);
+    CHECK(worker.diagnosis.killed->largest_pid == 101);
+    CHECK(worker.diagnosis.killed->last.rss == 700 * kMiB);
+    CHECK_THAT(killed_text(worker.model, *worker.diagnosis.killed),
+               Catch::Contains("No other process of the run held more"));
+}
