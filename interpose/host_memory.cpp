@@ -66,39 +66,47 @@ bool exists(const char* path) {
 
 } // namespace
 
-bool stat_field(const char* text, const char* key, uint64_t& value) {
+namespace {
+
+// What follows "key<separator>" on the line that starts with it; nullptr when no line does.
+const char* value_after(const char* text, const char* key, char separator) {
     const size_t key_length = std::strlen(key);
     for (const char* line = text; line != nullptr && *line != '\0';) {
-        if (std::strncmp(line, key, key_length) == 0 && line[key_length] == ' ') {
-            char* end = nullptr;
-            value = std::strtoull(line + key_length + 1, &end, 10);
-            return end != line + key_length + 1;
-        }
+        if (std::strncmp(line, key, key_length) == 0 && line[key_length] == separator)
+            return line + key_length + 1;
         line = std::strchr(line, '\n');
         if (line != nullptr)
             ++line;
     }
-    return false;
+    return nullptr;
+}
+
+} // namespace
+
+bool stat_field(const char* text, const char* key, uint64_t& value) {
+    const char* digits = value_after(text, key, ' ');
+    if (digits == nullptr)
+        return false;
+    char* end = nullptr;
+    const unsigned long long parsed = std::strtoull(digits, &end, 10);
+    if (end == digits)
+        return false;
+    value = parsed;
+    return true;
 }
 
 bool proc_field_bytes(const char* text, const char* key, uint64_t& bytes) {
-    const size_t key_length = std::strlen(key);
-    for (const char* line = text; line != nullptr && *line != '\0';) {
-        if (std::strncmp(line, key, key_length) == 0 && line[key_length] == ':') {
-            char* end = nullptr;
-            const unsigned long long value = std::strtoull(line + key_length + 1, &end, 10);
-            if (end == line + key_length + 1)
-                return false;
-            while (*end == ' ')
-                ++end;
-            bytes = std::strncmp(end, "kB", 2) == 0 ? value * 1024 : value;
-            return true;
-        }
-        line = std::strchr(line, '\n');
-        if (line != nullptr)
-            ++line;
-    }
-    return false;
+    const char* digits = value_after(text, key, ':');
+    if (digits == nullptr)
+        return false;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(digits, &end, 10);
+    if (end == digits)
+        return false;
+    while (*end == ' ')
+        ++end;
+    bytes = std::strncmp(end, "kB", 2) == 0 ? value * 1024 : value;
+    return true;
 }
 
 namespace {
