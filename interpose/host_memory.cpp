@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 namespace gpuleak {
@@ -54,17 +56,22 @@ bool read_number(const char* path, uint64_t& value) {
     return true;
 }
 
-uint64_t thread_cpu_ns() {
-    timespec now{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
+// glibc's since 2.33, looked up once when the library loads (not in a forked child, nor with a
+// program's locks held); null under another C library, where free memory is not counted.
+using HeapStatistics = struct mallinfo2 (*)();
+const HeapStatistics g_heap_statistics = reinterpret_cast<HeapStatistics>(dlsym(RTLD_DEFAULT, "mallinfo2"));
 
 bool exists(const char* path) {
     return ::access(path, R_OK) == 0;
 }
 
 } // namespace
+
+uint64_t PacedReading::thread_cpu_ns() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
 
 namespace {
 
@@ -194,12 +201,13 @@ void HostMemoryReader::open() {
     char text[kTextBytes];
     has_cgroup_ = read_text("/proc/self/cgroup", text, sizeof text) &&
                   find_cgroup_memory_files(text, "/sys/fs/cgroup", cgroup_);
-    proportional_due_ns_ = 0;
-    proportional_cost_ns_ = 0;
+    proportional_ = PacedReading(kProportionalBudget);
     has_proportional_ = false;
+    heap_ = PacedReading(kHeapBudget);
+    has_heap_ = false;
 }
 
-void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t now_ns, bool last) {
+void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t now_ns, SampleMoment moment) {
     char text[kTextBytes];
     sample = {};
     rss = 0;
@@ -212,27 +220,37 @@ void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t 
             sample.fields |= static_cast<uint32_t>(HostField::Status);
         }
     }
-    if ((last && proportional_cost_ns_ <= kMostLastProportionalNs) || now_ns >= proportional_due_ns_) {
-        const uint64_t cpu_before = thread_cpu_ns();
-        uint64_t clean = 0;
-        uint64_t dirty = 0;
-        if (read_text("/proc/self/smaps_rollup", text, sizeof text) && proc_field_bytes(text, "Pss", pss_) &&
-            proc_field_bytes(text, "Private_Clean", clean) &&
-            proc_field_bytes(text, "Private_Dirty", dirty)) {
-            uss_ = clean + dirty;
-            proportional_time_ns_ = now_ns;
-            has_proportional_ = true;
-        }
-        const uint64_t cost = thread_cpu_ns() - cpu_before;
-        proportional_cost_ns_ = cost;
-        proportional_due_ns_ =
-            now_ns + static_cast<uint64_t>(static_cast<double>(cost) / kProportionalBudget);
+    if ((moment == SampleMoment::Exit && proportional_.last_cost_ns() <= kMostLastProportionalNs) ||
+        proportional_.due(now_ns)) {
+        proportional_.take(now_ns, [&] {
+            uint64_t clean = 0;
+            uint64_t dirty = 0;
+            if (read_text("/proc/self/smaps_rollup", text, sizeof text) &&
+                proc_field_bytes(text, "Pss", pss_) && proc_field_bytes(text, "Private_Clean", clean) &&
+                proc_field_bytes(text, "Private_Dirty", dirty)) {
+                uss_ = clean + dirty;
+                proportional_time_ns_ = now_ns;
+                has_proportional_ = true;
+            }
+        });
     }
     if (has_proportional_) {
         sample.uss = uss_;
         sample.pss = pss_;
         sample.proportional_time_ns = proportional_time_ns_;
         sample.fields |= static_cast<uint32_t>(HostField::Proportional);
+    }
+    if (g_heap_statistics != nullptr && moment == SampleMoment::Periodic && heap_.due(now_ns)) {
+        heap_.take(now_ns, [&] {
+            heap_free_ = g_heap_statistics().fordblks;
+            heap_time_ns_ = now_ns;
+            has_heap_ = true;
+        });
+    }
+    if (has_heap_) {
+        sample.heap_free = heap_free_;
+        sample.heap_time_ns = heap_time_ns_;
+        sample.fields |= static_cast<uint32_t>(HostField::HeapFree);
     }
     if (has_cgroup_ && read_number(cgroup_.usage, sample.cgroup_bytes)) {
         // Its working set, as the OOM killer weighs it: less the page cache the kernel reclaims first.

@@ -714,7 +714,7 @@ void record_process_exit(int status) {
     ErrnoGuard errno_guard;
     if (!owns_trace())
         return;
-    g_sampler.sample_now(true);
+    g_sampler.sample_now(SampleMoment::Exit);
     g_writer.write_end(format::EndState::Exited, status);
 }
 
@@ -729,7 +729,7 @@ void record_exec() {
         g_writer.remove_for_exec();
         return;
     }
-    g_sampler.sample_now();
+    g_sampler.sample_now(SampleMoment::Exec);
     g_writer.write_end(format::EndState::Exec, 0);
 }
 

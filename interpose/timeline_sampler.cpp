@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <pthread.h>
+#include <sched.h>
 
 namespace gpuleak {
 
@@ -43,8 +44,15 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), bool first_o
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attributes, 64 << 10);
-    if (pthread_create(&thread, &attributes, run, this) == 0)
+    __atomic_store_n(&running_, false, __ATOMIC_RELAXED);
+    if (pthread_create(&thread, &attributes, run, this) == 0) {
         pthread_setname_np(thread, "gpuleak-sampler");
+        // A new thread allocates while it sets itself up (its stack bounds, its TLS), and an allocator
+        // without fork handlers (AddressSanitizer's) leaves a child forked meanwhile with its lock held:
+        // the program may fork the moment recording started.
+        while (!__atomic_load_n(&running_, __ATOMIC_ACQUIRE))
+            sched_yield();
+    }
     pthread_attr_destroy(&attributes);
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     if (!first_on_thread)
@@ -53,6 +61,7 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), bool first_o
 
 void* TimelineSampler::run(void* self) {
     auto* sampler = static_cast<TimelineSampler*>(self);
+    __atomic_store_n(&sampler->running_, true, __ATOMIC_RELEASE);
     recalibrate_monotonic_clock();
     if (sampler->first_on_thread_)
         sampler->sample_now();
@@ -84,8 +93,8 @@ void TimelineSampler::thin() {
                      __ATOMIC_RELAXED);
 }
 
-void TimelineSampler::sample_now(bool last) {
-    if (!last)
+void TimelineSampler::sample_now(SampleMoment moment) {
+    if (moment != SampleMoment::Exit)
         lock_.lock();
     else if (!lock_.try_lock())
         return;
@@ -97,7 +106,7 @@ void TimelineSampler::sample_now(bool last) {
         return;
     TimelineSample sample{};
     sample.time_ns = monotonic_ns();
-    host_.read(sample.host, sample.rss_bytes, sample.time_ns, last);
+    host_.read(sample.host, sample.rss_bytes, sample.time_ns, moment);
     sample.events = __atomic_load_n(&header.ring_head, __ATOMIC_RELAXED);
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {

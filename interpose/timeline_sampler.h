@@ -18,10 +18,10 @@ class TimelineSampler {
     // unless `first_on_thread`: then the thread takes it (a forked child's trace starts inside fork(),
     // and reading USS walks the page tables of everything the child shares with its parent).
     void start(TraceWriter& writer, void (*on_wake)(), bool first_on_thread);
-    // Takes one sample now. Thread-safe. `last`: the process's last (at exit), with USS and PSS read
-    // afresh unless their last reading took long (HostMemoryReader::read); skipped when a sample is
-    // being taken already (a signal handler that exits, interrupting one on its own thread).
-    void sample_now(bool last = false);
+    // Takes one sample now. Thread-safe. What is read depends on the moment (HostMemoryReader::read);
+    // at Exit the sample is skipped when one is being taken already (a signal handler that exits,
+    // interrupting one on its own thread).
+    void sample_now(SampleMoment moment = SampleMoment::Periodic);
     // Runs `change` with no sample being taken (the writer moves the mapping under the sampler).
     template <class Change> void without_samples(Change&& change) {
         SpinGuard guard(lock_);
@@ -37,6 +37,7 @@ class TimelineSampler {
     TraceWriter* writer_ = nullptr;
     void (*on_wake_)() = nullptr;
     bool first_on_thread_ = false;
+    bool running_ = false; // the thread has set itself up
     uint64_t stored_ = 0;
     HostMemoryReader host_;
     SpinLock lock_;

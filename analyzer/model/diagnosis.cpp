@@ -146,9 +146,9 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
                static_cast<double>(growth(measure(three_quarters), measure(last))) >=
                    kMinLastHostGrowthShare * total;
     };
-    // Anonymous memory and swap: what the process allocated. Its RSS also holds the file pages it
-    // maps (a memory-mapped dataset read through), which the kernel takes back when it needs them.
-    auto anonymous = [](const HostPoint& point) { return point.sample.rss_anon + point.sample.swap; };
+    // Not RSS, which also holds the file pages it maps (a memory-mapped dataset read through), which
+    // the kernel takes back when it needs them.
+    auto allocated = [](const HostPoint& point) { return point.allocated(); };
     auto shmem = [](const HostPoint& point) { return point.sample.rss_shmem; };
     HostRamFacts facts{HostGrowthCause::Allocations, first, last, 0, model.code_end_ns.has_value()};
     // A forked child's copies are its own however they came about, at once or over its work: what it
@@ -170,8 +170,8 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
                static_cast<double>(rss_growth) <= kMaxCopyOnWriteRssShare * static_cast<double>(uss_growth)) {
         facts.cause = HostGrowthCause::CopyOnWrite;
         facts.growth = uss_growth;
-    } else if (status && grows(anonymous)) {
-        facts.growth = growth(anonymous(first), anonymous(last));
+    } else if (status && grows(allocated)) {
+        facts.growth = growth(first.allocated(), last.allocated());
     } else if (!status && grows([](const HostPoint& point) { return point.rss; })) {
         facts.growth = rss_growth;
     } else {

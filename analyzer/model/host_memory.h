@@ -24,6 +24,14 @@ struct HostPoint {
     [[nodiscard]] bool has(format::HostField field) const {
         return (sample.fields & static_cast<uint32_t>(field)) != 0;
     }
+    // What the process allocated and holds: its anonymous memory, resident and swapped, less the free
+    // memory malloc keeps for reuse where it was read (the blocks a loop frees stay in the heap, and
+    // the heap grows until they are reused however little the program keeps).
+    [[nodiscard]] uint64_t allocated() const {
+        const uint64_t anonymous = sample.rss_anon + sample.swap;
+        const uint64_t free = has(format::HostField::HeapFree) ? sample.heap_free : 0;
+        return anonymous > free ? anonymous - free : 0;
+    }
 };
 
 struct HostMemory {

@@ -289,8 +289,7 @@ std::string host_growth_brief(const HostRamFacts& host) {
         return fmt::format("its resident memory (RSS) {} through its work: it allocates and keeps it",
                            grew(host.from.rss, host.to.rss));
     return fmt::format("the memory it allocated {} through its work: it allocates and keeps it",
-                       grew(host.from.sample.rss_anon + host.from.sample.swap,
-                            host.to.sample.rss_anon + host.to.sample.swap));
+                       grew(host.from.allocated(), host.to.allocated()));
 }
 
 std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host) {
@@ -328,12 +327,14 @@ std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host
             "Host memory (RSS) grew from {} to {} through its work, {}{}: the process allocates "
             "and keeps it, {}.",
             bytes(host.from.rss), bytes(host.to.rss), span, finalized, where);
-    return fmt::format(
-        "The memory it allocated (anonymous memory, resident and swapped) grew from {} to {} "
-        "through its work, {}{} (its RSS from {} to {}): the process allocates and keeps it, {}.",
-        bytes(host.from.sample.rss_anon + host.from.sample.swap),
-        bytes(host.to.sample.rss_anon + host.to.sample.swap), span, finalized, bytes(host.from.rss),
-        bytes(host.to.rss), where);
+    const char* measure =
+        host.to.has(format::HostField::HeapFree)
+            ? "anonymous memory, resident and swapped, less what malloc keeps free for reuse"
+            : "anonymous memory, resident and swapped";
+    return fmt::format("The memory it allocated ({}) grew from {} to {} through its work, {}{} (its RSS from "
+                       "{} to {}): the process allocates and keeps it, {}.",
+                       measure, bytes(host.from.allocated()), bytes(host.to.allocated()), span, finalized,
+                       bytes(host.from.rss), bytes(host.to.rss), where);
 }
 
 } // namespace gpuleak::analyzer

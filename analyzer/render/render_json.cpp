@@ -68,6 +68,7 @@ json host_point_json(const HostPoint& point) {
             {"cgroup_bytes", present_json(point, HostField::Cgroup, sample.cgroup_bytes)},
             {"cgroup_limit_bytes", present_json(point, HostField::CgroupLimit, sample.cgroup_limit_bytes)},
             {"available_bytes", present_json(point, HostField::Available, sample.available_bytes)},
+            {"heap_free_bytes", present_json(point, HostField::HeapFree, sample.heap_free)},
             {"simulated_device_bytes", point.simulated_device_bytes}};
 }
 

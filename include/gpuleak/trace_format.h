@@ -160,6 +160,7 @@ GPULEAK_FORMAT_ENUM(HostField, uint32_t){
     Cgroup = 1u << 2,       // cgroup_bytes (memory.current, v1 memory.usage_in_bytes)
     CgroupLimit = 1u << 3,  // cgroup_limit_bytes: the cgroup has a limit
     Available = 1u << 4,    // available_bytes (MemAvailable in /proc/meminfo)
+    HeapFree = 1u << 5,     // heap_free (glibc's mallinfo2), as of heap_time_ns
 };
 
 #undef GPULEAK_FORMAT_ENUM
@@ -419,6 +420,11 @@ struct HostSample {
                                  // first (memory.stat's inactive_file), what its OOM killer weighs
     uint64_t cgroup_limit_bytes; // its limit (memory.max, v1 memory.limit_in_bytes)
     uint64_t available_bytes;    // the machine's MemAvailable
+    // Free memory that glibc's malloc holds for reuse (mallinfo2's fordblks): freed blocks it keeps in its
+    // heaps, resident but no longer the program's. Counting them walks the allocator's free lists under
+    // its locks, so they too are read less often, at heap_time_ns, and every sample carries the latest.
+    uint64_t heap_free;
+    uint64_t heap_time_ns;
 };
 
 struct TimelineSample {
@@ -443,8 +449,8 @@ static_assert(sizeof(ModuleRecord) == 72, "ModuleRecord layout is part of the fi
 static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file format");
 static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part of the file format");
 static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
-static_assert(sizeof(HostSample) == 88, "HostSample layout is part of the file format");
-static_assert(sizeof(TimelineSample) == 328, "TimelineSample layout is part of the file format");
+static_assert(sizeof(HostSample) == 104, "HostSample layout is part of the file format");
+static_assert(sizeof(TimelineSample) == 344, "TimelineSample layout is part of the file format");
 
 // A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
 constexpr uint16_t python_version(unsigned major, unsigned minor) {

@@ -33,6 +33,7 @@ struct Sample {
     std::optional<uint64_t> uss_mib; // read afresh at this sample
     uint64_t shmem_mib;
     std::optional<uint64_t> cgroup_mib; // with a limit of 1 GiB
+    std::optional<uint64_t> heap_free_mib;
 };
 
 // A process of `samples`, 100 ms apart unless they say otherwise, that ended at the last one; forked from
@@ -73,6 +74,11 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
             record.host.fields |= static_cast<uint32_t>(format::HostField::Cgroup) |
                                   static_cast<uint32_t>(format::HostField::CgroupLimit);
         }
+        if (sample.heap_free_mib) {
+            record.host.heap_free = *sample.heap_free_mib * kMiB;
+            record.host.heap_time_ns = record.time_ns;
+            record.host.fields |= static_cast<uint32_t>(format::HostField::HeapFree);
+        }
         builder.set_timeline(slot, record);
     }
     header.timeline_samples = samples.size();
@@ -102,6 +108,26 @@ TEST_CASE("memory that rises through the work is growth, from 64 MiB") {
     CHECK(grew.diagnosis.host_ram->growth == 64 * kMiB);
     CHECK(grew.diagnosis.kind == DiagnosisKind::HostRamGrowth);
     CHECK(report_of_samples(steady_growth(63)).diagnosis.kind == DiagnosisKind::Stable);
+}
+
+TEST_CASE("freed blocks that malloc keeps in its heap are not growth, and what it does not keep free is") {
+    // A loop that frees what each step made: the heap holds the blocks for reuse, the rest stays flat.
+    std::vector<Sample> kept_free = steady_growth(200);
+    for (uint64_t i = 0; i < kept_free.size(); ++i)
+        kept_free[i].heap_free_mib = 200 * i / 10;
+    const ProcessReport reused = report_of_samples(kept_free);
+    CHECK_FALSE(reused.diagnosis.host_ram);
+    CHECK(reused.diagnosis.kind == DiagnosisKind::Stable);
+    // Half of it free: the other half is the program's.
+    std::vector<Sample> half_free = steady_growth(200);
+    for (uint64_t i = 0; i < half_free.size(); ++i)
+        half_free[i].heap_free_mib = 100 * i / 10;
+    const ProcessReport leaked = report_of_samples(half_free);
+    REQUIRE(leaked.diagnosis.host_ram);
+    CHECK(leaked.diagnosis.host_ram->growth == 100 * kMiB);
+    const std::string text = host_growth_text(leaked.model, *leaked.diagnosis.host_ram);
+    CHECK_THAT(text,
+               Catch::Contains("less what malloc keeps free for reuse) grew from 100.0 MiB to 200.0 MiB"));
 }
 
 TEST_CASE("one allocation caught between two samples of a short run is not growth") {

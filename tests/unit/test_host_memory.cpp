@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 namespace fs = std::filesystem;
 
 using gpuleak::HostMemoryReader;
+using gpuleak::SampleMoment;
 using gpuleak::format::HostField;
 using gpuleak::format::HostSample;
 
@@ -120,7 +122,7 @@ TEST_CASE("this process's host memory is read, unique and proportional sizes at 
     std::vector<char> held(64 << 20, 1);
     HostSample sample{};
     uint64_t rss = 0;
-    reader.read(sample, rss, 1'000'000'000, false);
+    reader.read(sample, rss, 1'000'000'000, SampleMoment::Periodic);
     CHECK(rss >= held.size());
     REQUIRE(has(sample, HostField::Status));
     CHECK(sample.rss_anon >= held.size());
@@ -131,11 +133,53 @@ TEST_CASE("this process's host memory is read, unique and proportional sizes at 
     CHECK(has(sample, HostField::Available));
     CHECK(sample.available_bytes > 0);
     // A microsecond later the walk over the page tables is not due: its figures are carried over.
-    reader.read(sample, rss, 1'000'001'000, false);
+    reader.read(sample, rss, 1'000'001'000, SampleMoment::Periodic);
     REQUIRE(has(sample, HostField::Proportional));
     CHECK(sample.proportional_time_ns == 1'000'000'000);
     // The process's last sample reads them afresh.
-    reader.read(sample, rss, 1'000'002'000, true);
+    reader.read(sample, rss, 1'000'002'000, SampleMoment::Exit);
     CHECK(sample.proportional_time_ns == 1'000'002'000);
     CHECK(gpuleak::machine_memory_bytes() >= sample.available_bytes);
+}
+
+TEST_CASE("the free memory malloc keeps for reuse is read within its budget, and never at an exit or exec") {
+    HostMemoryReader reader;
+    reader.open();
+    // Blocks under malloc's mmap threshold, each followed by one of the same size that is kept: freed,
+    // they stay in the heap as holes it cannot give back.
+    constexpr size_t kBlocks = 256;
+    constexpr size_t kBlockBytes = 64 << 10;
+    std::vector<void*> freed;
+    std::vector<void*> kept;
+    for (size_t i = 0; i < kBlocks; ++i) {
+        freed.push_back(std::malloc(kBlockBytes));
+        std::memset(freed.back(), 1, kBlockBytes);
+        kept.push_back(std::malloc(kBlockBytes));
+    }
+    HostSample sample{};
+    uint64_t rss = 0;
+    reader.read(sample, rss, 1'000'000'000, SampleMoment::Periodic);
+    REQUIRE(has(sample, HostField::HeapFree));
+    CHECK(sample.heap_time_ns == 1'000'000'000);
+    const uint64_t before = sample.heap_free;
+    for (void* block : freed)
+        std::free(block);
+    // Due again only once the time since makes the reading's cost a thousandth of it: carried over.
+    reader.read(sample, rss, 1'000'000'001, SampleMoment::Periodic);
+    REQUIRE(has(sample, HostField::HeapFree));
+    CHECK(sample.heap_time_ns == 1'000'000'000);
+    CHECK(sample.heap_free == before);
+    // An exit or an exec may come from a signal handler that interrupted malloc, whose locks the
+    // reading takes.
+    reader.read(sample, rss, 100'000'000'000, SampleMoment::Exit);
+    CHECK(sample.heap_time_ns == 1'000'000'000);
+    reader.read(sample, rss, 100'000'000'000, SampleMoment::Exec);
+    CHECK(sample.heap_time_ns == 1'000'000'000);
+    reader.read(sample, rss, 100'000'000'000, SampleMoment::Periodic);
+    CHECK(sample.heap_time_ns == 100'000'000'000);
+#ifndef __SANITIZE_ADDRESS__ // AddressSanitizer serves malloc itself: the C library's heap stays empty
+    CHECK(sample.heap_free >= before + kBlocks * kBlockBytes);
+#endif
+    for (void* block : kept)
+        std::free(block);
 }
