@@ -1,6 +1,9 @@
 """What sampling host memory costs a process: run under libgpuleak.so (bench/host_sampling.sh), it holds
-MIB MiB of its own, optionally forks a child that shares them, idles SECONDS seconds while gpuleak's
-sampler runs, and prints the sampler thread's CPU time as a share of one core over that time."""
+MIB MiB of its own, optionally forks a child that shares them or leaves HOLES blocks freed in malloc's
+heap (each between two kept ones, so that none merge), idles SECONDS seconds while gpuleak's sampler
+runs, and prints the sampler thread's CPU time as a share of one core over that time.
+
+Usage: host_sampling.py MIB SECONDS alone|fork|holes [HOLES]"""
 
 import os
 import sys
@@ -24,11 +27,18 @@ def measure(seconds):
 
 
 def main():
-    mib, seconds, fork = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "fork"
+    mib, seconds, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
     held = bytearray(mib << 20)
     for offset in range(0, len(held), 4096):
         held[offset] = 1
-    if not fork:
+    if mode == "holes":
+        holes = int(sys.argv[4])
+        # Past 512 bytes Python asks malloc for an object's memory.
+        blocks = [bytearray(600) for _ in range(2 * holes + 1)]
+        del blocks[1::2]
+        print(f"process with {holes} blocks free in its heap: sampler {100 * measure(seconds):.3f}% of a core")
+        return
+    if mode != "fork":
         print(f"process holding {mib} MiB: sampler {100 * measure(seconds):.3f}% of a core")
         return
     child = os.fork()

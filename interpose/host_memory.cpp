@@ -1,14 +1,13 @@
 #include "host_memory.h"
 
 #include "cgroup_paths.h"
+#include "file_bytes.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -24,19 +23,7 @@ constexpr uint64_t kUnlimited = uint64_t{1} << 62;
 
 // The file's text, NUL-terminated and cut at `capacity - 1` bytes; false when it cannot be read.
 bool read_text(const char* path, char* text, size_t capacity) {
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t used = 0;
-    while (used + 1 < capacity) {
-        const ssize_t n = ::read(fd, text + used, capacity - 1 - used);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        used += static_cast<size_t>(n);
-    }
-    ::close(fd);
+    const size_t used = read_file_bytes(path, text, capacity - 1);
     text[used] = '\0';
     return used > 0;
 }

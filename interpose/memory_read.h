@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <sys/uio.h>
+#include <unistd.h>
 
 namespace gpuleak {
 
@@ -19,6 +21,15 @@ template <class T> T read_at(uintptr_t address) {
     T value;
     copy_at(&value, address, sizeof value);
     return value;
+}
+
+// Copies `size` bytes at `address` into `destination` through the kernel, which fails (false) where
+// a load would fault: memory another thread may free and unmap meanwhile.
+inline bool copy_checked(void* destination, uintptr_t address, size_t size) {
+    iovec local{destination, size};
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the address was read from the other component's memory.
+    iovec remote{reinterpret_cast<void*>(address), size};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
 // The pointer-sized word at `address`, which another thread stores atomically, read with acquire order.

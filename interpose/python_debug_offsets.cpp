@@ -16,6 +16,12 @@ struct RuntimeGroup {
 struct ThreadStateGroup {
     uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
 };
+struct InterpreterGroup313 {
+    uint64_t size, id, next, threads_head, gc, imports_modules, others[7];
+};
+struct InterpreterGroup314 {
+    uint64_t size, id, next, threads_head, threads_main, gc, imports_modules, others[9];
+};
 struct ObjectGroup {
     uint64_t size, ob_type;
 };
@@ -30,7 +36,7 @@ struct DebugOffsets313 {
     char cookie[8];
     uint64_t version, free_threaded;
     RuntimeGroup runtime_state;
-    uint64_t interpreter_state[13];
+    InterpreterGroup313 interpreter_state;
     ThreadStateGroup thread_state;
     struct {
         uint64_t size, previous, executable, instr_ptr, localsplus, owner;
@@ -49,7 +55,7 @@ struct DebugOffsets314 {
     char cookie[8];
     uint64_t version, free_threaded;
     RuntimeGroup runtime_state;
-    uint64_t interpreter_state[16];
+    InterpreterGroup314 interpreter_state;
     ThreadStateGroup thread_state;
     struct {
         uint64_t size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index;
@@ -87,6 +93,8 @@ template <class Offsets> bool plausible(const Offsets& d) {
     const auto& frame = d.interpreter_frame;
     const auto& code = d.code_object;
     return inside(d.runtime_state.finalizing, 8, d.runtime_state.size) &&
+           inside(d.runtime_state.interpreters_head, 8, d.runtime_state.size) &&
+           inside(d.interpreter_state.imports_modules, 8, d.interpreter_state.size) &&
            inside(d.thread_state.current_frame, 8, d.thread_state.size) &&
            inside(frame.previous, 8, frame.size) && inside(frame.executable, 8, frame.size) &&
            inside(frame.instr_ptr, 8, frame.size) && inside(frame.owner, 1, frame.size) &&
@@ -102,6 +110,10 @@ template <class Offsets> bool plausible(const Offsets& d) {
 
 template <class Offsets> void fill(const Offsets& d, bool code_tagged, PythonLayout& layout) {
     layout.runtime_finalizing = static_cast<uint32_t>(d.runtime_state.finalizing);
+    layout.runtime_interpreters = static_cast<uint32_t>(d.runtime_state.interpreters_head);
+    layout.interpreter_modules = static_cast<uint32_t>(d.interpreter_state.imports_modules);
+    // PyDictObject is PyObject_HEAD, then ma_used.
+    layout.dict_used = static_cast<uint32_t>(d.pyobject.size);
     layout.frame_link = PythonFrameLink::thread_state;
     layout.thread_frame = static_cast<uint32_t>(d.thread_state.current_frame);
     layout.frame_previous = static_cast<uint32_t>(d.interpreter_frame.previous);

@@ -125,6 +125,22 @@ bool python_finalizing() {
     return python != nullptr && finalizing_thread_state(*python) != 0;
 }
 
+uint64_t python_module_count() {
+    const PythonRuntime* python = python_runtime(true);
+    if (python == nullptr || finalizing_thread_state(*python) != 0)
+        return 0;
+    const PythonLayout& layout = python->layout;
+    uintptr_t interpreter = 0;
+    uintptr_t modules = 0;
+    int64_t used = 0;
+    if (!copy_checked(&interpreter, python->runtime + layout.runtime_interpreters, sizeof interpreter) ||
+        interpreter == 0 ||
+        !copy_checked(&modules, interpreter + layout.interpreter_modules, sizeof modules) || modules == 0 ||
+        !copy_checked(&used, modules + layout.dict_used, sizeof used) || used < 0)
+        return 0;
+    return static_cast<uint64_t>(used);
+}
+
 size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing) {
     const PythonRuntime* python = python_runtime();
     if (python == nullptr || max == 0)

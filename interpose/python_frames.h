@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "python_frame.h"
 
@@ -28,5 +29,11 @@ size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing);
 // it tears the modules down. One load; false without a (supported) Python in the process. Asks quietly
 // (python_runtime's `quiet`): a process only sampled for host memory says nothing of its Python.
 bool python_finalizing();
+
+// How many modules the interpreter has imported (sys.modules' size), read from another thread without
+// the GIL: where a program's imports end and its work begins. 0 when unknown: without a (supported)
+// Python, before sys.modules exists and once the interpreter finalizes. The reads are checked, not
+// plain loads, since the dict may be freed meanwhile. Asks quietly, as python_finalizing.
+uint64_t python_module_count();
 
 } // namespace gpuleak

@@ -11,6 +11,9 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 10),
         .runtime_finalizing = 16,
+        .runtime_interpreters = 32,
+        .interpreter_modules = 856,
+        .dict_used = 16,
         .frame_link = PythonFrameLink::thread_state,
         .thread_frame = 24,
         .frame_previous = 24,
@@ -37,6 +40,9 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 11),
         .runtime_finalizing = 24,
+        .runtime_interpreters = 40,
+        .interpreter_modules = 888,
+        .dict_used = 16,
         .frame_link = PythonFrameLink::through_cframe,
         .thread_frame = 56,
         .cframe_current_frame = 8,
@@ -68,6 +74,9 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 12),
         .runtime_finalizing = 24,
+        .runtime_interpreters = 40,
+        .interpreter_modules = 944,
+        .dict_used = 16,
         .frame_link = PythonFrameLink::through_cframe,
         .thread_frame = 56,
         .cframe_current_frame = 0,

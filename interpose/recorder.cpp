@@ -193,6 +193,10 @@ void check_python_finalizing() {
         note_python_finalizing();
 }
 
+uint64_t count_python_modules() {
+    return g_config.python_stacks ? python_module_count() : 0;
+}
+
 // What recording events needs beyond the file: the unwinder, the interpreter's layout, the indexes of
 // the live table, the stacks and the code objects. False when the live table cannot be indexed.
 bool attach_tables() {
@@ -245,7 +249,7 @@ bool start_recording(bool host_only) {
         // sampler installs ours then); a forked child's interpreter has them already.
         if (!host_only || python_initialized())
             install_signal_hooks();
-        g_sampler.start(g_writer, check_python_finalizing, host_only);
+        g_sampler.start(g_writer, check_python_finalizing, count_python_modules, host_only);
         if (!host_only)
             announce();
     }

@@ -26,9 +26,11 @@ void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
 
 } // namespace
 
-void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), bool first_on_thread) {
+void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*python_modules)(),
+                            bool first_on_thread) {
     writer_ = &writer;
     on_wake_ = on_wake;
+    python_modules_ = python_modules;
     first_on_thread_ = first_on_thread;
     stored_ = 0;
     lock_.reset_after_fork();
@@ -108,6 +110,8 @@ void TimelineSampler::sample_now(SampleMoment moment) {
     sample.time_ns = monotonic_ns();
     host_.read(sample.host, sample.rss_bytes, sample.time_ns, moment);
     sample.events = __atomic_load_n(&header.ring_head, __ATOMIC_RELAXED);
+    // Finding the interpreter, the first time, is no work for an exit's signal handler.
+    sample.python_modules = moment == SampleMoment::Periodic ? python_modules_() : 0;
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             uint64_t bytes = __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);

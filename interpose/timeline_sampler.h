@@ -14,10 +14,11 @@ namespace gpuleak {
 class TimelineSampler {
   public:
     // Starts the sampling thread for this process's trace; the thread calls `on_wake` after each of its
-    // samples. The first sample is taken here, before the event that started the trace is accounted,
-    // unless `first_on_thread`: then the thread takes it (a forked child's trace starts inside fork(),
-    // and reading USS walks the page tables of everything the child shares with its parent).
-    void start(TraceWriter& writer, void (*on_wake)(), bool first_on_thread);
+    // samples, and each sample holds what `python_modules` counts. The first sample is taken here, before the
+    // event that started the trace is accounted, unless `first_on_thread`: then the thread takes it (a forked
+    // child's trace starts inside fork(), and reading USS walks the page tables of everything the child
+    // shares with its parent).
+    void start(TraceWriter& writer, void (*on_wake)(), uint64_t (*python_modules)(), bool first_on_thread);
     // Takes one sample now. Thread-safe. What is read depends on the moment (HostMemoryReader::read);
     // at Exit the sample is skipped when one is being taken already (a signal handler that exits,
     // interrupting one on its own thread).
@@ -36,6 +37,7 @@ class TimelineSampler {
 
     TraceWriter* writer_ = nullptr;
     void (*on_wake_)() = nullptr;
+    uint64_t (*python_modules_)() = nullptr;
     bool first_on_thread_ = false;
     bool running_ = false; // the thread has set itself up
     uint64_t stored_ = 0;

@@ -1,5 +1,6 @@
 #include "trace_writer.h"
 
+#include "file_bytes.h"
 #include "monotonic_clock.h"
 
 #include <algorithm>
@@ -27,6 +28,36 @@ constexpr uint64_t kAlign = 64;
 constexpr uint64_t kTimelineCapacity = 4096;
 constexpr int kMaxNameAttempts = 100;
 
+// Gives a trace its name: the first of `base`, `base.1`, ... that `take` gets (its errno EEXIST while
+// a name is taken). False when none is free or `take` fails otherwise, errno saying why.
+template <class Take> bool take_free_name(const char* base, char* path, size_t capacity, Take&& take) {
+    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
+        if (attempt == 0)
+            std::snprintf(path, capacity, "%s", base);
+        else
+            std::snprintf(path, capacity, "%s.%d", base, attempt);
+        if (take(path))
+            return true;
+        if (errno != EEXIST)
+            return false;
+    }
+    return false;
+}
+
+// A file with no name yet in the directory `path` is to be made in, which only linking it there makes
+// visible: a process killed while its trace is being set up (a pool's worker terminated at once) leaves
+// no half-made file. -1 where the file system has no O_TMPFILE.
+int open_unnamed_beside(const char* path) {
+    char directory[PATH_MAX];
+    const char* slash = std::strrchr(path, '/');
+    if (slash == nullptr)
+        std::snprintf(directory, sizeof directory, ".");
+    else
+        std::snprintf(directory, sizeof directory, "%.*s", static_cast<int>(slash == path ? 1 : slash - path),
+                      path);
+    return ::open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
 uint64_t align_up(uint64_t value) {
     return (value + kAlign - 1) & ~(kAlign - 1);
 }
@@ -39,22 +70,6 @@ uint64_t floor_power_of_two(uint64_t value) {
 }
 
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t t_thread_id = 0;
-
-void read_command_line(char* out, uint32_t capacity, uint32_t& used) {
-    used = 0;
-    int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    while (used < capacity) {
-        ssize_t n = ::read(fd, out + used, capacity - used);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        used += static_cast<uint32_t>(n);
-    }
-    ::close(fd);
-}
 
 } // namespace
 
@@ -121,25 +136,15 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         warn("GPULEAK_OUTPUT expands to a path that is too long; not recording");
         return false;
     }
-    int fd = -1;
-    for (int attempt = 0; attempt < kMaxNameAttempts && fd < 0; ++attempt) {
-        if (attempt == 0)
-            std::snprintf(path_, sizeof path_, "%s", base_path);
-        else
-            std::snprintf(path_, sizeof path_, "%s.%d", base_path, attempt);
-        fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
+    int fd = open_unnamed_beside(base_path);
+    const bool named = fd < 0;
+    if (named && !take_free_name(base_path, path_, sizeof path_, [&](const char* path) {
+            fd = ::open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            return fd >= 0;
+        })) {
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         return false;
     }
-    // The name goes into children's headers and the stderr line: absolute, it still finds the file
-    // from any other directory.
-    char absolute[PATH_MAX];
-    if (path_[0] != '/' && ::realpath(path_, absolute) != nullptr && std::strlen(absolute) < sizeof path_)
-        std::memcpy(path_, absolute, std::strlen(absolute) + 1);
     const Layout layout = compute_layout(config.max_bytes);
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched; the live slots' are reserved as they
@@ -160,12 +165,13 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
     if (reserve_error == 0)
         mapping = ::mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int map_error = errno;
-    ::close(fd);
     if (reserve_error != 0 || mapping == MAP_FAILED) {
         warn("cannot reserve %llu bytes for trace file %s: %s; the program runs on unrecorded",
-             static_cast<unsigned long long>(reserved), path_,
+             static_cast<unsigned long long>(reserved), named ? path_ : base_path,
              std::strerror(reserve_error != 0 ? reserve_error : map_error));
-        ::unlink(path_);
+        if (named)
+            ::unlink(path_);
+        ::close(fd);
         return false;
     }
     base_ = static_cast<uint8_t*>(mapping);
@@ -178,6 +184,24 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
     next_string_id_ = 1;
     strings_lock_.reset_after_fork();
     write_header(config, identity, layout, host_only);
+    char unnamed[32];
+    std::snprintf(unnamed, sizeof unnamed, "/proc/self/fd/%d", fd);
+    if (!named && !take_free_name(base_path, path_, sizeof path_, [&](const char* path) {
+            return ::linkat(AT_FDCWD, unnamed, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0;
+        })) {
+        warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
+        ::munmap(mapping, layout.file_bytes);
+        ::close(fd);
+        base_ = nullptr;
+        header_ = nullptr;
+        return false;
+    }
+    ::close(fd);
+    // The name goes into children's headers and the stderr line: absolute, it still finds the file
+    // from any other directory.
+    char absolute[PATH_MAX];
+    if (path_[0] != '/' && ::realpath(path_, absolute) != nullptr && std::strlen(absolute) < sizeof path_)
+        std::memcpy(path_, absolute, std::strlen(absolute) + 1);
     return true;
 }
 
@@ -265,7 +289,8 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     ::gethostname(h.hostname, sizeof h.hostname - 1);
     if (identity.parent_trace != nullptr)
         std::snprintf(h.parent_trace, sizeof h.parent_trace, "%s", identity.parent_trace);
-    read_command_line(h.command_line, sizeof h.command_line, h.command_line_bytes);
+    h.command_line_bytes =
+        static_cast<uint32_t>(read_file_bytes("/proc/self/cmdline", h.command_line, sizeof h.command_line));
     h.modules = layout.modules;
     h.strings = layout.strings;
     h.stacks = layout.stacks;

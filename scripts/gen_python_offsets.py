@@ -29,14 +29,16 @@ MINOR_VERSIONS = (10, 11, 12)
 
 # The headers each version's program includes, beyond Python.h.
 HEADERS = {
-    10: ["frameobject.h", "internal/pycore_runtime.h"],
-    11: ["internal/pycore_runtime.h", "internal/pycore_frame.h"],
-    12: ["internal/pycore_runtime.h", "internal/pycore_frame.h"],
+    10: ["frameobject.h", "internal/pycore_runtime.h", "internal/pycore_interp.h"],
+    11: ["internal/pycore_runtime.h", "internal/pycore_interp.h", "internal/pycore_frame.h"],
+    12: ["internal/pycore_runtime.h", "internal/pycore_interp.h", "internal/pycore_frame.h"],
 }
 
 # PythonLayout member -> C expression, common to all versions.
 COMMON_FIELDS = {
     "runtime_finalizing": "offsetof(_PyRuntimeState, _finalizing)",
+    "runtime_interpreters": "offsetof(_PyRuntimeState, interpreters.head)",
+    "dict_used": "offsetof(PyDictObject, ma_used)",
     "code_filename": "offsetof(PyCodeObject, co_filename)",
     "code_first_line": "offsetof(PyCodeObject, co_firstlineno)",
     "code_line_table": "offsetof(PyCodeObject, co_linetable)",
@@ -60,6 +62,7 @@ FIELDS_3_10 = {
     "frame_code": "offsetof(PyFrameObject, f_code)",
     "frame_instruction": "offsetof(PyFrameObject, f_lasti)",
     "code_qualname": "offsetof(PyCodeObject, co_name)",
+    "interpreter_modules": "offsetof(PyInterpreterState, modules)",
 }
 
 # 3.11 and 3.12: tstate->cframe->current_frame, a chain of _PyInterpreterFrame through `previous`.
@@ -76,11 +79,19 @@ FIELDS_3_11_ON = {
 
 # 3.11: _PyEval_EvalFrameDefault sets is_entry on the frame it starts with; frames it pushes for the
 # Python functions it calls inline get is_entry false.
-FIELDS_3_11 = {**FIELDS_3_11_ON, "frame_is_entry": "offsetof(_PyInterpreterFrame, is_entry)"}
+FIELDS_3_11 = {
+    **FIELDS_3_11_ON,
+    "frame_is_entry": "offsetof(_PyInterpreterFrame, is_entry)",
+    "interpreter_modules": "offsetof(PyInterpreterState, modules)",
+}
 
 # 3.12 pushes a shim frame owned by the C stack when _PyEval_EvalFrameDefault is entered: not Python code,
 # and the frame above it is the first that loop ran.
-FIELDS_3_12 = {**FIELDS_3_11_ON, "first_shim_owner": "FRAME_OWNED_BY_CSTACK"}
+FIELDS_3_12 = {
+    **FIELDS_3_11_ON,
+    "first_shim_owner": "FRAME_OWNED_BY_CSTACK",
+    "interpreter_modules": "offsetof(PyInterpreterState, imports.modules)",
+}
 
 # How each version's walk tells a loop entry (PythonLoopEntryKind).
 LOOP_ENTRY_KINDS = {10: "every_frame", 11: "is_entry", 12: "above_shim"}
@@ -92,12 +103,14 @@ ASSERTIONS = {
         "sizeof(((PyFrameObject*)0)->f_lasti) == 4",
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
+        "sizeof(((PyDictObject*)0)->ma_used) == 8",
     ],
     12: [
         "sizeof(void*) == 8",
         "sizeof(((_PyInterpreterFrame*)0)->owner) == 1",
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
+        "sizeof(((PyDictObject*)0)->ma_used) == 8",
     ],
 }
 ASSERTIONS[11] = ASSERTIONS[12] + ["sizeof(((_PyInterpreterFrame*)0)->is_entry) == 1"]

@@ -27,6 +27,7 @@ constexpr double kMinOutsideShare = 0.25; // of the most in use per the driver
 constexpr uint64_t kMinHostGrowth = 64 * kMiB;
 constexpr double kMinLateHostGrowthShare = 0.25;
 constexpr double kMinLastHostGrowthShare = 0.125;
+constexpr double kImportsDoneShare = 0.95;
 // And it rose by a sixteenth of it at least between this many pairs of consecutive samples: what one
 // allocation adds between two samples is not a trend, whatever it weighs against a short run.
 constexpr size_t kMinRises = 3;
@@ -93,15 +94,25 @@ std::optional<OutsideFacts> outside_allocators(const ProcessModel& model) {
     return std::nullopt;
 }
 
-// Where the process's own work starts: a forked child's at its start (it inherits what its parent
-// loaded); a program's that used CUDA at its first event (before it, it imported and loaded); else its
-// start.
-size_t work_start(const ProcessModel& model) {
+// Where the process's own work starts, up to `to`: a forked child's at its start (it inherits what its
+// parent loaded); a program's that used CUDA at its first event (before it, it imported and loaded); a
+// Python program's that did not once its imports are done, when sys.modules first held nearly what it
+// holds at `to` (a spawned worker imports torch before it unpickles its dataset; a module imported
+// for the results at the end moves it only when it brings many); else its start.
+size_t work_start(const ProcessModel& model, size_t to) {
     const std::vector<HostPoint>& points = model.host.points;
-    if (!model.header.parent_trace.empty() || model.events == 0)
+    if (!model.header.parent_trace.empty())
         return 0;
-    for (size_t i = 0; i < points.size(); ++i)
-        if (points[i].events > 0)
+    if (model.events > 0) {
+        for (size_t i = 0; i < points.size(); ++i)
+            if (points[i].events > 0)
+                return i;
+        return 0;
+    }
+    const uint64_t imported = points[to].python_modules;
+    for (size_t i = 0; i < to && imported > 0; ++i)
+        if (static_cast<double>(points[i].python_modules) >=
+            kImportsDoneShare * static_cast<double>(imported))
             return i;
     return 0;
 }
@@ -124,7 +135,7 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
     if (points.size() < 3 || end == nullptr)
         return std::nullopt;
     const size_t to = static_cast<size_t>(end - points.data());
-    const size_t from = work_start(model);
+    const size_t from = work_start(model, to);
     if (to <= from + 1)
         return std::nullopt;
     const HostPoint& first = points[from];

@@ -55,6 +55,7 @@ HostMemory build_host_memory(const TraceReader& trace) {
             continue;
         HostPoint point{sample.time_ns > start ? sample.time_ns - start : 0, sample.events, sample.rss_bytes,
                         sample.host};
+        point.python_modules = sample.python_modules;
         if (trace.header().simulated_device())
             leave_out_simulated_device(point, sample);
         host.peak_rss = std::max(host.peak_rss, point.rss);

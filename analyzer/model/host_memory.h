@@ -21,6 +21,7 @@ struct HostPoint {
     uint64_t rss = 0;
     format::HostSample sample{};
     uint64_t simulated_device_bytes = 0;
+    uint64_t python_modules = 0; // sys.modules' size; 0 when unknown
     [[nodiscard]] bool has(format::HostField field) const {
         return (sample.fields & static_cast<uint32_t>(field)) != 0;
     }

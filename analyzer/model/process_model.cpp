@@ -11,6 +11,7 @@
 #include "live_objects.h"
 #include "site_keys.h"
 #include "timeline_thinning.h"
+#include "trace_set.h"
 
 namespace gpuleak::analyzer {
 
@@ -684,14 +685,9 @@ uint64_t end_monotonic_ns(const ProcessModel& model) {
     return model.header.start_monotonic_ns + model.duration_ns;
 }
 
-bool is_parent(const ProcessModel& parent, const ProcessModel& child) {
-    if (!child.header.parent_trace.empty())
-        return child.header.parent_trace == parent.path;
-    // Pids and clocks are a machine's own.
-    if (child.header.hostname != parent.header.hostname)
-        return false;
-    return child.header.ppid == parent.header.pid &&
-           child.header.start_monotonic_ns >= parent.header.start_monotonic_ns;
+TraceLineage lineage_of(const ProcessModel& model) {
+    return TraceLineage{model.path,        model.header.hostname,           model.header.pid,
+                        model.header.ppid, model.header.start_monotonic_ns, model.header.parent_trace};
 }
 
 bool command_line_holds(const ProcessModel& model, const std::string& text) {
@@ -716,7 +712,7 @@ void assign_roles(std::vector<ProcessModel*>& models) {
         role = ProcessRole{};
         const ProcessModel* parent = nullptr;
         for (const ProcessModel* candidate : models)
-            if (candidate != model && is_parent(*candidate, *model))
+            if (candidate != model && is_child(lineage_of(*model), lineage_of(*candidate)))
                 parent = candidate;
         const ForkRecord* fork =
             parent != nullptr && !model->header.parent_trace.empty() ? fork_of(*parent, *model) : nullptr;

@@ -601,7 +601,8 @@ class TraceReader::Decoder {
                                   .time_ns = record.time_ns,
                                   .rss_bytes = record.rss_bytes,
                                   .events = record.events,
-                                  .host = record.host};
+                                  .host = record.host,
+                                  .python_modules = record.python_modules};
             std::copy(std::begin(record.kind_bytes), std::end(record.kind_bytes), sample.kind_bytes.begin());
             std::copy(std::begin(record.device_bytes), std::end(record.device_bytes),
                       sample.device_bytes.begin());

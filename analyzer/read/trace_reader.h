@@ -169,8 +169,9 @@ struct TimelineSample {
     uint64_t sample = 0; // sample number: its commit word minus one
     uint64_t time_ns = 0;
     uint64_t rss_bytes = 0;
-    uint64_t events = 0;       // the events claimed before it
-    format::HostSample host{}; // host.fields says which figures were read
+    uint64_t events = 0;         // the events claimed before it
+    format::HostSample host{};   // host.fields says which figures were read
+    uint64_t python_modules = 0; // sys.modules' size; 0 when unknown
     std::array<uint64_t, format::kKindCount> kind_bytes{};
     std::array<uint64_t, format::kMaxDevices> device_bytes{};
 

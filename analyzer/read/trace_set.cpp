@@ -16,11 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Identity {
-    std::string path;
-    int32_t pid = 0;
-    int32_t ppid = 0;
+    TraceLineage lineage;
     uint64_t start_realtime_ns = 0;
-    std::string parent_trace;
 };
 
 // Only the header: finding children must not decode every trace in a directory.
@@ -32,12 +29,15 @@ bool read_identity(const fs::path& path, Identity& identity) {
     if (std::memcmp(header.magic, format::kMagic, sizeof header.magic) != 0 ||
         header.format_version != format::kFormatVersion)
         return false;
-    identity.path = fs::absolute(path).lexically_normal().string();
-    identity.pid = header.pid;
-    identity.ppid = header.ppid;
-    identity.start_realtime_ns = header.start_realtime_ns;
+    identity.lineage.path = fs::absolute(path).lexically_normal().string();
+    identity.lineage.pid = header.pid;
+    identity.lineage.ppid = header.ppid;
+    identity.lineage.start_monotonic_ns = header.start_monotonic_ns;
+    header.hostname[sizeof header.hostname - 1] = '\0';
+    identity.lineage.hostname = header.hostname;
     header.parent_trace[sizeof header.parent_trace - 1] = '\0';
-    identity.parent_trace = header.parent_trace;
+    identity.lineage.parent_trace = header.parent_trace;
+    identity.start_realtime_ns = header.start_realtime_ns;
     return true;
 }
 
@@ -54,13 +54,14 @@ std::vector<Identity> traces_in(const fs::path& directory) {
     return found;
 }
 
-bool is_child(const Identity& child, const Identity& parent) {
+} // namespace
+
+bool is_child(const TraceLineage& child, const TraceLineage& parent) {
     if (!child.parent_trace.empty())
         return child.parent_trace == parent.path;
-    return child.ppid == parent.pid && child.start_realtime_ns >= parent.start_realtime_ns;
+    return child.hostname == parent.hostname && child.ppid == parent.pid &&
+           child.start_monotonic_ns >= parent.start_monotonic_ns;
 }
-
-} // namespace
 
 std::vector<std::string> collect_traces(const std::vector<std::string>& arguments) {
     std::vector<std::string> result;
@@ -79,7 +80,7 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
             if (traces.empty())
                 throw TraceError(argument, "directory holds no gpuleak trace");
             for (const Identity& trace : traces)
-                add(trace.path);
+                add(trace.lineage.path);
             continue;
         }
         // A file that is not a trace still goes on: the reader says precisely what is wrong with it.
@@ -88,14 +89,15 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
             add(argument);
             continue;
         }
-        add(named.path);
+        add(named.lineage.path);
         // Children (and theirs): the traces beside it that name it, or its pid, as their parent.
         std::vector<Identity> siblings = traces_in(fs::absolute(argument).parent_path());
         std::vector<Identity> parents{named};
         for (size_t i = 0; i < parents.size(); ++i) {
             for (const Identity& candidate : siblings) {
-                if (seen.count(candidate.path) == 0 && is_child(candidate, parents[i])) {
-                    add(candidate.path);
+                if (seen.count(candidate.lineage.path) == 0 &&
+                    is_child(candidate.lineage, parents[i].lineage)) {
+                    add(candidate.lineage.path);
                     parents.push_back(candidate);
                 }
             }

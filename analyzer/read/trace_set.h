@@ -3,10 +3,26 @@
 // pid), found beside it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace gpuleak::analyzer {
+
+// What a trace's header says of whose child its process is.
+struct TraceLineage {
+    std::string path; // the trace's own
+    std::string hostname;
+    int32_t pid = 0;
+    int32_t ppid = 0;
+    uint64_t start_monotonic_ns = 0;
+    std::string parent_trace; // named by a forked child
+};
+
+// `child` was forked by `parent` (it names the parent's trace) or started by it: an exec'd child has
+// the parent's pid as its parent's, on the same machine (pids and clocks are a machine's own), and
+// started after it.
+bool is_child(const TraceLineage& child, const TraceLineage& parent);
 
 // Throws TraceError (one line) when an argument names nothing readable or a directory holds no trace.
 std::vector<std::string> collect_traces(const std::vector<std::string>& arguments);

@@ -69,6 +69,7 @@ json host_point_json(const HostPoint& point) {
             {"cgroup_limit_bytes", present_json(point, HostField::CgroupLimit, sample.cgroup_limit_bytes)},
             {"available_bytes", present_json(point, HostField::Available, sample.available_bytes)},
             {"heap_free_bytes", present_json(point, HostField::HeapFree, sample.heap_free)},
+            {"python_modules", point.python_modules > 0 ? json(point.python_modules) : json()},
             {"simulated_device_bytes", point.simulated_device_bytes}};
 }
 

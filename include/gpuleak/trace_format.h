@@ -436,6 +436,8 @@ struct TimelineSample {
     uint64_t device_bytes[16]; // live device-memory bytes per ordinal (Device, Managed, AsyncPool,
                                // VmmPhysical), 0..kMaxDevices-1
     struct HostSample host;
+    uint64_t python_modules; // sys.modules' size then: a Python program's imports rise, its work does not; 0
+                             // when unknown
 };
 
 #ifdef __cplusplus
@@ -450,7 +452,7 @@ static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file
 static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part of the file format");
 static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
 static_assert(sizeof(HostSample) == 104, "HostSample layout is part of the file format");
-static_assert(sizeof(TimelineSample) == 344, "TimelineSample layout is part of the file format");
+static_assert(sizeof(TimelineSample) == 352, "TimelineSample layout is part of the file format");
 
 // A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
 constexpr uint16_t python_version(unsigned major, unsigned minor) {

@@ -54,6 +54,31 @@ def test_a_program_that_never_uses_cuda_is_recorded_from_its_start_for_host_memo
     assert timeline[0]["uss_bytes"] is not None and timeline[0]["shmem_bytes"] is not None
 
 
+def test_a_program_whose_imports_take_most_of_its_run_is_not_growing(tmp_path):
+    # Imports that bring memory with them (as torch's do) for most of the run, then a short flat work.
+    _, processes = run(
+        tmp_path,
+        """
+        import importlib
+        import time
+
+        held = []
+        for name in ["json", "csv", "decimal", "argparse", "email.parser", "http.client", "xml.dom.minidom",
+                     "unittest", "asyncio", "sqlite3", "logging.handlers", "zipfile", "tarfile", "statistics"]:
+            importlib.import_module(name)
+            held.append(b"x" * (24 << 20))
+            time.sleep(0.15)
+        time.sleep(0.2)
+        print("done")
+        """,
+    )
+    (only,) = processes
+    assert only["host_only"] is True
+    counts = [point["python_modules"] for point in only["host"]["timeline"] if point["python_modules"] is not None]
+    assert counts and counts[0] < counts[-1], "sys.modules is read at every sample"
+    assert only["diagnosis"]["host"] is None, only["diagnosis"]["host"]
+
+
 def test_gpuleak_all_processes_0_records_only_processes_that_use_cuda(tmp_path):
     _, processes = run(tmp_path, 'print("done")\n', GPULEAK_ALL_PROCESSES="0")
     assert processes == []

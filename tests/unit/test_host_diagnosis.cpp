@@ -34,6 +34,7 @@ struct Sample {
     uint64_t shmem_mib;
     std::optional<uint64_t> cgroup_mib; // with a limit of 1 GiB
     std::optional<uint64_t> heap_free_mib;
+    uint64_t modules = 0; // sys.modules' size
 };
 
 // A process of `samples`, 100 ms apart unless they say otherwise, that ended at the last one; forked from
@@ -74,6 +75,7 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
             record.host.fields |= static_cast<uint32_t>(format::HostField::Cgroup) |
                                   static_cast<uint32_t>(format::HostField::CgroupLimit);
         }
+        record.python_modules = sample.modules;
         if (sample.heap_free_mib) {
             record.host.heap_free = *sample.heap_free_mib * kMiB;
             record.host.heap_time_ns = record.time_ns;
@@ -128,6 +130,31 @@ TEST_CASE("freed blocks that malloc keeps in its heap are not growth, and what i
     const std::string text = host_growth_text(leaked.model, *leaked.diagnosis.host_ram);
     CHECK_THAT(text,
                Catch::Contains("less what malloc keeps free for reuse) grew from 100.0 MiB to 200.0 MiB"));
+}
+
+TEST_CASE("a Python program's imports are not growth, however long they take against its work") {
+    // 300 MiB imported over the first 90 % of the run (torch in a spawned worker), then flat.
+    std::vector<Sample> imports;
+    for (uint64_t i = 0; i <= 10; ++i) {
+        imports.push_back({i * 100, 20 + 300 * std::min<uint64_t>(i, 9) / 9});
+        imports.back().modules = 100 + 900 * std::min<uint64_t>(i, 9) / 9;
+    }
+    const ProcessReport imported = report_of_samples(imports);
+    CHECK_FALSE(imported.diagnosis.host_ram);
+    // Without the modules to tell the imports by, they look like the work.
+    for (Sample& sample : imports)
+        sample.modules = 0;
+    CHECK(report_of_samples(imports).diagnosis.host_ram);
+    // What grows after them is growth, from their end.
+    std::vector<Sample> leak_after;
+    for (uint64_t i = 0; i <= 20; ++i) {
+        leak_after.push_back({i * 100, i <= 4 ? 20 + 50 * i : 220 + 10 * (i - 4)});
+        leak_after.back().modules = i <= 4 ? 100 + 225 * i : 1000 + (i == 20 ? 5 : 0);
+    }
+    const ProcessReport leaked = report_of_samples(leak_after);
+    REQUIRE(leaked.diagnosis.host_ram);
+    CHECK(leaked.diagnosis.host_ram->from.time_ns == 400 * kMillisecond);
+    CHECK(leaked.diagnosis.host_ram->growth == 160 * kMiB);
 }
 
 TEST_CASE("one allocation caught between two samples of a short run is not growth") {

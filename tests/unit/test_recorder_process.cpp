@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,4 +135,24 @@ TEST_CASE("a process killed after frees and reuse leaves its whole live set belo
     CHECK(live_of(killed) == expected);
     CHECK(killed.live_allocations().invalid_slots == 0);
     CHECK(killed.warnings().empty());
+}
+
+TEST_CASE("children killed while their traces are being made leave no half-made file") {
+    TempDir dir;
+    start_recording_into(dir);
+    // SIGKILL at moments spread over the child's making of its trace, inside fork().
+    for (int i = 0; i < 100; ++i) {
+        const pid_t child = fork();
+        if (child == 0) {
+            gpuleak::record_alloc(device_allocation(0x6000, 60));
+            pause();
+        }
+        usleep(static_cast<useconds_t>(i * 20));
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+        INFO(entry.path().string());
+        CHECK_NOTHROW(TraceReader::open(entry.path().string()));
+    }
 }

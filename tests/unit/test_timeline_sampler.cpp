@@ -18,7 +18,7 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
     REQUIRE(writer.create(config, {1, 0, ""}));
     TimelineSampler sampler;
     sampler.start(
-        writer, [] {}, false);
+        writer, [] {}, [] { return uint64_t{7}; }, false);
 
     const uint64_t capacity = writer.header()->timeline_capacity;
     const uint64_t taken = capacity * 3 + 10; // two thinnings
