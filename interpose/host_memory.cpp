@@ -191,7 +191,20 @@ void HostMemoryReader::open() {
     proportional_ = PacedReading(kProportionalBudget);
     has_proportional_ = false;
     heap_ = PacedReading(kHeapBudget);
-    has_heap_ = false;
+    heap_time_ns_ = 0;
+    heap_lock_.reset_after_fork();
+}
+
+void HostMemoryReader::read_heap(uint64_t now_ns) {
+    if (g_heap_statistics == nullptr || !heap_lock_.try_lock())
+        return;
+    SpinGuard guard(heap_lock_, std::adopt_lock);
+    if (heap_.due(now_ns)) {
+        heap_.take(now_ns, [&] {
+            __atomic_store_n(&heap_free_, g_heap_statistics().fordblks, __ATOMIC_RELAXED);
+            __atomic_store_n(&heap_time_ns_, now_ns, __ATOMIC_RELEASE);
+        });
+    }
 }
 
 void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t now_ns, SampleMoment moment) {
@@ -227,16 +240,10 @@ void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t 
         sample.proportional_time_ns = proportional_time_ns_;
         sample.fields |= static_cast<uint32_t>(HostField::Proportional);
     }
-    if (g_heap_statistics != nullptr && moment == SampleMoment::Periodic && heap_.due(now_ns)) {
-        heap_.take(now_ns, [&] {
-            heap_free_ = g_heap_statistics().fordblks;
-            heap_time_ns_ = now_ns;
-            has_heap_ = true;
-        });
-    }
-    if (has_heap_) {
-        sample.heap_free = heap_free_;
-        sample.heap_time_ns = heap_time_ns_;
+    const uint64_t heap_time_ns = __atomic_load_n(&heap_time_ns_, __ATOMIC_ACQUIRE);
+    if (heap_time_ns != 0) {
+        sample.heap_free = __atomic_load_n(&heap_free_, __ATOMIC_RELAXED);
+        sample.heap_time_ns = heap_time_ns;
         sample.fields |= static_cast<uint32_t>(HostField::HeapFree);
     }
     if (has_cgroup_ && read_number(cgroup_.usage, sample.cgroup_bytes)) {

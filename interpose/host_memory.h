@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "gpuleak/trace_format.h"
+#include "spin_lock.h"
 
 namespace gpuleak {
 
@@ -66,10 +67,13 @@ class HostMemoryReader {
     // cost grows with its memory (8 ms for 250 MiB on a VM): they are read again only within
     // kProportionalBudget, and carried over otherwise; and at Exit, which nothing follows, unless the
     // last reading took more than kMostLastProportionalNs (an exit is not held up for it). The heap's free
-    // memory takes a walk over malloc's free lists (5 us for a training loop's, 40 ms for 260,000 free
-    // blocks), with each of its arenas locked: read within kHeapBudget, and only at Periodic moments: a
-    // signal handler that interrupted malloc would wait for its lock forever.
+    // memory is that of the latest read_heap.
     void read(format::HostSample& sample, uint64_t& rss, uint64_t now_ns, SampleMoment moment);
+    // Reads the free memory malloc keeps, when due within kHeapBudget and no other thread is reading
+    // it. It takes a walk over malloc's free lists (5 us for a training loop's, 40 ms for 260,000 free
+    // blocks) with each of its arenas locked: never under a lock that a thread inside malloc may wait
+    // for (an exec or an exit from a signal handler that interrupted it), and never from one.
+    void read_heap(uint64_t now_ns);
 
     // Of one core: the 1 % per process that sampling may take (bench/host_sampling.sh), less what the
     // rest of a sample takes (0.24 % at the default interval on this project's VM, waking up included).
@@ -86,10 +90,10 @@ class HostMemoryReader {
     uint64_t pss_ = 0;
     uint64_t proportional_time_ns_ = 0;
     bool has_proportional_ = false;
+    SpinLock heap_lock_;
     PacedReading heap_{kHeapBudget};
     uint64_t heap_free_ = 0;
-    uint64_t heap_time_ns_ = 0;
-    bool has_heap_ = false;
+    uint64_t heap_time_ns_ = 0; // 0 until read
 };
 
 } // namespace gpuleak

@@ -93,7 +93,7 @@ template <class Offsets> bool plausible(const Offsets& d) {
     const auto& frame = d.interpreter_frame;
     const auto& code = d.code_object;
     return inside(d.runtime_state.finalizing, 8, d.runtime_state.size) &&
-           inside(d.runtime_state.interpreters_head, 8, d.runtime_state.size) &&
+           inside(d.runtime_state.interpreters_head + 8, 8, d.runtime_state.size) &&
            inside(d.interpreter_state.imports_modules, 8, d.interpreter_state.size) &&
            inside(d.thread_state.current_frame, 8, d.thread_state.size) &&
            inside(frame.previous, 8, frame.size) && inside(frame.executable, 8, frame.size) &&
@@ -110,7 +110,9 @@ template <class Offsets> bool plausible(const Offsets& d) {
 
 template <class Offsets> void fill(const Offsets& d, bool code_tagged, PythonLayout& layout) {
     layout.runtime_finalizing = static_cast<uint32_t>(d.runtime_state.finalizing);
-    layout.runtime_interpreters = static_cast<uint32_t>(d.runtime_state.interpreters_head);
+    // The offsets name only interpreters.head, the newest; interpreters.main follows it (pycore_runtime.h's
+    // struct pyinterpreters, 3.13 and 3.14: mutex, head, main).
+    layout.runtime_interpreters = static_cast<uint32_t>(d.runtime_state.interpreters_head + sizeof(uint64_t));
     layout.interpreter_modules = static_cast<uint32_t>(d.interpreter_state.imports_modules);
     // PyDictObject is PyObject_HEAD, then ma_used.
     layout.dict_used = static_cast<uint32_t>(d.pyobject.size);

@@ -35,7 +35,7 @@ struct PythonLayout {
     uint16_t version = 0;
 
     uint32_t runtime_finalizing = 0;   // _PyRuntimeState: the thread state that finalizes, or null
-    uint32_t runtime_interpreters = 0; // _PyRuntimeState: interpreters.head, the newest interpreter
+    uint32_t runtime_interpreters = 0; // _PyRuntimeState: interpreters.main, the initial interpreter
     uint32_t interpreter_modules = 0;  // PyInterpreterState: sys.modules, a dict
     uint32_t dict_used = 0;            // PyDictObject: ma_used, its number of items
 

@@ -11,7 +11,7 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 10),
         .runtime_finalizing = 16,
-        .runtime_interpreters = 32,
+        .runtime_interpreters = 40,
         .interpreter_modules = 856,
         .dict_used = 16,
         .frame_link = PythonFrameLink::thread_state,
@@ -40,7 +40,7 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 11),
         .runtime_finalizing = 24,
-        .runtime_interpreters = 40,
+        .runtime_interpreters = 48,
         .interpreter_modules = 888,
         .dict_used = 16,
         .frame_link = PythonFrameLink::through_cframe,
@@ -74,7 +74,7 @@ inline constexpr PythonLayout kGeneratedPythonLayouts[] = {
     PythonLayout{
         .version = python_version(3, 12),
         .runtime_finalizing = 24,
-        .runtime_interpreters = 40,
+        .runtime_interpreters = 48,
         .interpreter_modules = 944,
         .dict_used = 16,
         .frame_link = PythonFrameLink::through_cframe,

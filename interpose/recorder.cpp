@@ -89,7 +89,10 @@ bool has_trace(State state) {
 }
 
 void on_fatal_signal(int signal_number) {
-    if (has_trace(g_state.load(std::memory_order_acquire)))
+    const State state = g_state.load(std::memory_order_acquire);
+    // A trace still being made gets its end too (a pool terminating a worker it just forked): its file
+    // shows only once its header is whole, so either it never shows or it shows with the end in it.
+    if (has_trace(state) || (state == State::Starting && g_writer.header() != nullptr))
         g_writer.write_end(format::EndState::Signaled, signal_number);
     // SA_RESETHAND restored the default action; the re-raised signal is delivered when this handler
     // returns (it is blocked until then), so the process dies exactly as it would have without us.
@@ -109,6 +112,9 @@ void start_over_after_fork(bool record_child) {
     t_last_stack = {}; // its id names a stack of the parent's trace
     t_failed_attempts = {};
     g_python_finalizing_noted.store(false, std::memory_order_relaxed);
+    // The parent's sampler may have been installing them as it forked (the flag set, SIGTERM not yet
+    // hooked): the child installs what is missing, leaving the handlers it inherited as they are.
+    g_signal_hooks_installed.store(false, std::memory_order_relaxed);
     const bool parent_traced = has_trace(g_state.load(std::memory_order_relaxed));
     if (parent_traced)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
@@ -239,16 +245,17 @@ bool start_recording(bool host_only) {
         static_cast<int>(getpid()), static_cast<int>(getppid()),      g_parent_trace,
         environment_number("RANK"), environment_number("LOCAL_RANK"), environment_number("WORLD_SIZE"),
         machine_memory_bytes()};
+    // A host-only trace from a Python program's start waits for the interpreter's handlers (the sampler
+    // installs ours then); a forked child's interpreter has them already. Before the trace is made: a
+    // process killed while it is made (a pool terminating the worker it just forked) still records how.
+    if (!host_only || python_initialized())
+        install_signal_hooks();
     bool ok = g_writer.create(g_config, identity, host_only);
     // A whole trace whose tables failed records nothing more, as one that could not be made.
     if (ok && !host_only)
         ok = attach_tables();
     if (ok) {
         install_process_hooks();
-        // A host-only trace from a Python program's start waits for the interpreter's handlers (the
-        // sampler installs ours then); a forked child's interpreter has them already.
-        if (!host_only || python_initialized())
-            install_signal_hooks();
         g_sampler.start(g_writer, check_python_finalizing, count_python_modules, host_only);
         if (!host_only)
             announce();

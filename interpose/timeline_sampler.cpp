@@ -96,6 +96,14 @@ void TimelineSampler::thin() {
 }
 
 void TimelineSampler::sample_now(SampleMoment moment) {
+    // What takes the C library's locks (malloc's arenas; the dynamic linker's, the first time the
+    // interpreter is looked for) comes before this sampler's lock, which an exec from a signal handler
+    // that interrupted malloc waits for.
+    uint64_t python_modules = 0;
+    if (moment == SampleMoment::Periodic) {
+        host_.read_heap(monotonic_ns());
+        python_modules = python_modules_();
+    }
     if (moment != SampleMoment::Exit)
         lock_.lock();
     else if (!lock_.try_lock())
@@ -110,8 +118,7 @@ void TimelineSampler::sample_now(SampleMoment moment) {
     sample.time_ns = monotonic_ns();
     host_.read(sample.host, sample.rss_bytes, sample.time_ns, moment);
     sample.events = __atomic_load_n(&header.ring_head, __ATOMIC_RELAXED);
-    // Finding the interpreter, the first time, is no work for an exit's signal handler.
-    sample.python_modules = moment == SampleMoment::Periodic ? python_modules_() : 0;
+    sample.python_modules = python_modules;
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             uint64_t bytes = __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);

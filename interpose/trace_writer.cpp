@@ -46,8 +46,11 @@ template <class Take> bool take_free_name(const char* base, char* path, size_t c
 
 // A file with no name yet in the directory `path` is to be made in, which only linking it there makes
 // visible: a process killed while its trace is being set up (a pool's worker terminated at once) leaves
-// no half-made file. -1 where the file system has no O_TMPFILE.
+// no half-made file. -1 where the file system has no O_TMPFILE, or where /proc, through which it is
+// linked, is not mounted.
 int open_unnamed_beside(const char* path) {
+    if (::access("/proc/self/fd", X_OK) != 0)
+        return -1;
     char directory[PATH_MAX];
     const char* slash = std::strrchr(path, '/');
     if (slash == nullptr)

@@ -16,5 +16,5 @@ if (($# > 0)); then
     shift
     targets=(--target "$@")
 fi
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${configure[@]}" >/dev/null
-cmake --build "$build" -j "$jobs" "${targets[@]}"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${configure[@]+"${configure[@]}"} >/dev/null
+cmake --build "$build" -j "$jobs" ${targets[@]+"${targets[@]}"}

@@ -37,7 +37,7 @@ HEADERS = {
 # PythonLayout member -> C expression, common to all versions.
 COMMON_FIELDS = {
     "runtime_finalizing": "offsetof(_PyRuntimeState, _finalizing)",
-    "runtime_interpreters": "offsetof(_PyRuntimeState, interpreters.head)",
+    "runtime_interpreters": "offsetof(_PyRuntimeState, interpreters.main)",
     "dict_used": "offsetof(PyDictObject, ma_used)",
     "code_filename": "offsetof(PyCodeObject, co_filename)",
     "code_first_line": "offsetof(PyCodeObject, co_firstlineno)",

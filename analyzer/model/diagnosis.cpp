@@ -96,8 +96,8 @@ std::optional<OutsideFacts> outside_allocators(const ProcessModel& model) {
 
 // Where the process's own work starts, up to `to`: a forked child's at its start (it inherits what its
 // parent loaded); a program's that used CUDA at its first event (before it, it imported and loaded); a
-// Python program's that did not once its imports are done, when sys.modules first held nearly what it
-// holds at `to` (a spawned worker imports torch before it unpickles its dataset; a module imported
+// Python program's that did not once its imports are done, when sys.modules first held nearly the most
+// it held up to `to` (a spawned worker imports torch before it unpickles its dataset; a module imported
 // for the results at the end moves it only when it brings many); else its start.
 size_t work_start(const ProcessModel& model, size_t to) {
     const std::vector<HostPoint>& points = model.host.points;
@@ -109,7 +109,10 @@ size_t work_start(const ProcessModel& model, size_t to) {
                 return i;
         return 0;
     }
-    const uint64_t imported = points[to].python_modules;
+    // The most it held: at its last samples the interpreter may be finalizing, when it is not read.
+    uint64_t imported = 0;
+    for (size_t i = 0; i <= to; ++i)
+        imported = std::max(imported, points[i].python_modules);
     for (size_t i = 0; i < to && imported > 0; ++i)
         if (static_cast<double>(points[i].python_modules) >=
             kImportsDoneShare * static_cast<double>(imported))

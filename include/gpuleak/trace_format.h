@@ -61,7 +61,7 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // spill region; the live region is last, reserved on disk as it grows. 9: host memory in the timeline
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first.
-static const uint32_t kFormatVersion = 9;
+static const uint32_t kFormatVersion = 10;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 8192;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown

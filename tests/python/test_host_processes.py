@@ -59,10 +59,13 @@ def test_a_program_whose_imports_take_most_of_its_run_is_not_growing(tmp_path):
     _, processes = run(
         tmp_path,
         """
+        import ctypes
         import importlib
         import time
 
         held = []
+        # Never freed, not even as the interpreter finalizes: its last samples still hold it all.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(held))
         for name in ["json", "csv", "decimal", "argparse", "email.parser", "http.client", "xml.dom.minidom",
                      "unittest", "asyncio", "sqlite3", "logging.handlers", "zipfile", "tarfile", "statistics"]:
             importlib.import_module(name)
@@ -92,7 +95,12 @@ def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path
             return x * x
 
         if __name__ == "__main__":
-            with multiprocessing.get_context("fork").Pool(2) as pool:
+            context = multiprocessing.get_context("fork")
+            # Both workers past their fork before the work, which one of them alone may finish, and the
+            # pool's end, which terminates them: a worker killed inside its fork leaves no trace.
+            started = context.Barrier(3)
+            with context.Pool(2, initializer=started.wait) as pool:
+                started.wait()
                 print(sum(pool.map(square, range(100))))
     """
     process, processes = run(tmp_path, body)

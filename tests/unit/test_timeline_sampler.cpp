@@ -50,3 +50,40 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
         REQUIRE(samples[i].sample - samples[i - 1].sample <= growth);
     }
 }
+
+namespace {
+int g_module_counts = 0;
+uint64_t count_modules() {
+    ++g_module_counts;
+    return 7;
+}
+} // namespace
+
+TEST_CASE("an exit's and an exec's samples take none of the C library's locks") {
+    TempDir dir;
+    gpuleak::Config config = gpuleak::read_config();
+    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s/t.trace", dir.path().c_str());
+    config.max_bytes = gpuleak::kMinMaxMb << 20;
+    config.sample_interval_ms = 60000; // the thread stays asleep: this test takes the samples
+    TraceWriter writer;
+    REQUIRE(writer.create(config, {1, 0, ""}));
+    TimelineSampler sampler;
+    sampler.start(
+        writer, [] {}, count_modules, false);
+    // The module count and malloc's free memory are read together, at timed samples only: an exec or
+    // an exit may come from a signal handler that interrupted malloc.
+    REQUIRE(g_module_counts == 1);
+    sampler.sample_now(gpuleak::SampleMoment::Exec);
+    sampler.sample_now(gpuleak::SampleMoment::Exit);
+    CHECK(g_module_counts == 1);
+    sampler.sample_now();
+    CHECK(g_module_counts == 2);
+
+    TraceReader reader = TraceReader::open(writer.path());
+    const auto& samples = reader.timeline();
+    REQUIRE(samples.size() == 4);
+    CHECK(samples[0].python_modules == 7);
+    CHECK(samples[1].python_modules == 0);
+    CHECK(samples[2].python_modules == 0);
+    CHECK(samples[3].python_modules == 7);
+}
