@@ -32,10 +32,12 @@ constexpr int kMaxNameAttempts = 100;
 // a name is taken). False when none is free or `take` fails otherwise, errno saying why.
 template <class Take> bool take_free_name(const char* base, char* path, size_t capacity, Take&& take) {
     for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
-        if (attempt == 0)
-            std::snprintf(path, capacity, "%s", base);
-        else
-            std::snprintf(path, capacity, "%s.%d", base, attempt);
+        const int written = attempt == 0 ? std::snprintf(path, capacity, "%s", base)
+                                         : std::snprintf(path, capacity, "%s.%d", base, attempt);
+        if (written < 0 || static_cast<size_t>(written) >= capacity) {
+            errno = ENAMETOOLONG;
+            return false;
+        }
         if (take(path))
             return true;
         if (errno != EEXIST)
