@@ -8,14 +8,23 @@ using gpuleak::TimelineSampler;
 using gpuleak::TraceWriter;
 using gpuleak::analyzer::TraceReader;
 
-TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
-    TempDir dir;
+namespace {
+
+// A small trace in `dir` whose sampler thread stays asleep: the tests take the samples.
+gpuleak::Config config_in(const TempDir& dir) {
     gpuleak::Config config = gpuleak::read_config();
     std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s/t.trace", dir.path().c_str());
     config.max_bytes = gpuleak::kMinMaxMb << 20;
-    config.sample_interval_ms = 60000; // the thread stays asleep: this test takes the samples
+    config.sample_interval_ms = 60000;
+    return config;
+}
+
+} // namespace
+
+TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
+    TempDir dir;
     TraceWriter writer;
-    REQUIRE(writer.create(config, {1, 0, ""}));
+    REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
     TimelineSampler sampler;
     sampler.start(
         writer, [] {}, [] { return uint64_t{7}; }, false);
@@ -61,12 +70,8 @@ uint64_t count_modules() {
 
 TEST_CASE("an exit's and an exec's samples take none of the C library's locks") {
     TempDir dir;
-    gpuleak::Config config = gpuleak::read_config();
-    std::snprintf(config.output_pattern, sizeof config.output_pattern, "%s/t.trace", dir.path().c_str());
-    config.max_bytes = gpuleak::kMinMaxMb << 20;
-    config.sample_interval_ms = 60000; // the thread stays asleep: this test takes the samples
     TraceWriter writer;
-    REQUIRE(writer.create(config, {1, 0, ""}));
+    REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
     TimelineSampler sampler;
     sampler.start(
         writer, [] {}, count_modules, false);
