@@ -731,6 +731,15 @@ void record_process_exit(int status) {
 
 void record_exec() {
     ErrnoGuard errno_guard;
+    // A vfork child runs on its parent's memory, recorder included, until it execs. vfork cannot be
+    // hooked (the child would return into a frame its parent still needs), so the parent's trace
+    // records the child here, as a fork: what started it (multiprocessing's spawn, a DataLoader's
+    // worker) and from which line, as the parent's forks are. Each exec tried along PATH records it
+    // again; the reader takes the last.
+    if (has_trace(g_state.load(std::memory_order_acquire)) && g_writer.header()->pid != getpid()) {
+        record_fork(static_cast<int>(getpid()), monotonic_ns());
+        return;
+    }
     if (!owns_trace())
         return;
     // An image that never used CUDA and runs another program leaves nothing: a fork that execs a tool,

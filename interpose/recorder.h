@@ -89,7 +89,7 @@ void start_recording_if_python();
 void record_process_exit(int status);
 
 // The process is about to replace its image (exec); when the exec fails, record_exec_failed takes
-// that back.
+// that back. In a vfork child it records the child in its parent's trace instead.
 void record_exec();
 void record_exec_failed();
 

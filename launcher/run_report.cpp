@@ -1,10 +1,13 @@
 #include "run_report.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <thread>
 #include <unistd.h>
 
 #include "launcher_error.h"
@@ -35,6 +38,34 @@ void write_file(const std::string& path, const std::string& text) {
         throw LauncherError(fmt::format("{}: cannot write the report: {}", path, std::strerror(error)));
 }
 
+// The command's children may outlive it for a moment (multiprocessing's resource tracker reads its
+// pipe to the end, then exits): their ends are waited for, a while, so that the report does not take
+// them for killed. Those still running after it are reported so.
+void wait_for_the_run(const std::vector<std::string>& traces) {
+    constexpr auto kPatience = std::chrono::seconds(5);
+    constexpr auto kQuietWait = std::chrono::seconds(1);
+    const auto started = std::chrono::steady_clock::now();
+    bool said = false;
+    for (;;) {
+        const std::vector<analyzer::TraceLineage> running = analyzer::traces_still_written(traces);
+        const auto waited = std::chrono::steady_clock::now() - started;
+        if (running.empty() || waited >= kPatience)
+            return;
+        if (!said && waited >= kQuietWait) {
+            std::vector<int32_t> pids;
+            pids.reserve(running.size());
+            for (const analyzer::TraceLineage& process : running)
+                pids.push_back(process.pid);
+            fmt::print(stderr, "gpuleak: waiting up to {} s for {} of the run still running (pid {})\n",
+                       std::chrono::duration_cast<std::chrono::seconds>(kPatience).count(),
+                       pids.size() == 1 ? "a process" : fmt::format("{} processes", pids.size()),
+                       fmt::join(pids, ", "));
+            said = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
 } // namespace
 
 RunReport write_run_report(const std::string& directory) {
@@ -44,7 +75,9 @@ RunReport write_run_report(const std::string& directory) {
     RunReport report;
     analyzer::SymbolizeOptions symbolize;
     symbolize.cache_directory = analyzer::default_symbol_cache_directory();
-    report.processes = analyzer::build_reports(analyzer::collect_traces({directory}), symbolize);
+    const std::vector<std::string> traces = analyzer::collect_traces({directory});
+    wait_for_the_run(traces);
+    report.processes = analyzer::build_reports(traces, symbolize);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
     // Command lines and paths come from the traced programs and may not be UTF-8; JSON must be, and the
     // strict default would throw instead of writing U+FFFD for those bytes.

@@ -351,7 +351,7 @@ void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vec
     for (size_t i = 0; i < models.size(); ++i) {
         const ProcessModel& model = *models[i];
         const HostPoint* last = model.host.last();
-        if (model.header.end.state != format::EndState::Running || last == nullptr)
+        if (model.header.end.state != format::EndState::Running || model.still_running || last == nullptr)
             continue;
         KilledFacts killed{*last, model.header.pid, last->rss, model.role};
         const auto [largest, rss] = largest_at(models, model.header.hostname, monotonic_of(model, *last));

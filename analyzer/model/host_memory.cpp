@@ -39,12 +39,30 @@ const char* role_kind_name(RoleKind kind) {
         return "forked_child";
     case RoleKind::SpawnedChild:
         return "spawned_child";
+    case RoleKind::ResourceTracker:
+        return "resource_tracker";
+    case RoleKind::ForkServer:
+        return "fork_server";
     case RoleKind::Rank:
         return "rank";
     case RoleKind::Program:
         break;
     }
     return "program";
+}
+
+const char* start_method_name(StartMethod method) {
+    switch (method) {
+    case StartMethod::Fork:
+        return "fork";
+    case StartMethod::Spawn:
+        return "spawn";
+    case StartMethod::Forkserver:
+        return "forkserver";
+    case StartMethod::Unknown:
+        break;
+    }
+    return nullptr;
 }
 
 HostMemory build_host_memory(const TraceReader& trace) {

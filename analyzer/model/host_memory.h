@@ -64,20 +64,35 @@ std::vector<ForkRecord> fork_records(const TraceReader& trace);
 
 enum class RoleKind {
     Program,          // its command line says what it is
-    DataLoaderWorker, // forked by a torch DataLoader
-    ForkedWorker,     // forked by multiprocessing (a Pool, a Process)
+    DataLoaderWorker, // started by a torch DataLoader
+    ForkedWorker,     // forked by multiprocessing (a Pool, a Process), or by its fork server
     ForkedChild,      // forked, from elsewhere
-    SpawnedChild,     // started by multiprocessing's spawn or forkserver
+    SpawnedChild,     // started by multiprocessing's spawn: a new interpreter
+    ResourceTracker,  // multiprocessing's helper that unlinks what its children leave behind
+    ForkServer,       // multiprocessing's forkserver, which forks the forkserver method's children
     Rank,             // a distributed launcher's rank
 };
 
 const char* role_kind_name(RoleKind kind); // the JSON names: "program", "dataloader_worker", ...
 
+// How a multiprocessing child (a DataLoader's worker among them) came to be.
+enum class StartMethod {
+    Unknown,
+    Fork,       // a copy of its parent
+    Spawn,      // a new interpreter its parent started
+    Forkserver, // a copy of multiprocessing's fork server
+};
+
+const char* start_method_name(StartMethod method); // "fork", "spawn", "forkserver"; null when unknown
+
 struct ProcessRole {
     RoleKind kind = RoleKind::Program;
-    std::optional<int> worker_id; // a DataLoader worker's, told by the order its siblings were forked in
+    std::optional<int> worker_id; // a DataLoader worker's, told by the order its siblings were started in
+    StartMethod start_method = StartMethod::Unknown;
     int rank = -1;
     int world_size = -1;
+    std::optional<size_t> parent; // its parent's index among the processes assign_roles was given
+    uint32_t start_stack_id = 0;  // in the parent's trace: where the parent started it (0: not recorded)
 };
 
 } // namespace gpuleak::analyzer

@@ -565,6 +565,8 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     model.path = path;
     model.header = trace.header();
     model.duration_ns = since_start(end_time(trace), model.header);
+    model.still_running = model.header.end.state == format::EndState::Running &&
+                          writer_running(path, model.header.pid, model.header.hostname);
     model.program_events = model.header.counters.ring_head;
     if (const std::optional<ProgramEnd> end = python_finalizing(trace)) {
         model.code_end_ns = end->time_ns;
@@ -710,15 +712,30 @@ void assign_roles(std::vector<ProcessModel*>& models) {
     for (ProcessModel* model : models) {
         ProcessRole& role = model->role;
         role = ProcessRole{};
-        const ProcessModel* parent = nullptr;
-        for (const ProcessModel* candidate : models)
-            if (candidate != model && is_child(lineage_of(*model), lineage_of(*candidate)))
-                parent = candidate;
-        const ForkRecord* fork =
-            parent != nullptr && !model->header.parent_trace.empty() ? fork_of(*parent, *model) : nullptr;
-        if (fork != nullptr && fork->origin == format::ForkOrigin::DataLoader) {
+        for (size_t i = 0; i < models.size(); ++i)
+            if (models[i] != model && is_child(lineage_of(*model), lineage_of(*models[i])))
+                role.parent = i;
+        const ProcessModel* parent = role.parent ? models[*role.parent] : nullptr;
+        // The parent records a fork when it forks and a vfork child when it execs (spawn): a new image
+        // with no fork record of its own is one its parent started by other means (posix_spawn).
+        const ForkRecord* fork = parent != nullptr ? fork_of(*parent, *model) : nullptr;
+        const bool new_image = model->header.parent_trace.empty();
+        if (fork != nullptr)
+            role.start_stack_id = fork->stack_id;
+        if (new_image && command_line_holds(*model, "multiprocessing.resource_tracker import main")) {
+            role.kind = RoleKind::ResourceTracker;
+        } else if (new_image && command_line_holds(*model, "multiprocessing.forkserver import main")) {
+            role.kind = RoleKind::ForkServer;
+        } else if (model->header.rank >= 0 &&
+                   (parent == nullptr || parent->header.rank != model->header.rank)) {
+            // A rank's own workers inherit its RANK: they are its DataLoader's, not ranks.
+            role.kind = RoleKind::Rank;
+            role.rank = model->header.rank;
+            role.world_size = model->header.world_size;
+        } else if (fork != nullptr && fork->origin == format::ForkOrigin::DataLoader) {
             role.kind = RoleKind::DataLoaderWorker;
-            // A DataLoader forks its workers in the order of their ids, each alive until the iterator
+            role.start_method = new_image ? StartMethod::Spawn : StartMethod::Fork;
+            // A DataLoader starts its workers in the order of their ids, each alive until the iterator
             // is done with them: this one's id is how many of the same loader's were still alive.
             int alive = 0;
             for (const ForkRecord& sibling : parent->forks) {
@@ -732,15 +749,19 @@ void assign_roles(std::vector<ProcessModel*>& models) {
             }
             role.worker_id = alive;
         } else if (fork != nullptr && fork->origin == format::ForkOrigin::Multiprocessing) {
-            role.kind = RoleKind::ForkedWorker;
-        } else if (command_line_holds(*model, "multiprocessing.spawn import spawn_main") ||
-                   command_line_holds(*model, "multiprocessing.forkserver import main")) {
+            if (new_image) {
+                role.kind = RoleKind::SpawnedChild;
+                role.start_method = StartMethod::Spawn;
+            } else {
+                role.kind = RoleKind::ForkedWorker;
+                role.start_method = command_line_holds(*parent, "multiprocessing.forkserver import main")
+                                        ? StartMethod::Forkserver
+                                        : StartMethod::Fork;
+            }
+        } else if (new_image && command_line_holds(*model, "multiprocessing.spawn import spawn_main")) {
             role.kind = RoleKind::SpawnedChild;
-        } else if (model->header.rank >= 0) {
-            role.kind = RoleKind::Rank;
-            role.rank = model->header.rank;
-            role.world_size = model->header.world_size;
-        } else if (fork != nullptr) {
+            role.start_method = StartMethod::Spawn;
+        } else if (fork != nullptr && !new_image) {
             role.kind = RoleKind::ForkedChild;
         }
     }

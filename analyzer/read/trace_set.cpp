@@ -5,6 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string_view>
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "gpuleak/trace_format.h"
 #include "trace_error.h"
@@ -18,6 +25,7 @@ namespace {
 struct Identity {
     TraceLineage lineage;
     uint64_t start_realtime_ns = 0;
+    bool ended = false; // it has an end record
 };
 
 // Only the header: finding children must not decode every trace in a directory.
@@ -38,7 +46,23 @@ bool read_identity(const fs::path& path, Identity& identity) {
     header.parent_trace[sizeof header.parent_trace - 1] = '\0';
     identity.lineage.parent_trace = header.parent_trace;
     identity.start_realtime_ns = header.start_realtime_ns;
+    identity.ended = header.end_commit == format::kEndCommit;
     return true;
+}
+
+bool maps_file(int32_t pid, dev_t device, ino_t inode) {
+    std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+    std::string line;
+    while (std::getline(maps, line)) {
+        unsigned major_number = 0;
+        unsigned minor_number = 0;
+        unsigned long long mapped_inode = 0;
+        if (std::sscanf(line.c_str(), "%*x-%*x %*s %*x %x:%x %llu", &major_number, &minor_number,
+                        &mapped_inode) == 3 &&
+            mapped_inode == inode && major_number == major(device) && minor_number == minor(device))
+            return true;
+    }
+    return false;
 }
 
 std::vector<Identity> traces_in(const fs::path& directory) {
@@ -104,6 +128,27 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
         }
     }
     return result;
+}
+
+bool writer_running(const std::string& path, int32_t pid, const std::string& hostname) {
+    char here[256] = {};
+    // The header keeps as much of the name as fits its field.
+    if (pid <= 0 || ::gethostname(here, sizeof here - 1) != 0 ||
+        std::string_view(here).substr(0, sizeof format::FileHeader::hostname - 1) != hostname)
+        return false;
+    struct stat file {};
+    return ::stat(path.c_str(), &file) == 0 && maps_file(pid, file.st_dev, file.st_ino);
+}
+
+std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths) {
+    std::vector<TraceLineage> running;
+    for (const std::string& path : paths) {
+        Identity identity;
+        if (read_identity(path, identity) && !identity.ended &&
+            writer_running(path, identity.lineage.pid, identity.lineage.hostname))
+            running.push_back(identity.lineage);
+    }
+    return running;
 }
 
 } // namespace gpuleak::analyzer

@@ -27,4 +27,11 @@ bool is_child(const TraceLineage& child, const TraceLineage& parent);
 // Throws TraceError (one line) when an argument names nothing readable or a directory holds no trace.
 std::vector<std::string> collect_traces(const std::vector<std::string>& arguments);
 
+// Whether the process writing the trace at `path`, pid `pid` on `hostname`, still runs: that pid on this
+// machine maps the file (a pid since reused does not). False when it cannot be told.
+bool writer_running(const std::string& path, int32_t pid, const std::string& hostname);
+
+// The traces among `paths` that have no end record and whose processes still run.
+std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths);
+
 } // namespace gpuleak::analyzer

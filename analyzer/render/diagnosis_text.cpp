@@ -200,15 +200,26 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
 }
 
 std::string role_text(const ProcessRole& role) {
+    const char* method = start_method_name(role.start_method);
     switch (role.kind) {
-    case RoleKind::DataLoaderWorker:
-        return role.worker_id ? fmt::format("DataLoader worker {}", *role.worker_id) : "DataLoader worker";
+    case RoleKind::DataLoaderWorker: {
+        std::string text =
+            role.worker_id ? fmt::format("DataLoader worker {}", *role.worker_id) : "DataLoader worker";
+        // Fork is a DataLoader's default on Linux: only the others are said.
+        if (role.start_method != StartMethod::Fork && method != nullptr)
+            text += fmt::format(" ({})", method);
+        return text;
+    }
     case RoleKind::ForkedWorker:
-        return "multiprocessing worker (fork)";
+        return fmt::format("multiprocessing worker ({})", method != nullptr ? method : "fork");
     case RoleKind::ForkedChild:
         return "forked child";
     case RoleKind::SpawnedChild:
         return "multiprocessing child (spawn)";
+    case RoleKind::ResourceTracker:
+        return "multiprocessing's resource tracker";
+    case RoleKind::ForkServer:
+        return "multiprocessing's fork server";
     case RoleKind::Rank:
         return role.world_size > 0 ? fmt::format("rank {} of {}", role.rank, role.world_size)
                                    : fmt::format("rank {}", role.rank);

@@ -13,7 +13,8 @@ json optional_json(const std::optional<uint64_t>& value) {
     return value ? json(*value) : json();
 }
 
-json ended_json(const ProcessEnd& end) {
+json ended_json(const ProcessModel& model) {
+    const ProcessEnd& end = model.header.end;
     switch (end.state) {
     case format::EndState::Exited:
         return {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}};
@@ -24,7 +25,7 @@ json ended_json(const ProcessEnd& end) {
     case format::EndState::Running:
         break;
     }
-    return {{"how", "killed"}, {"code", nullptr}, {"signal", nullptr}};
+    return {{"how", model.still_running ? "running" : "killed"}, {"code", nullptr}, {"signal", nullptr}};
 }
 
 // The frames the text shows.
@@ -94,6 +95,9 @@ json host_json(const ProcessModel& model) {
 json role_json(const ProcessRole& role) {
     return {{"kind", role_kind_name(role.kind)},
             {"worker_id", role.worker_id ? json(*role.worker_id) : json()},
+            {"start_method", start_method_name(role.start_method) != nullptr
+                                 ? json(start_method_name(role.start_method))
+                                 : json()},
             {"rank", role.rank >= 0 ? json(role.rank) : json()},
             {"world_size", role.world_size >= 0 ? json(role.world_size) : json()},
             {"text", role_text(role)}};
@@ -225,8 +229,9 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"ppid", model.header.ppid},
                     {"command", model.header.command_line},
                     {"role", role_json(model.role)},
+                    {"started_at", report.started_at.empty() ? json() : json(report.started_at)},
                     {"host_only", model.header.host_only()},
-                    {"ended", ended_json(model.header.end)},
+                    {"ended", ended_json(model)},
                     {"simulated", model.header.simulated_device()},
                     {"duration_s", seconds_of(model.duration_ns)},
                     {"summary",

@@ -81,6 +81,8 @@ std::string ended(const ProcessModel& model) {
     case format::EndState::Running:
         break;
     }
+    if (model.still_running)
+        return fmt::format("still running when this report was made, {:.1f} s after it started", seconds);
     return fmt::format(
         "killed: no exit record (SIGKILL, e.g. by the OOM killer, or still running) after {:.1f} s", seconds);
 }
@@ -195,6 +197,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     out += style.bold(fmt::format("process {} (parent {}){}: {}", model.header.pid, model.header.ppid,
                                   role.empty() ? std::string() : ", " + role, command(model))) +
            "\n";
+    if (!report.started_at.empty())
+        out += fmt::format("  started    by pid {} at {}\n", model.header.ppid, report.started_at);
     if (model.header.host_only())
         out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
     out +=
@@ -347,6 +351,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
                           : model.header.end.state == format::EndState::Signaled ? "signal"
                           : model.header.end.state == format::EndState::Exec     ? "exec"
+                          : model.still_running                                  ? "running"
                                                                                  : "killed";
         std::string end = model.header.end.state == format::EndState::Exited
                               ? fmt::format("{} {}", how, model.header.end.exit_code)

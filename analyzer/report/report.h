@@ -41,6 +41,9 @@ struct ProcessReport {
     ProcessModel model;
     Diagnosis diagnosis;
     std::unique_ptr<StackFrames> stacks;
+    // Where its parent started it, named by the parent's stack then (StackFrames::describe); empty when
+    // its parent's trace does not say.
+    std::string started_at;
     // The trace itself, for a renderer that reads more of it than the model keeps (the PyTorch snapshot:
     // every live object's address, every event); null unless build_reports was asked to keep it.
     std::unique_ptr<TraceReader> trace;

@@ -94,11 +94,18 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
         reports.push_back(std::move(report));
     }
     std::vector<ProcessModel*> models;
+    models.reserve(reports.size());
     for (ProcessReport& report : reports)
         models.push_back(&report.model);
     assign_roles(models);
+    for (ProcessReport& report : reports) {
+        const ProcessRole& role = report.model.role;
+        if (role.parent && role.start_stack_id != 0)
+            report.started_at = reports[*role.parent].stacks->describe(role.start_stack_id);
+    }
     std::vector<const ProcessModel*> modelled(models.begin(), models.end());
     std::vector<Diagnosis*> diagnoses;
+    diagnoses.reserve(reports.size());
     for (ProcessReport& report : reports)
         diagnoses.push_back(&report.diagnosis);
     diagnose_run(modelled, diagnoses);

@@ -200,20 +200,22 @@ TEST_CASE("an exec that fails leaves the process recording and ends it as it rea
     CHECK(trace.header().end.exit_code == 0);
 }
 
-TEST_CASE("a vfork child that execs does not end its parent's trace") {
+TEST_CASE("a vfork child that execs does not end its parent's trace, which records it as a fork") {
     TempDir dir;
     const std::string log = dir.path() + "/program.log";
     const TracedRun run = run_traced(dir, program_path("exec_child"), {log, "vfork"});
     INFO(run.err);
     REQUIRE(run.killed_by(SIGKILL));
     const LogLine vforked = find_line(read_log(log), "vforked");
-    REQUIRE(vforked.size() == 2);
-    const int status = std::stoi(vforked[1]);
+    REQUIRE(vforked.size() == 3);
+    const int status = std::stoi(vforked[2]);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     REQUIRE(run.traces().size() == 1);
     const TraceReader trace = TraceReader::open(run.traces()[0]);
     CHECK(trace.header().end.state == EndState::Running);
+    // multiprocessing's spawn starts its interpreters so: the parent's trace says which pid it started.
+    CHECK(forked_pids(trace.notable_events()) == std::set<uint64_t>{std::stoull(vforked[1])});
 }
 
 TEST_CASE("an allocation in a library constructor before main is recorded") {

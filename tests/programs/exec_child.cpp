@@ -7,7 +7,7 @@
 //        exec_child <log> failexec allocate, exec a program that does not exist, log "failed <errno>",
 //                                  return 0
 //        exec_child <log> vfork    allocate, vfork a child that execs /bin/true (or calls _exit(127) if it
-//                                  cannot), log "vforked <wait status>", then die of SIGKILL
+//                                  cannot), log "vforked <child pid> <wait status>", then die of SIGKILL
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
         }
         int status = 0;
         ::waitpid(child, &status, 0);
-        log.line("vforked %d", status);
+        log.line("vforked %d %d", child, status);
         // Killed, the parent leaves no end record of its own: whatever its trace says came from the child.
         ::raise(SIGKILL);
     }

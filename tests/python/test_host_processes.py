@@ -8,9 +8,11 @@ Environment: GPULEAK_TEST_LIBRARY, GPULEAK_TEST_REPORT (ctest sets them).
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -20,6 +22,15 @@ def needed(name):
     if not value:
         pytest.skip("%s is not set (ctest sets it)" % name)
     return value
+
+
+def maps_of(pid):
+    """What the process maps: nothing once it has ended (a zombie maps nothing)."""
+    try:
+        with open("/proc/%d/maps" % pid) as maps:
+            return maps.read()
+    except OSError:
+        return ""
 
 
 def run(tmp_path, body, **extra_env):
@@ -131,9 +142,87 @@ def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
     process, processes = run(tmp_path, body)
     assert process.stdout == "child\n"
     main = next(p for p in processes if p["command"][-1].endswith("script.py"))
-    spawned = [p for p in processes if p["role"]["kind"] == "spawned_child"]
-    assert spawned and all(p["ppid"] == main["pid"] for p in spawned)
-    assert all(p["ended"]["how"] == "exit" for p in spawned)
+    assert main["role"]["kind"] == "program"
+    (spawned,) = [p for p in processes if p["role"]["kind"] == "spawned_child"]
+    assert spawned["ppid"] == main["pid"]
+    assert spawned["role"]["start_method"] == "spawn"
+    assert spawned["ended"]["how"] == "exit"
+    # multiprocessing's helper is named as such. It reads its pipe to the end after the program's exit,
+    # so it may still be running when the report is made, but it was not killed.
+    (tracker,) = [p for p in processes if p["role"]["kind"] == "resource_tracker"]
+    assert tracker["ppid"] == main["pid"]
+    assert tracker["ended"]["how"] in ("exit", "running")
+    assert tracker["diagnosis"]["killed"] is None
+
+
+def test_a_forkserver_pools_workers_are_named_as_the_fork_servers(tmp_path):
+    body = """
+        import multiprocessing
+
+        def square(x):
+            return x * x
+
+        if __name__ == "__main__":
+            context = multiprocessing.get_context("forkserver")
+            started = context.Barrier(3)
+            with context.Pool(2, initializer=started.wait) as pool:
+                started.wait()
+                print(sum(pool.map(square, range(100))))
+    """
+    process, processes = run(tmp_path, body)
+    assert process.stdout == "328350\n"
+    main = next(p for p in processes if p["command"][-1].endswith("script.py"))
+    (server,) = [p for p in processes if p["role"]["kind"] == "fork_server"]
+    assert server["ppid"] == main["pid"]
+    workers = [p for p in processes if p["ppid"] == server["pid"]]
+    assert len(workers) == 2
+    for worker in workers:
+        assert worker["role"]["kind"] == "forked_worker"
+        assert worker["role"]["start_method"] == "forkserver"
+        assert worker["role"]["text"] == "multiprocessing worker (forkserver)"
+
+
+def test_a_process_still_running_at_the_report_is_not_called_killed(tmp_path):
+    # The child outlives the program, its output away from the pipes that run() reads to their end.
+    body = """
+        import os
+        import time
+
+        ready, told = os.pipe()
+        child = os.fork()
+        if child == 0:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            os.write(told, b"x")
+            time.sleep(120)
+            os._exit(0)
+        os.read(ready, 1)
+        print(child)
+    """
+    process, processes = run(tmp_path, body, PYTHONWARNINGS="ignore::DeprecationWarning")
+    child = int(process.stdout)
+    try:
+        (running,) = [p for p in processes if p["pid"] == child]
+        assert running["ended"]["how"] == "running"
+        assert running["diagnosis"]["killed"] is None
+        traces = sorted(str(path) for path in tmp_path.glob("trace.*"))
+        text = subprocess.run([needed("GPULEAK_TEST_REPORT"), *traces], capture_output=True, text=True, timeout=120)
+        assert "still running when this report was made" in text.stdout
+        assert "Killed:" not in text.stdout
+    finally:
+        os.kill(child, signal.SIGKILL)
+    # Once it is gone, no end record: killed.
+    deadline = time.monotonic() + 30
+    while maps_of(child):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    report = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), "--format", "json", *traces], capture_output=True, text=True, timeout=120
+    )
+    (killed,) = [p for p in json.loads(report.stdout)["processes"] if p["pid"] == child]
+    assert killed["ended"]["how"] == "killed"
+    assert killed["diagnosis"]["killed"] is not None
 
 
 def test_a_fork_that_runs_another_program_leaves_nothing(tmp_path):

@@ -62,6 +62,8 @@ def test_workers_reading_a_list_of_tuples_copy_their_parents_pages(tmp_path, ada
     assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 1]
     for worker in workers:
         assert worker["role"]["kind"] == "dataloader_worker"
+        assert worker["role"]["start_method"] == "fork"
+        assert worker["started_at"].endswith("list_dataset.py:23 in <module>"), worker["started_at"]
         assert worker["host_only"] is True
         assert worker["ended"]["how"] == "exit", "its trace records its end"
         host = worker["diagnosis"]["host"]
@@ -123,10 +125,20 @@ def test_persistent_workers_serve_every_epoch(tmp_path, adapter_cache):
 def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, adapter_cache):
     traced, main, others = traced_run(tmp_path, adapter_cache, "spawn_workers.py")
     check_main(main)
-    workers = [worker for worker in workers_of(main, others) if worker["role"]["kind"] == "spawned_child"]
-    assert len(workers) >= 2, [worker["command"] for worker in others]
+    workers = [worker for worker in workers_of(main, others) if worker["role"]["kind"] == "dataloader_worker"]
+    assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 1], [p["role"] for p in others]
     for worker in workers:
+        assert worker["role"]["start_method"] == "spawn"
         assert worker["ended"]["how"] == "exit"
+        # Named by the line of the script whose loop started them.
+        assert worker["started_at"].endswith("spawn_workers.py:24 in <module>"), worker["started_at"]
+    # multiprocessing's resource tracker outlives the script a moment: the launcher waits for its end.
+    (tracker,) = [process for process in others if process["role"]["kind"] == "resource_tracker"]
+    assert tracker["ended"]["how"] == "exit"
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = report.read()
+    assert "DataLoader worker 0 (spawn)" in text and "DataLoader worker 1 (spawn)" in text
+    assert "Killed:" not in text
     # Each imports torch and unpickles its own copy of the dataset once, at its start: not growth,
     # however short its work is against its imports (its work starts when its sys.modules is full).
     for worker in workers:
