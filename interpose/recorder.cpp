@@ -92,7 +92,9 @@ void on_fatal_signal(int signal_number) {
     const State state = g_state.load(std::memory_order_acquire);
     // A trace still being made gets its end too (a pool terminating a worker it just forked): its file
     // shows only once its header is whole, so either it never shows or it shows with the end in it.
-    if (has_trace(state) || (state == State::Starting && g_writer.header() != nullptr))
+    // Not in a vfork child: the trace is its parent's.
+    if ((has_trace(state) || (state == State::Starting && g_writer.header() != nullptr)) &&
+        g_writer.header()->pid == getpid())
         g_writer.write_end(format::EndState::Signaled, signal_number);
     // SA_RESETHAND restored the default action; the re-raised signal is delivered when this handler
     // returns (it is blocked until then), so the process dies exactly as it would have without us.
@@ -700,25 +702,55 @@ void record_source_name(const char* file, const char* name, const char* text) {
     g_writer.append_notable(event);
 }
 
-void record_fork(int child_pid, uint64_t forked_ns) {
-    ErrnoGuard errno_guard;
-    const State state = g_state.load(std::memory_order_acquire);
-    if (!has_trace(state))
-        return;
+namespace {
+
+// `with_stack`: the forking thread's stack too, where the trace keeps stacks.
+void append_fork(State state, int child_pid, uint64_t forked_ns, uint32_t thread_id, bool with_stack) {
     EventRecord event{};
     event.time_ns = forked_ns;
     event.address = static_cast<uint64_t>(child_pid);
-    event.thread_id = current_thread_id();
+    event.thread_id = thread_id;
     event.type = static_cast<uint16_t>(EventType::Fork);
     event.device = kUnknownDevice;
     // What forked says what the child is (a DataLoader's worker); a host-only trace keeps no stacks, so
     // it is told here.
     event.result = static_cast<int32_t>(fork_origin());
     if (state == State::Active) {
-        event.stack_id = capture_stack();
+        event.stack_id = with_stack ? capture_stack() : 0;
         g_writer.append_event(event);
     }
     g_writer.append_notable(event);
+}
+
+// The vfork child whose exec was last recorded: the retries of one exec along PATH are recorded once.
+// The child shares the variable with its parent, as it shares the rest.
+std::atomic<pid_t> g_vfork_child_recorded{0};
+
+// A vfork child runs on its parent's memory, recorder included, until it execs. vfork cannot be hooked
+// (the child would return into a frame its parent still needs), so the parent's trace records the child
+// at its exec, as a fork: what started it (multiprocessing's spawn, a DataLoader's worker) and from which
+// line. Signals are held off meanwhile: the child must not die holding a lock of its parent's recorder
+// (CPython's child has restored the default actions). It keeps its parent thread's cached id as it finds
+// it, and takes no stack from inside a hook, whose locks its suspended parent thread may hold.
+void record_vfork_child(State state) {
+    const pid_t child = getpid();
+    if (g_vfork_child_recorded.exchange(child, std::memory_order_relaxed) == child)
+        return;
+    sigset_t all;
+    sigset_t before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
+    append_fork(state, static_cast<int>(child), monotonic_ns(), cached_thread_id(), !HookScope::nested());
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+
+} // namespace
+
+void record_fork(int child_pid, uint64_t forked_ns) {
+    ErrnoGuard errno_guard;
+    const State state = g_state.load(std::memory_order_acquire);
+    if (has_trace(state))
+        append_fork(state, child_pid, forked_ns, current_thread_id(), true);
 }
 
 void record_process_exit(int status) {
@@ -731,13 +763,9 @@ void record_process_exit(int status) {
 
 void record_exec() {
     ErrnoGuard errno_guard;
-    // A vfork child runs on its parent's memory, recorder included, until it execs. vfork cannot be
-    // hooked (the child would return into a frame its parent still needs), so the parent's trace
-    // records the child here, as a fork: what started it (multiprocessing's spawn, a DataLoader's
-    // worker) and from which line, as the parent's forks are. Each exec tried along PATH records it
-    // again; the reader takes the last.
-    if (has_trace(g_state.load(std::memory_order_acquire)) && g_writer.header()->pid != getpid()) {
-        record_fork(static_cast<int>(getpid()), monotonic_ns());
+    const State state = g_state.load(std::memory_order_acquire);
+    if (has_trace(state) && g_writer.header()->pid != getpid()) {
+        record_vfork_child(state);
         return;
     }
     if (!owns_trace())

@@ -84,6 +84,10 @@ uint32_t current_thread_id() {
     return t_thread_id;
 }
 
+uint32_t cached_thread_id() {
+    return t_thread_id;
+}
+
 void forget_thread_id_after_fork() {
     t_thread_id = 0;
 }

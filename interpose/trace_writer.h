@@ -135,6 +135,9 @@ class TraceWriter {
 };
 
 uint32_t current_thread_id();
+// The calling thread's id where current_thread_id has cached it, else 0; caches nothing (a vfork child
+// runs on its parent's thread, whose cache it must leave alone).
+uint32_t cached_thread_id();
 void forget_thread_id_after_fork();
 
 } // namespace gpuleak

@@ -280,8 +280,12 @@ uint64_t monotonic_of(const ProcessModel& model, const HostPoint& point) {
 }
 
 bool alive_at(const ProcessModel& model, uint64_t moment) {
-    return model.header.start_monotonic_ns <= moment &&
-           model.header.start_monotonic_ns + model.duration_ns >= moment;
+    uint64_t end = model.header.start_monotonic_ns + model.duration_ns;
+    // Without an end record, its trace ends at its last sample: it died before the next one was due,
+    // give or take the sampler's lateness under load (the OOM killer's victim, as memory ran out).
+    if (model.header.end.state == format::EndState::Running)
+        end += 2 * model.header.counters.timeline_interval_ns;
+    return model.header.start_monotonic_ns <= moment && end >= moment;
 }
 
 // The process's last sample at or before `moment`.
@@ -309,20 +313,31 @@ std::pair<size_t, uint64_t> largest_at(const std::vector<const ProcessModel*>& m
 }
 
 void note_pressure(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
-    double worst = 0;
-    MemoryPressureFacts facts;
+    const std::optional<RunMemoryFacts> peak = run_memory_peak(models);
+    if (!peak || static_cast<double>(peak->used) < kMinPressureShare * static_cast<double>(peak->limit))
+        return;
+    diagnoses[peak->largest]->pressure =
+        MemoryPressureFacts{peak->largest_time_ns, peak->cgroup, peak->used, peak->limit, peak->largest_rss};
+}
+
+} // namespace
+
+std::optional<RunMemoryFacts> run_memory_peak(const std::vector<const ProcessModel*>& models) {
+    double worst = -1;
+    RunMemoryFacts facts;
     uint64_t moment = 0;
     const std::string* host = nullptr;
     for (const ProcessModel* model : models) {
         for (const HostPoint& point : model->host.points) {
-            MemoryPressureFacts here;
+            RunMemoryFacts here;
             if (point.has(format::HostField::CgroupLimit) && point.sample.cgroup_limit_bytes > 0) {
-                here = {0, true, point.sample.cgroup_bytes, point.sample.cgroup_limit_bytes, 0};
+                here.cgroup = true;
+                here.used = point.sample.cgroup_bytes;
+                here.limit = point.sample.cgroup_limit_bytes;
             } else if (point.has(format::HostField::Available) && model->header.host_memory_bytes > 0) {
                 const uint64_t total = model->header.host_memory_bytes;
-                here = {0, false,
-                        total > point.sample.available_bytes ? total - point.sample.available_bytes : 0,
-                        total, 0};
+                here.used = total > point.sample.available_bytes ? total - point.sample.available_bytes : 0;
+                here.limit = total;
             } else {
                 continue;
             }
@@ -335,23 +350,28 @@ void note_pressure(const std::vector<const ProcessModel*>& models, const std::ve
             }
         }
     }
-    if (worst < kMinPressureShare || host == nullptr)
-        return;
+    if (host == nullptr)
+        return std::nullopt;
     const auto [largest, rss] = largest_at(models, *host, moment);
     if (largest == models.size())
-        return;
-    facts.time_ns = moment - models[largest]->header.start_monotonic_ns;
-    facts.rss = rss;
-    diagnoses[largest]->pressure = facts;
+        return std::nullopt;
+    uint64_t run_start = moment;
+    for (const ProcessModel* model : models)
+        if (model->header.hostname == *host)
+            run_start = std::min(run_start, model->header.start_monotonic_ns);
+    facts.run_time_ns = moment - run_start;
+    facts.largest = largest;
+    facts.largest_rss = rss;
+    facts.largest_time_ns = moment - models[largest]->header.start_monotonic_ns;
+    return facts;
 }
-
-} // namespace
 
 void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
     for (size_t i = 0; i < models.size(); ++i) {
         const ProcessModel& model = *models[i];
         const HostPoint* last = model.host.last();
-        if (model.header.end.state != format::EndState::Running || model.still_running || last == nullptr)
+        if (model.header.end.state != format::EndState::Running ||
+            model.header.end.running_when_opened.value_or(false) || last == nullptr)
             continue;
         KilledFacts killed{*last, model.header.pid, last->rss, model.role};
         const auto [largest, rss] = largest_at(models, model.header.hostname, monotonic_of(model, *last));

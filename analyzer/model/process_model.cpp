@@ -565,8 +565,6 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     model.path = path;
     model.header = trace.header();
     model.duration_ns = since_start(end_time(trace), model.header);
-    model.still_running = model.header.end.state == format::EndState::Running &&
-                          writer_running(path, model.header.pid, model.header.hostname);
     model.program_events = model.header.counters.ring_head;
     if (const std::optional<ProgramEnd> end = python_finalizing(trace)) {
         model.code_end_ns = end->time_ns;
@@ -697,6 +695,17 @@ bool command_line_holds(const ProcessModel& model, const std::string& text) {
                        [&](const std::string& argument) { return argument.find(text) != std::string::npos; });
 }
 
+// Not a copy of its parent (whose trace a forked child names): an exec'd image.
+bool new_image(const ProcessModel& model) {
+    return model.header.parent_trace.empty();
+}
+
+// An interpreter that multiprocessing's spawn started. Other new images a multiprocessing child or a
+// DataLoader worker starts (a tool run from a Pool's task, from a dataset) carry their stacks too.
+bool spawned_interpreter(const ProcessModel& model) {
+    return new_image(model) && command_line_holds(model, "multiprocessing.spawn import spawn_main");
+}
+
 // The parent's fork of `child`: the last fork of its pid before the child's trace began.
 const ForkRecord* fork_of(const ProcessModel& parent, const ProcessModel& child) {
     const ForkRecord* found = nullptr;
@@ -704,6 +713,13 @@ const ForkRecord* fork_of(const ProcessModel& parent, const ProcessModel& child)
         if (fork.child_pid == child.header.pid && fork.monotonic_ns <= child.header.start_monotonic_ns)
             found = &fork;
     return found;
+}
+
+// One of a DataLoader's workers, as its parent's record of it says: a copy of the parent or a spawned
+// interpreter.
+bool dataloader_worker(const ProcessModel& model, const ForkRecord* fork) {
+    return fork != nullptr && fork->origin == format::ForkOrigin::DataLoader &&
+           (!new_image(model) || spawned_interpreter(model));
 }
 
 } // namespace
@@ -719,12 +735,12 @@ void assign_roles(std::vector<ProcessModel*>& models) {
         // The parent records a fork when it forks and a vfork child when it execs (spawn): a new image
         // with no fork record of its own is one its parent started by other means (posix_spawn).
         const ForkRecord* fork = parent != nullptr ? fork_of(*parent, *model) : nullptr;
-        const bool new_image = model->header.parent_trace.empty();
         if (fork != nullptr)
             role.start_stack_id = fork->stack_id;
-        if (new_image && command_line_holds(*model, "multiprocessing.resource_tracker import main")) {
+        if (new_image(*model) && command_line_holds(*model, "multiprocessing.resource_tracker import main")) {
             role.kind = RoleKind::ResourceTracker;
-        } else if (new_image && command_line_holds(*model, "multiprocessing.forkserver import main")) {
+        } else if (new_image(*model) &&
+                   command_line_holds(*model, "multiprocessing.forkserver import main")) {
             role.kind = RoleKind::ForkServer;
         } else if (model->header.rank >= 0 &&
                    (parent == nullptr || parent->header.rank != model->header.rank)) {
@@ -732,11 +748,13 @@ void assign_roles(std::vector<ProcessModel*>& models) {
             role.kind = RoleKind::Rank;
             role.rank = model->header.rank;
             role.world_size = model->header.world_size;
-        } else if (fork != nullptr && fork->origin == format::ForkOrigin::DataLoader) {
+        } else if (dataloader_worker(*model, fork)) {
             role.kind = RoleKind::DataLoaderWorker;
-            role.start_method = new_image ? StartMethod::Spawn : StartMethod::Fork;
+            role.start_method = new_image(*model) ? StartMethod::Spawn : StartMethod::Fork;
             // A DataLoader starts its workers in the order of their ids, each alive until the iterator
-            // is done with them: this one's id is how many of the same loader's were still alive.
+            // is done with them: this one's id is how many of the same loader's were still alive. A
+            // loader starts all its workers one way, and multiprocessing's resource tracker, which the
+            // first spawned worker starts, is none of them.
             int alive = 0;
             for (const ForkRecord& sibling : parent->forks) {
                 if (&sibling == fork || sibling.stack_id != fork->stack_id ||
@@ -744,24 +762,21 @@ void assign_roles(std::vector<ProcessModel*>& models) {
                     continue;
                 for (const ProcessModel* other : models)
                     if (other->header.pid == sibling.child_pid && fork_of(*parent, *other) == &sibling &&
+                        dataloader_worker(*other, &sibling) && new_image(*other) == new_image(*model) &&
                         end_monotonic_ns(*other) > fork->monotonic_ns)
                         ++alive;
             }
             role.worker_id = alive;
-        } else if (fork != nullptr && fork->origin == format::ForkOrigin::Multiprocessing) {
-            if (new_image) {
-                role.kind = RoleKind::SpawnedChild;
-                role.start_method = StartMethod::Spawn;
-            } else {
-                role.kind = RoleKind::ForkedWorker;
-                role.start_method = command_line_holds(*parent, "multiprocessing.forkserver import main")
-                                        ? StartMethod::Forkserver
-                                        : StartMethod::Fork;
-            }
-        } else if (new_image && command_line_holds(*model, "multiprocessing.spawn import spawn_main")) {
+        } else if (fork != nullptr && fork->origin == format::ForkOrigin::Multiprocessing &&
+                   !new_image(*model)) {
+            role.kind = RoleKind::ForkedWorker;
+            role.start_method = command_line_holds(*parent, "multiprocessing.forkserver import main")
+                                    ? StartMethod::Forkserver
+                                    : StartMethod::Fork;
+        } else if (spawned_interpreter(*model)) {
             role.kind = RoleKind::SpawnedChild;
             role.start_method = StartMethod::Spawn;
-        } else if (fork != nullptr && !new_image) {
+        } else if (fork != nullptr && !new_image(*model)) {
             role.kind = RoleKind::ForkedChild;
         }
     }

@@ -162,9 +162,6 @@ struct ProcessModel {
     uint64_t events_overwritten = 0;
     uint64_t failed_allocations = 0;
     HostMemory host;
-    // No end record, and the process still ran when the model was built (trace_set.h's writer_running):
-    // not killed, and what it holds now may change.
-    bool still_running = false;
     std::vector<ForkRecord> forks; // the children it forked, oldest first
     ProcessRole role;              // assign_roles, once every process of the run is modelled
     std::vector<Marker> markers;

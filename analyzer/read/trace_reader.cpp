@@ -7,6 +7,7 @@
 
 #include "event_record.h"
 #include "mapped_file.h"
+#include "trace_set.h"
 
 namespace gpuleak::analyzer {
 
@@ -636,8 +637,12 @@ TraceReader TraceReader::parse(std::span<const std::byte> bytes, const std::stri
 
 TraceReader TraceReader::open(const std::string& path) {
     auto file = std::make_shared<const MappedFile>(path);
+    // Asked before the end record is read: a process that ends meanwhile has written its end by then.
+    const std::optional<bool> running = trace_writer_running(path);
     TraceReader trace;
     Decoder(trace, file->bytes(), path, file).run();
+    if (trace.header_.end.state == format::EndState::Running)
+        trace.header_.end.running_when_opened = running;
     return trace;
 }
 

@@ -33,6 +33,9 @@ struct ProcessEnd {
     int32_t exit_code = 0;                              // when state == Exited
     int32_t signal = 0;                                 // when state == Signaled
     uint64_t monotonic_ns = 0;                          // when state != Running
+    // With state Running: whether the process still ran when the trace was opened (trace_set.h's
+    // writer_running), so was not killed; empty when that cannot be told (another machine's trace).
+    std::optional<bool> running_when_opened;
 };
 
 struct TraceCounters {

@@ -50,16 +50,21 @@ bool read_identity(const fs::path& path, Identity& identity) {
     return true;
 }
 
-bool maps_file(int32_t pid, dev_t device, ino_t inode) {
+// Where stat and the maps disagree on the device (overlayfs names the file beneath, btrfs a subvolume's
+// device), the file's name, which holds its writer's pid, tells it.
+bool maps_file(int32_t pid, const fs::path& path, dev_t device, ino_t inode) {
     std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+    const std::string name = "/" + path.filename().string();
     std::string line;
     while (std::getline(maps, line)) {
         unsigned major_number = 0;
         unsigned minor_number = 0;
         unsigned long long mapped_inode = 0;
         if (std::sscanf(line.c_str(), "%*x-%*x %*s %*x %x:%x %llu", &major_number, &minor_number,
-                        &mapped_inode) == 3 &&
-            mapped_inode == inode && major_number == major(device) && minor_number == minor(device))
+                        &mapped_inode) != 3 ||
+            mapped_inode != inode)
+            continue;
+        if ((major_number == major(device) && minor_number == minor(device)) || line.ends_with(name))
             return true;
     }
     return false;
@@ -130,14 +135,23 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
     return result;
 }
 
-bool writer_running(const std::string& path, int32_t pid, const std::string& hostname) {
+std::optional<bool> writer_running(const std::string& path, int32_t pid, const std::string& hostname) {
     char here[256] = {};
     // The header keeps as much of the name as fits its field.
     if (pid <= 0 || ::gethostname(here, sizeof here - 1) != 0 ||
         std::string_view(here).substr(0, sizeof format::FileHeader::hostname - 1) != hostname)
-        return false;
+        return std::nullopt;
     struct stat file {};
-    return ::stat(path.c_str(), &file) == 0 && maps_file(pid, file.st_dev, file.st_ino);
+    if (::stat(path.c_str(), &file) != 0)
+        return std::nullopt;
+    return maps_file(pid, path, file.st_dev, file.st_ino);
+}
+
+std::optional<bool> trace_writer_running(const std::string& path) {
+    Identity identity;
+    if (!read_identity(path, identity))
+        return std::nullopt;
+    return writer_running(path, identity.lineage.pid, identity.lineage.hostname);
 }
 
 std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths) {
@@ -145,7 +159,7 @@ std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& p
     for (const std::string& path : paths) {
         Identity identity;
         if (read_identity(path, identity) && !identity.ended &&
-            writer_running(path, identity.lineage.pid, identity.lineage.hostname))
+            writer_running(path, identity.lineage.pid, identity.lineage.hostname).value_or(false))
             running.push_back(identity.lineage);
     }
     return running;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,12 @@ bool is_child(const TraceLineage& child, const TraceLineage& parent);
 std::vector<std::string> collect_traces(const std::vector<std::string>& arguments);
 
 // Whether the process writing the trace at `path`, pid `pid` on `hostname`, still runs: that pid on this
-// machine maps the file (a pid since reused does not). False when it cannot be told.
-bool writer_running(const std::string& path, int32_t pid, const std::string& hostname);
+// machine maps the file (a pid since reused does not). Empty when it cannot be told: another machine's
+// trace, or one whose header cannot be read.
+std::optional<bool> writer_running(const std::string& path, int32_t pid, const std::string& hostname);
+
+// The same for the trace at `path`, as its header names its process.
+std::optional<bool> trace_writer_running(const std::string& path);
 
 // The traces among `paths` that have no end record and whose processes still run.
 std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths);

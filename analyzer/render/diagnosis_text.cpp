@@ -244,8 +244,9 @@ std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
     std::string text = fmt::format(
         "It left no end record: it was killed by a signal gpuleak cannot see, most often SIGKILL, which the "
         "kernel's OOM killer sends when memory runs out (or by one whose handler the program set itself, "
-        "such as a DataLoader worker's SIGBUS when /dev/shm is full), or it was still running when this "
-        "report was made. Its last sample, at {:.1f} s: {}.",
+        "such as a DataLoader worker's SIGBUS when /dev/shm is full){}. Its last sample, at {:.1f} s: {}.",
+        // Another machine's process may still run for all this report can tell.
+        model.header.end.running_when_opened ? "" : ", or it was still running when this report was made",
         seconds_of(killed.last.time_ns), host_point_text(killed.last));
     if (killed.last.has(format::HostField::CgroupLimit))
         text +=
@@ -265,13 +266,25 @@ std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
     return text;
 }
 
+namespace {
+
+std::string memory_held(bool cgroup, uint64_t used, uint64_t limit) {
+    const double share = 100.0 * static_cast<double>(used) / static_cast<double>(limit);
+    return cgroup ? fmt::format("the run's memory cgroup held {} of its limit of {} ({:.0f} %)", bytes(used),
+                                bytes(limit), share)
+                  : fmt::format("the machine had {} of its {} in use ({:.0f} %)", bytes(used), bytes(limit),
+                                share);
+}
+
+} // namespace
+
+std::string run_memory_held(const RunMemoryFacts& peak) {
+    return memory_held(peak.cgroup, peak.used, peak.limit) +
+           (peak.cgroup ? "" : ", all of its processes counted, not only the run's");
+}
+
 std::string pressure_text(const MemoryPressureFacts& pressure) {
-    const double share = 100.0 * static_cast<double>(pressure.used) / static_cast<double>(pressure.limit);
-    const std::string held =
-        pressure.cgroup ? fmt::format("the run's memory cgroup held {} of its limit of {} ({:.0f} %)",
-                                      bytes(pressure.used), bytes(pressure.limit), share)
-                        : fmt::format("the machine had {} of its {} in use ({:.0f} %)", bytes(pressure.used),
-                                      bytes(pressure.limit), share);
+    const std::string held = memory_held(pressure.cgroup, pressure.used, pressure.limit);
     return fmt::format(
         "At {:.1f} s {}, and this process held the most resident memory of the run ({}). When memory runs "
         "out, the kernel's OOM killer kills the process whose memory weighs the most, most likely this one "

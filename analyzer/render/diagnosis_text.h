@@ -27,6 +27,9 @@ std::string killed_text(const ProcessModel& model, const KilledFacts& killed);
 // How near the run came to its memory limit, and what the OOM killer does there.
 std::string pressure_text(const MemoryPressureFacts& pressure);
 
+// What the run's memory cgroup (or the machine) held at the run's fullest.
+std::string run_memory_held(const RunMemoryFacts& peak);
+
 // Who the process is among those of its run ("DataLoader worker 1", "rank 3 of 8"); empty for a
 // program its command line names.
 std::string role_text(const ProcessRole& role);

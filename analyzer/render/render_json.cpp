@@ -25,7 +25,9 @@ json ended_json(const ProcessModel& model) {
     case format::EndState::Running:
         break;
     }
-    return {{"how", model.still_running ? "running" : "killed"}, {"code", nullptr}, {"signal", nullptr}};
+    return {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
+            {"code", nullptr},
+            {"signal", nullptr}};
 }
 
 // The frames the text shows.
@@ -278,9 +280,23 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
 
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json processes = json::array();
-    for (ProcessReport& report : reports)
+    std::vector<const ProcessModel*> models;
+    models.reserve(reports.size());
+    for (ProcessReport& report : reports) {
         processes.push_back(process_json(report, options));
-    return {{"schema", "gpuleak-report/1"}, {"processes", std::move(processes)}};
+        models.push_back(&report.model);
+    }
+    json memory_peak;
+    if (const std::optional<RunMemoryFacts> peak = run_memory_peak(models))
+        memory_peak = {{"t_s", seconds_of(peak->run_time_ns)},
+                       {"cgroup", peak->cgroup},
+                       {"used_bytes", peak->used},
+                       {"limit_bytes", peak->limit},
+                       {"largest_pid", models[peak->largest]->header.pid},
+                       {"largest_rss_bytes", peak->largest_rss}};
+    return {{"schema", "gpuleak-report/1"},
+            {"run", {{"memory_peak", std::move(memory_peak)}}},
+            {"processes", std::move(processes)}};
 }
 
 } // namespace gpuleak::analyzer

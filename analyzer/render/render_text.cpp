@@ -48,7 +48,9 @@ std::string wrapped(const std::string& text, const std::string& indent) {
         if (end == std::string::npos)
             end = text.size();
         const std::string word = text.substr(start, end - start);
-        if (line.size() > indent.size() && line.size() + 1 + word.size() > kWrapColumn) {
+        // "4 %" reads as one word.
+        const bool glued = word.starts_with('%');
+        if (!glued && line.size() > indent.size() && line.size() + 1 + word.size() > kWrapColumn) {
             out += line + "\n";
             line = indent;
         }
@@ -81,10 +83,10 @@ std::string ended(const ProcessModel& model) {
     case format::EndState::Running:
         break;
     }
-    if (model.still_running)
+    if (end.running_when_opened == true)
         return fmt::format("still running when this report was made, {:.1f} s after it started", seconds);
-    return fmt::format(
-        "killed: no exit record (SIGKILL, e.g. by the OOM killer, or still running) after {:.1f} s", seconds);
+    return fmt::format("killed: no exit record (SIGKILL, e.g. by the OOM killer{}) after {:.1f} s",
+                       end.running_when_opened ? "" : ", or still running", seconds);
 }
 
 std::string command(const ProcessModel& model) {
@@ -190,6 +192,58 @@ std::string failure_cause(const FailureSummary& failure) {
                        error);
 }
 
+// The samples a text timeline shows: about `rows`, evenly spaced in time from the first to the last,
+// and the one of peak RSS, so that the table holds the peak the summary names.
+std::vector<const HostPoint*> timeline_rows(const std::vector<HostPoint>& points, size_t rows) {
+    std::vector<const HostPoint*> shown;
+    if (points.empty() || rows < 2)
+        return shown;
+    const auto peak = std::max_element(points.begin(), points.end(),
+                                       [](const HostPoint& a, const HostPoint& b) { return a.rss < b.rss; });
+    const uint64_t first = points.front().time_ns;
+    const uint64_t span = points.back().time_ns - first;
+    auto next = points.begin();
+    for (size_t row = 0; row < rows; ++row) {
+        const uint64_t mark = first + span / (rows - 1) * row + (row == rows - 1 ? span % (rows - 1) : 0);
+        // The last sample at or before the mark.
+        while (std::next(next) != points.end() && std::next(next)->time_ns <= mark)
+            ++next;
+        if (!shown.empty() && shown.back() < &*peak && &*peak < &*next)
+            shown.push_back(&*peak);
+        if (shown.empty() || shown.back() != &*next)
+            shown.push_back(&*next);
+    }
+    return shown;
+}
+
+void append_host_timeline(std::string& out, const std::vector<HostPoint>& points) {
+    constexpr size_t kRows = 8;
+    if (points.size() < 3)
+        return;
+    constexpr const char* kRow = "  {:<9}{:>9} {}\n";
+    out += fmt::format(kRow, "over time", "t",
+                       fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", "RSS", "USS", "PSS",
+                                   "allocated", "shared", "swap"));
+    std::string previous;
+    for (const HostPoint* point : timeline_rows(points, kRows)) {
+        const bool proportional = point->has(format::HostField::Proportional);
+        const bool status = point->has(format::HostField::Status);
+        const auto shown = [](bool read, uint64_t value) { return read ? bytes(value) : std::string("-"); };
+        std::string figures =
+            fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", bytes(point->rss),
+                        shown(proportional, point->sample.uss), shown(proportional, point->sample.pss),
+                        shown(status, point->allocated()), shown(status, point->sample.rss_shmem),
+                        shown(status, point->sample.swap));
+        // A stretch where nothing changed shows once, at its start; the last sample always shows.
+        if (figures == previous && point != &points.back())
+            continue;
+        out +=
+            fmt::format(fmt::runtime(kRow), "", fmt::format("{:.1f} s", seconds_of(point->time_ns)), figures);
+        previous = std::move(figures);
+    }
+    out += "             (allocated: anonymous memory, resident and swapped, less what malloc keeps free)\n";
+}
+
 void append_process(std::string& out, ProcessReport& report, const ReportOptions& options,
                     const Style& style) {
     const ProcessModel& model = report.model;
@@ -240,6 +294,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         if (model.host.cgroup_limit && model.host.peak_cgroup)
             out += fmt::format("  cgroup     memory peak {} of its limit {}\n",
                                bytes(*model.host.peak_cgroup), bytes(*model.host.cgroup_limit));
+        append_host_timeline(out, model.host.points);
     }
     if (!model.header.host_only())
         out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n",
@@ -351,7 +406,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
                           : model.header.end.state == format::EndState::Signaled ? "signal"
                           : model.header.end.state == format::EndState::Exec     ? "exec"
-                          : model.still_running                                  ? "running"
+                          : model.header.end.running_when_opened == true         ? "running"
                                                                                  : "killed";
         std::string end = model.header.end.state == format::EndState::Exited
                               ? fmt::format("{} {}", how, model.header.end.exit_code)
@@ -374,6 +429,20 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
             diagnosis_kind_name(report.diagnosis.kind),
             report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-",
             role.empty() ? command(model) : role);
+    }
+    std::vector<const ProcessModel*> models;
+    models.reserve(reports.size());
+    for (const ProcessReport& report : reports)
+        models.push_back(&report.model);
+    if (const std::optional<RunMemoryFacts> peak = run_memory_peak(models)) {
+        const ProcessModel& largest = *models[peak->largest];
+        const std::string role = role_text(largest.role);
+        out += wrapped(
+            fmt::format("Run memory at its fullest, {:.1f} s into the run: {}. The process with the most "
+                        "resident memory then was pid {}{}, with {}.",
+                        seconds_of(peak->run_time_ns), run_memory_held(*peak), largest.header.pid,
+                        role.empty() ? std::string() : ", " + role, bytes(peak->largest_rss)),
+            "");
     }
     out += "\n";
 }

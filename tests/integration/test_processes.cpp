@@ -11,6 +11,7 @@
 #include "trace_reader.h"
 #include "traced_run.h"
 
+using gpuleak::analyzer::Event;
 using gpuleak::analyzer::EventLog;
 using gpuleak::analyzer::TraceReader;
 using gpuleak::format::EndState;
@@ -214,8 +215,25 @@ TEST_CASE("a vfork child that execs does not end its parent's trace, which recor
     REQUIRE(run.traces().size() == 1);
     const TraceReader trace = TraceReader::open(run.traces()[0]);
     CHECK(trace.header().end.state == EndState::Running);
-    // multiprocessing's spawn starts its interpreters so: the parent's trace says which pid it started.
-    CHECK(forked_pids(trace.notable_events()) == std::set<uint64_t>{std::stoull(vforked[1])});
+    // multiprocessing's spawn starts its interpreters so: the parent's trace says which pid it started,
+    // once for the two execs the child tried.
+    const uint64_t child = std::stoull(vforked[1]);
+    CHECK(std::count_if(trace.notable_events().events.begin(), trace.notable_events().events.end(),
+                        [](const Event& event) { return event.type == EventType::Fork; }) == 1);
+    CHECK(forked_pids(trace.notable_events()) == std::set<uint64_t>{child});
+    // The child ran on its parent's thread and left that thread's id to it.
+    LogLine allocated;
+    for (const LogLine& line : read_log(log))
+        if (line.size() == 5 && line[0] == "alloc" && line[4] == "600")
+            allocated = line;
+    REQUIRE(!allocated.empty());
+    const auto& events = trace.events().events;
+    const auto after = std::find_if(events.begin(), events.end(), [](const Event& event) {
+        return event.type == EventType::Alloc && event.size == 600;
+    });
+    REQUIRE(after != events.end());
+    CHECK(after->thread_id == std::stoul(allocated[2]));
+    CHECK(after->thread_id != child);
 }
 
 TEST_CASE("an allocation in a library constructor before main is recorded") {

@@ -6,13 +6,15 @@
 //        exec_child <log> leaf     allocate two objects, free one, log "leaf <pid> <ppid>", return 0
 //        exec_child <log> failexec allocate, exec a program that does not exist, log "failed <errno>",
 //                                  return 0
-//        exec_child <log> vfork    allocate, vfork a child that execs /bin/true (or calls _exit(127) if it
-//                                  cannot), log "vforked <child pid> <wait status>", then die of SIGKILL
+//        exec_child <log> vfork    allocate; in a new thread, vfork a child that tries to exec a missing
+//                                  program, then /bin/true (or calls _exit(127) if it cannot), log
+//                                  "vforked <child pid> <wait status>" and allocate; then die of SIGKILL
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 
 #include "allocation_log.h"
 
@@ -55,15 +57,21 @@ int main(int argc, char** argv) {
     }
     if (mode == "vfork") {
         log.allocate(500);
-        pid_t child = ::vfork();
-        if (child == 0) {
-            char* arguments[] = {const_cast<char*>("true"), nullptr};
-            ::execv("/bin/true", arguments);
-            ::_exit(127);
-        }
-        int status = 0;
-        ::waitpid(child, &status, 0);
-        log.line("vforked %d %d", child, status);
+        // From a thread that has recorded nothing yet, as a program's spawn may; its child first tries a
+        // path that does not exist, as an exec along PATH does.
+        std::thread([&log] {
+            pid_t child = ::vfork();
+            if (child == 0) {
+                char* arguments[] = {const_cast<char*>("true"), nullptr};
+                ::execv("/nonexistent/gpuleak-test-program", arguments);
+                ::execv("/bin/true", arguments);
+                ::_exit(127);
+            }
+            int status = 0;
+            ::waitpid(child, &status, 0);
+            log.line("vforked %d %d", child, status);
+            log.allocate(600);
+        }).join();
         // Killed, the parent leaves no end record of its own: whatever its trace says came from the child.
         ::raise(SIGKILL);
     }

@@ -6,6 +6,7 @@ start, found from their parent; a fork that runs another program leaves nothing.
 Environment: GPULEAK_TEST_LIBRARY, GPULEAK_TEST_REPORT (ctest sets them).
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -195,7 +196,7 @@ def test_a_process_still_running_at_the_report_is_not_called_killed(tmp_path):
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
             os.write(told, b"x")
-            time.sleep(120)
+            time.sleep(60)
             os._exit(0)
         os.read(ready, 1)
         print(child)
@@ -211,7 +212,8 @@ def test_a_process_still_running_at_the_report_is_not_called_killed(tmp_path):
         assert "still running when this report was made" in text.stdout
         assert "Killed:" not in text.stdout
     finally:
-        os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
     # Once it is gone, no end record: killed.
     deadline = time.monotonic() + 30
     while maps_of(child):
@@ -223,6 +225,10 @@ def test_a_process_still_running_at_the_report_is_not_called_killed(tmp_path):
     (killed,) = [p for p in json.loads(report.stdout)["processes"] if p["pid"] == child]
     assert killed["ended"]["how"] == "killed"
     assert killed["diagnosis"]["killed"] is not None
+    # On the machine that ran it, gpuleak can tell it is gone: it does not say it may still run.
+    text = subprocess.run([needed("GPULEAK_TEST_REPORT"), *traces], capture_output=True, text=True, timeout=120)
+    assert "killed: no exit record (SIGKILL, e.g. by the OOM killer) after" in text.stdout
+    assert "still running" not in text.stdout
 
 
 def test_a_fork_that_runs_another_program_leaves_nothing(tmp_path):
@@ -253,3 +259,105 @@ def test_python_keeps_its_own_signal_handlers(tmp_path):
     process, processes = run(tmp_path, body)
     assert process.stdout == "True\nTrue\nKeyboardInterrupt\n"
     assert processes[0]["ended"]["how"] == "exit"
+
+
+def memory_cgroup_of_our_own(tmp_path):
+    """A new memory cgroup (v2, else v1) below this process's, which the test may fill; skips where cgroups
+    cannot be made (no delegation, not root)."""
+    with open("/proc/self/cgroup") as cgroups:
+        lines = [line.rstrip("\n").split(":", 2) for line in cgroups]
+    for hierarchy, controllers, path in lines:
+        if hierarchy == "0" and controllers == "":
+            root, usage, limit, inactive = "/sys/fs/cgroup", "memory.current", "memory.max", "inactive_file"
+        elif "memory" in controllers.split(","):
+            root, usage, limit, inactive = (
+                "/sys/fs/cgroup/memory", "memory.usage_in_bytes", "memory.limit_in_bytes", "total_inactive_file")
+        else:
+            continue
+        parent = root + path
+        if not os.path.exists(os.path.join(parent, usage)):
+            continue
+        made = os.path.join(parent, "gpuleak-test-%d" % os.getpid())
+        try:
+            os.mkdir(made)
+        except OSError:
+            continue
+        return made, usage, limit, inactive
+    pytest.skip("no memory cgroup can be made here")
+
+
+def test_a_worker_the_cgroups_oom_killer_kills_is_explained_with_the_limit(tmp_path):
+    cgroup, usage, limit_file, inactive = memory_cgroup_of_our_own(tmp_path)
+    limit = 256 << 20
+    try:
+        with open(os.path.join(cgroup, limit_file), "w") as file:
+            file.write(str(limit))
+        # The worker fills the cgroup to 92 % of its limit (what the OOM killer weighs: usage less the
+        # inactive page cache), holds it, then goes on until the OOM killer kills it.
+        body = """
+            import multiprocessing
+            import os
+            import time
+
+            CGROUP, USAGE, INACTIVE, LIMIT = os.environ["CGROUP"], os.environ["USAGE"], os.environ["INACTIVE"], int(os.environ["LIMIT"])
+
+            def working_set():
+                with open(os.path.join(CGROUP, USAGE)) as file:
+                    used = int(file.read())
+                with open(os.path.join(CGROUP, "memory.stat")) as file:
+                    stat = dict(line.split() for line in file)
+                return used - int(stat[INACTIVE])
+
+            def grow():
+                held = []
+                while working_set() < 0.92 * LIMIT:
+                    held.append(b"\\x01" * (2 << 20))
+                time.sleep(1.5)
+                while True:
+                    held.append(b"\\x01" * (2 << 20))
+
+            if __name__ == "__main__":
+                worker = multiprocessing.get_context("fork").Process(target=grow)
+                worker.start()
+                worker.join()
+                print(worker.exitcode)
+        """
+        script = tmp_path / "script.py"
+        script.write_text(textwrap.dedent(body), encoding="utf-8")
+        env = dict(
+            os.environ,
+            LD_PRELOAD=needed("GPULEAK_TEST_LIBRARY"),
+            GPULEAK_OUTPUT=str(tmp_path / "trace.%p"),
+            CGROUP=cgroup,
+            USAGE=usage,
+            INACTIVE=inactive,
+            LIMIT=str(limit),
+            PYTHONWARNINGS="ignore::DeprecationWarning",
+        )
+        # The shell puts itself into the cgroup, then becomes the program.
+        enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+        process = subprocess.run(
+            ["sh", "-c", enter, cgroup, sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert process.returncode == 0, process.stderr
+        assert process.stdout == "-9\n", "the OOM killer killed the worker"
+        traces = sorted(str(path) for path in tmp_path.glob("trace.*"))
+        report = subprocess.run(
+            [needed("GPULEAK_TEST_REPORT"), "--format", "json", *traces], capture_output=True, text=True, timeout=120
+        )
+        assert report.returncode == 0, report.stderr
+        report = json.loads(report.stdout)
+        (worker,) = [p for p in report["processes"] if p["role"]["kind"] == "forked_worker"]
+        assert worker["ended"]["how"] == "killed"
+        assert worker["diagnosis"]["killed"] is not None
+        assert worker["host"]["cgroup_limit_bytes"] == limit
+        peak = report["run"]["memory_peak"]
+        assert peak["cgroup"] is True and peak["limit_bytes"] == limit
+        assert peak["used_bytes"] >= 0.9 * limit
+        assert peak["largest_pid"] == worker["pid"]
+        text = subprocess.run([needed("GPULEAK_TEST_REPORT"), *traces], capture_output=True, text=True, timeout=120)
+        worker_text = text.stdout[text.stdout.index("process %d " % worker["pid"]):]
+        assert "Memory limit:" in worker_text and "the run's memory cgroup held" in worker_text
+        assert "Killed:" in worker_text
+    finally:
+        os.rmdir(cgroup)

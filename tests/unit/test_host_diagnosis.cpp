@@ -3,14 +3,18 @@
 // and what the run's processes together say (the memory limit, the process killed).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "diagnosis.h"
 #include "diagnosis_text.h"
 #include "in_memory_report.h"
+#include "render_json.h"
+#include "render_text.h"
 #include "trace_builder.h"
 #include "trace_reader.h"
+#include <fmt/format.h>
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::report_of;
@@ -47,6 +51,8 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
     header.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
     header.pid = pid;
     header.ppid = 1;
+    header.rank = -1; // no RANK in its environment
+    header.world_size = -1;
     std::snprintf(header.parent_trace, sizeof header.parent_trace, "%s", parent_trace.c_str());
     uint64_t uss = 0;
     uint64_t uss_time = 0;
@@ -237,4 +243,123 @@ TEST_CASE(
     CHECK(worker.diagnosis.killed->last.rss == 700 * kMiB);
     CHECK_THAT(killed_text(worker.model, *worker.diagnosis.killed),
                Catch::Contains("No other process of the run held more"));
+}
+
+TEST_CASE("the report says when the run's memory was at its fullest and shows each process's samples") {
+    // The worker started 200 ms after its parent and peaked 300 ms later, at 600 MiB; the cgroup held
+    // 900 MiB of its 1 GiB then, short of the 90 % that is pressure.
+    std::vector<Sample> worker_samples;
+    for (uint64_t i = 0; i <= 6; ++i)
+        worker_samples.push_back(
+            {200 + i * 100, i <= 3 ? 300 + 100 * i : 300, 10 + 50 * i, 0, i <= 3 ? 600 + 100 * i : 600});
+    std::vector<Sample> parent_samples;
+    for (uint64_t i = 0; i <= 10; ++i)
+        parent_samples.push_back({i * 100, 300, 300, 0, 600});
+    TraceBuilder worker_builder = host_trace(worker_samples, "parent", 101);
+    worker_builder.header().start_monotonic_ns += 200 * kMillisecond;
+    const TraceReader parent_trace =
+        TraceReader::parse(host_trace(parent_samples, "", 100).bytes(), "parent");
+    const TraceReader worker_trace = TraceReader::parse(worker_builder.bytes(), "worker");
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(parent_trace));
+    reports.push_back(report_of(worker_trace));
+    diagnose_run({&reports[0].model, &reports[1].model}, {&reports[0].diagnosis, &reports[1].diagnosis});
+    CHECK_FALSE(reports[1].diagnosis.pressure);
+
+    const std::optional<RunMemoryFacts> peak = run_memory_peak({&reports[0].model, &reports[1].model});
+    REQUIRE(peak);
+    CHECK(peak->cgroup);
+    CHECK(peak->used == 900 * kMiB);
+    CHECK(peak->limit == 1024 * kMiB);
+    CHECK(peak->run_time_ns == 500 * kMillisecond);
+    CHECK(peak->largest == 1);
+    CHECK(peak->largest_rss == 600 * kMiB);
+    CHECK(peak->largest_time_ns == 300 * kMillisecond);
+
+    const ReportOptions options;
+    const std::string text = render_text(reports, options);
+    // The paragraph after the table, its lines joined.
+    std::string run_line = text.substr(text.find("Run memory"));
+    run_line = run_line.substr(0, run_line.find("\n\n"));
+    std::replace(run_line.begin(), run_line.end(), '\n', ' ');
+    CHECK_THAT(run_line,
+               Catch::Equals("Run memory at its fullest, 0.5 s into the run: the run's memory cgroup "
+                             "held 900.0 MiB of its limit of 1.0 GiB (88 %). The process with the most "
+                             "resident memory then was pid 101, with 600.0 MiB."));
+    // The worker's samples: its start, its peak, its flat stretch once, and its end.
+    const std::string worker_text = text.substr(text.find("process 101 "));
+    CHECK_THAT(worker_text, Catch::Contains("over time        t        RSS        USS"));
+    CHECK_THAT(worker_text, Catch::Contains("      0.0 s  300.0 MiB   10.0 MiB"));
+    CHECK_THAT(worker_text, Catch::Contains("      0.3 s  600.0 MiB  160.0 MiB"));
+    CHECK_THAT(worker_text, Catch::Contains("      0.6 s  300.0 MiB  310.0 MiB"));
+    const nlohmann::json json = render_json(reports, options);
+    CHECK(json["run"]["memory_peak"]["used_bytes"] == 900 * kMiB);
+    CHECK(json["run"]["memory_peak"]["largest_pid"] == 101);
+    CHECK(json["run"]["memory_peak"]["t_s"] == 0.5);
+}
+
+namespace {
+
+// A process of the run that `host_trace(samples)` makes, started `start_ms` after the parent (pid 100),
+// as the command line says, and a new image (not a fork) unless `forked`.
+ProcessReport started_process(int32_t pid, uint64_t start_ms, const std::vector<std::string>& command,
+                              bool forked = false) {
+    std::vector<Sample> samples;
+    for (uint64_t ms = start_ms; ms <= start_ms + 500; ms += 100)
+        samples.push_back({ms, 100, 50});
+    TraceBuilder builder = host_trace(samples, forked ? "parent" : "", pid);
+    builder.header().ppid = 100;
+    builder.header().start_monotonic_ns = kStart + start_ms * kMillisecond;
+    builder.set_command_line(command);
+    return report_of(TraceReader::parse(builder.bytes(), fmt::format("trace.{}", pid)));
+}
+
+format::EventRecord fork_record(int32_t child, uint64_t at_ms, format::ForkOrigin origin) {
+    format::EventRecord record{};
+    record.type = static_cast<uint16_t>(format::EventType::Fork);
+    record.address = static_cast<uint64_t>(child);
+    record.result = static_cast<int32_t>(origin);
+    record.time_ns = kStart + at_ms * kMillisecond;
+    return record;
+}
+
+} // namespace
+
+TEST_CASE("a DataLoader's spawned workers are numbered from 0, whatever else its frames started") {
+    // A parent that had not used CUDA (no stacks) iterated a loader of the spawn method: starting the
+    // first worker started multiprocessing's resource tracker, and a dataset ran a tool. Each was a
+    // vfork child, recorded at its exec with the DataLoader's frames on the stack.
+    const std::vector<std::string> spawn_main = {
+        "python", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"};
+    std::vector<Sample> parent_samples;
+    for (uint64_t i = 0; i <= 20; ++i)
+        parent_samples.push_back({i * 100, 300, 300});
+    TraceBuilder parent_builder = host_trace(parent_samples, "", 100);
+    parent_builder.add_notable(fork_record(200, 100, format::ForkOrigin::DataLoader));
+    parent_builder.add_notable(fork_record(201, 110, format::ForkOrigin::DataLoader));
+    parent_builder.add_notable(fork_record(202, 300, format::ForkOrigin::DataLoader));
+    parent_builder.add_notable(fork_record(203, 700, format::ForkOrigin::DataLoader));
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(TraceReader::parse(parent_builder.bytes(), "parent")));
+    reports.push_back(started_process(
+        200, 105, {"python", "-B", "-c", "from multiprocessing.resource_tracker import main;main(7)"}));
+    reports.push_back(started_process(201, 115, spawn_main));
+    reports.push_back(started_process(202, 305, spawn_main));
+    reports.push_back(started_process(203, 705, {"/usr/bin/identify", "image.png"}));
+    std::vector<ProcessModel*> models;
+    for (ProcessReport& report : reports)
+        models.push_back(&report.model);
+    assign_roles(models);
+    CHECK(reports[0].model.role.kind == RoleKind::Program);
+    CHECK(reports[1].model.role.kind == RoleKind::ResourceTracker);
+    for (size_t i : {2, 3}) {
+        CHECK(reports[i].model.role.kind == RoleKind::DataLoaderWorker);
+        CHECK(reports[i].model.role.start_method == StartMethod::Spawn);
+        CHECK(reports[i].model.role.parent == 0);
+    }
+    CHECK(reports[2].model.role.worker_id == 0);
+    CHECK(reports[3].model.role.worker_id == 1);
+    CHECK(role_text(reports[3].model.role) == "DataLoader worker 1 (spawn)");
+    // The tool is named by its command line, not as a worker.
+    CHECK(reports[4].model.role.kind == RoleKind::Program);
 }
