@@ -99,23 +99,27 @@ def test_gpuleak_all_processes_0_records_only_processes_that_use_cuda(tmp_path):
     assert processes == []
 
 
-def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path):
-    body = """
+def pool_of_two(method):
+    """A script whose pool of two workers, started by `method`, prints 328350."""
+    return """
         import multiprocessing
 
         def square(x):
             return x * x
 
         if __name__ == "__main__":
-            context = multiprocessing.get_context("fork")
-            # Both workers past their fork before the work, which one of them alone may finish, and the
+            context = multiprocessing.get_context("%s")
+            # Both workers past their start before the work, which one of them alone may finish, and the
             # pool's end, which terminates them: a worker killed inside its fork leaves no trace.
             started = context.Barrier(3)
             with context.Pool(2, initializer=started.wait) as pool:
                 started.wait()
                 print(sum(pool.map(square, range(100))))
-    """
-    process, processes = run(tmp_path, body)
+    """ % method
+
+
+def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path):
+    process, processes = run(tmp_path, pool_of_two("fork"))
     assert process.stdout == "328350\n"
     main = next(p for p in processes if p["role"]["kind"] == "program")
     # Forking takes no GPU trace: what forked is told without the stack.
@@ -157,20 +161,7 @@ def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
 
 
 def test_a_forkserver_pools_workers_are_named_as_the_fork_servers(tmp_path):
-    body = """
-        import multiprocessing
-
-        def square(x):
-            return x * x
-
-        if __name__ == "__main__":
-            context = multiprocessing.get_context("forkserver")
-            started = context.Barrier(3)
-            with context.Pool(2, initializer=started.wait) as pool:
-                started.wait()
-                print(sum(pool.map(square, range(100))))
-    """
-    process, processes = run(tmp_path, body)
+    process, processes = run(tmp_path, pool_of_two("forkserver"))
     assert process.stdout == "328350\n"
     main = next(p for p in processes if p["command"][-1].endswith("script.py"))
     (server,) = [p for p in processes if p["role"]["kind"] == "fork_server"]

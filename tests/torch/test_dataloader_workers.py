@@ -1,7 +1,8 @@
 """Real PyTorch DataLoaders under `gpuleak run` (tests/torch/dataloader/: plain scripts): every worker is
 recorded from its fork to its end, named as the loader's worker, and its host memory diagnosed beside
 the main process's GPU verdict: copy-on-write of a dataset held as Python objects, a worker's own leak,
-nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill.
+nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill. torchrun's
+ranks (tests/torch/ranks/) are named by their rank.
 
 Environment: that of test_workloads.py.
 """
@@ -143,6 +144,33 @@ def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, ad
     # however short its work is against its imports (its work starts when its sys.modules is full).
     for worker in workers:
         assert worker["diagnosis"]["host"] is None, worker["diagnosis"]["host"]["text"]
+
+
+def test_torchruns_ranks_are_named_by_their_rank(tmp_path, adapter_cache):
+    script = os.path.join(HERE, "ranks", "train_rank.py")
+    launch = ("-m", "torch.distributed.run", "--nproc-per-node", "2")
+    plain = run_script(tmp_path, script, adapter_cache, traced=False, launch=launch)
+    traced = run_script(tmp_path, script, adapter_cache, traced=True, launch=launch)
+    assert plain.returncode == 0, plain.stderr[-4000:]
+    assert traced.returncode == 0, traced.stderr[-4000:]
+    # The ranks print in whichever order they run.
+    assert sorted(traced.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+    with open(tmp_path / "run" / "report.json") as report:
+        processes = json.load(report)["processes"]
+    pids = {process["pid"] for process in processes}
+    (agent,) = [process for process in processes if process["ppid"] not in pids]
+    assert agent["role"]["kind"] == "program" and agent["host_only"] is True
+    ranks = [process for process in processes if process["ppid"] == agent["pid"]]
+    assert sorted(rank["role"]["rank"] for rank in ranks) == [0, 1]
+    for rank in ranks:
+        assert rank["role"]["kind"] == "rank" and rank["role"]["world_size"] == 2
+        assert rank["role"]["text"] == "rank %d of 2" % rank["role"]["rank"]
+        assert rank["host_only"] is False
+        assert rank["ended"]["how"] == "exit"
+        assert rank["diagnosis"]["kind"] == "stable", rank["diagnosis"]["text"]
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = report.read()
+    assert "rank 0 of 2" in text and "rank 1 of 2" in text
 
 
 if __name__ == "__main__":
