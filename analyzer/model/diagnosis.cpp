@@ -245,11 +245,12 @@ Diagnosis diagnose(const ProcessModel& model) {
     }
     if (diagnosis.final_reserved > diagnosis.final_allocated + kMinCacheMention - 1 && model.reports_blocks)
         diagnosis.cached_at_end = diagnosis.final_reserved - diagnosis.final_allocated;
-    if (!model.failures.empty())
-        diagnosis.largest_failure = static_cast<size_t>(
-            std::max_element(model.failures.begin(), model.failures.end(),
-                             [](const auto& a, const auto& b) { return a.bytes < b.bytes; }) -
-            model.failures.begin());
+    // Of the out-of-memory failures: another error says nothing of what memory held.
+    for (size_t i = 0; i < model.failures.size(); ++i)
+        if (model.failures[i].out_of_memory() &&
+            (!diagnosis.largest_failure ||
+             model.failures[i].bytes > model.failures[*diagnosis.largest_failure].bytes))
+            diagnosis.largest_failure = i;
 
     diagnosis.host_ram = host_ram_growth(model);
     // A leak, at any size: what grows without bound fills any device in the end.

@@ -94,7 +94,15 @@ struct FailureSummary {
     // event ring no longer reaches back to that moment.
     std::optional<uint64_t> reserved_then;
     std::vector<LiveSiteAt> top_sites_then;
+    // Memory ran out (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY: 2 in both APIs), or a
+    // sub-allocator refused: not a bad argument, a missing driver or a context gone.
+    [[nodiscard]] bool out_of_memory() const { return allocator_refused || error == kOutOfMemoryError; }
+    static constexpr int32_t kOutOfMemoryError = 2;
 };
+
+// What a CUDA error code of a failed allocation means, the same in the runtime and the driver API for
+// the codes an allocation returns ("invalid value", "no driver"); empty for others.
+std::string cuda_error_meaning(int32_t error);
 
 struct TimelinePoint {
     uint64_t time_ns = 0;

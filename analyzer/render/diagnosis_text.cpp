@@ -1,5 +1,6 @@
 #include "diagnosis_text.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace gpuleak::analyzer {
@@ -10,10 +11,36 @@ std::string bytes(uint64_t value) {
     return human_bytes(static_cast<double>(value));
 }
 
+// The allocations that failed for another reason than memory, a sentence of their own.
+std::string other_failures_sentence(const ProcessModel& model) {
+    std::vector<int32_t> errors;
+    size_t count = 0;
+    for (const FailureSummary& failure : model.failures) {
+        if (failure.out_of_memory())
+            continue;
+        ++count;
+        if (std::find(errors.begin(), errors.end(), failure.error) == errors.end())
+            errors.push_back(failure.error);
+    }
+    if (count == 0)
+        return "";
+    std::string named;
+    for (int32_t error : errors) {
+        const std::string meaning = cuda_error_meaning(error);
+        named += fmt::format("{}error {}{}", named.empty() ? "" : ", ", error,
+                             meaning.empty() ? std::string() : " (" + meaning + ")");
+    }
+    return fmt::format(" {} allocation{} failed for another reason than memory: {}.", count,
+                       count == 1 ? "" : "s", named);
+}
+
 std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnosis) {
     if (!diagnosis.largest_failure)
-        return "";
+        return other_failures_sentence(model);
     const FailureSummary& largest = model.failures[*diagnosis.largest_failure];
+    const auto out_of_memory = static_cast<size_t>(
+        std::count_if(model.failures.begin(), model.failures.end(),
+                      [](const FailureSummary& failure) { return failure.out_of_memory(); }));
     const std::string free_then =
         largest.free_bytes ? fmt::format(" with {} free", bytes(*largest.free_bytes)) : std::string();
     const std::string held = largest.reserved_then
@@ -25,9 +52,9 @@ std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnos
             ? " (the allocator refused it under a limit of its own: no CUDA allocation failed)"
             : "";
     return fmt::format(
-        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.",
-        model.failures.size(), model.failures.size() == 1 ? "" : "s", bytes(largest.bytes), largest.device,
-        free_then, held, refused);
+        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.{}",
+        out_of_memory, out_of_memory == 1 ? "" : "s", bytes(largest.bytes), largest.device, free_then, held,
+        refused, other_failures_sentence(model));
 }
 
 // When the survivors were made: through which markers, or which share of the program's work.

@@ -203,8 +203,11 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
             top_sites.push_back({{"bytes", site.bytes},
                                  {"count", site.count},
                                  {"frames", frames_json(*report.stacks, site.stack_id, options)}});
+        const std::string meaning = cuda_error_meaning(failure.error);
         failures.push_back({{"bytes", failure.bytes},
                             {"error", failure.error},
+                            {"out_of_memory", failure.out_of_memory()},
+                            {"error_meaning", meaning.empty() ? json() : json(meaning)},
                             {"source", failure.allocator_refused ? "allocator" : "cuda"},
                             {"failed_cuda_allocations", failure.failed_cuda_allocations},
                             {"device", failure.device},

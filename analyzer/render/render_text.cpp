@@ -181,8 +181,11 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
 }
 
 std::string failure_cause(const FailureSummary& failure) {
-    if (!failure.allocator_refused)
-        return fmt::format("error {}", failure.error);
+    if (!failure.allocator_refused) {
+        const std::string meaning = cuda_error_meaning(failure.error);
+        return fmt::format("error {}{}", failure.error,
+                           meaning.empty() ? std::string() : " (" + meaning + ")");
+    }
     if (failure.failed_cuda_allocations == 0)
         return "out of memory (allocator refused; no CUDA allocation failed)";
     const std::string error =
@@ -368,7 +371,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     for (size_t i = 0; i < model.failures.size() && i < options.top; ++i) {
         const FailureSummary& failure = model.failures[i];
         if (i == 0)
-            out += style.bold("Failed allocations (out of memory sites):") + "\n";
+            out += style.bold("Failed allocations:") + "\n";
         std::string then = failure.reserved_then ? fmt::format("; {} reserved on the device then",
                                                                bytes(*failure.reserved_then))
                                                  : "; what was live then is older than the event ring";

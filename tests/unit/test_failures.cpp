@@ -2,7 +2,11 @@
 // its thread gave up after, and only of those.
 #include <catch2/catch.hpp>
 
+#include "diagnosis_text.h"
+#include "in_memory_report.h"
 #include "process_model.h"
+#include "render_json.h"
+#include "render_text.h"
 #include "trace_builder.h"
 #include "trace_reader.h"
 
@@ -95,4 +99,35 @@ TEST_CASE("a refusal by the allocator's own limit leaves earlier failures alone"
     CHECK(failures[1].failed_cuda_allocations == 0);
     CHECK(failures[1].error == format::kAllocatorRefused);
     CHECK(failures[1].free_bytes == 5000);
+}
+
+TEST_CASE("an allocation refused for a bad argument is not out of memory, and is named by its error") {
+    TraceBuilder builder(TraceLayout{.notable_capacity = 8});
+    format::EventRecord invalid = failure(format::MemoryKind::PinnedHost, 1 << 30, 1, 0, 10);
+    invalid.result = 1; // cudaErrorInvalidValue: flags cudaHostAlloc does not know
+    builder.add_notable(invalid);
+    builder.add_notable(failure(format::MemoryKind::Device, 1 << 20, 1, 0, 20));
+    const gpuleak::analyzer::TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<gpuleak::analyzer::ProcessReport> reports;
+    reports.push_back(gpuleak::test::report_of(trace));
+    const gpuleak::analyzer::ProcessReport& report = reports[0];
+    REQUIRE(report.model.failures.size() == 2);
+    CHECK_FALSE(report.model.failures[0].out_of_memory());
+    CHECK(report.model.failures[1].out_of_memory());
+    // The larger request failed for its argument: the out-of-memory one is what the diagnosis names.
+    CHECK(report.diagnosis.largest_failure == 1);
+    const gpuleak::analyzer::ReportOptions options;
+    const std::string text = gpuleak::analyzer::render_text(reports, options);
+    const std::string diagnosis =
+        gpuleak::analyzer::diagnosis_text(report.model, report.diagnosis, *reports[0].stacks);
+    CHECK_THAT(diagnosis,
+               Catch::Contains("1 allocation failed (out of memory); the largest asked for 1.0 MiB"));
+    CHECK_THAT(diagnosis, Catch::EndsWith(" 1 allocation failed for another reason than memory: error 1 "
+                                          "(invalid value)."));
+    CHECK_THAT(text, Catch::Contains("at 0.00 s, error 1 (invalid value)"));
+    CHECK_THAT(text, Catch::Contains("error 2 (out of memory)"));
+    const nlohmann::json json = gpuleak::analyzer::render_json(reports, options)["processes"][0]["failures"];
+    CHECK(json[0]["out_of_memory"] == false);
+    CHECK(json[0]["error_meaning"] == "invalid value");
+    CHECK(json[1]["out_of_memory"] == true);
 }
