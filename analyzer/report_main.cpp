@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
-#include <fstream>
 #include <unistd.h>
 
+#include "file_bytes.h"
 #include "render_json.h"
 #include "render_text.h"
 #include "render_torch_snapshot.h"
@@ -128,9 +128,11 @@ int run(int argc, char** argv) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         return 0;
     }
-    std::ofstream file(output_path, std::ios::binary | std::ios::trunc);
-    if (!(file << text)) {
-        std::fprintf(stderr, "gpuleak-report: %s: cannot write the report\n", output_path.c_str());
+    // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
+    if (const int failure = gpuleak::write_regular_file(output_path.c_str(), text.data(), text.size(), 0600);
+        failure != 0) {
+        std::fprintf(stderr, "gpuleak-report: %s: cannot write the report: %s\n", output_path.c_str(),
+                     gpuleak::write_failure_text(failure));
         return kBadInput;
     }
     return 0;

@@ -1,7 +1,9 @@
 #include "file_bytes.h"
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace gpuleak {
@@ -21,6 +23,41 @@ size_t read_file_bytes(const char* path, char* buffer, size_t capacity) {
     }
     ::close(fd);
     return used;
+}
+
+int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
+    // O_NONBLOCK: a FIFO without a reader fails the open (ENXIO) rather than hanging it; truncated only
+    // once it is known to be a regular file.
+    const int fd = ::open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+    if (fd < 0)
+        return errno;
+    struct stat status {};
+    int failure = 0;
+    if (::fstat(fd, &status) != 0)
+        failure = errno;
+    else if (!S_ISREG(status.st_mode))
+        failure = kNotRegularFile;
+    else if (::ftruncate(fd, 0) != 0)
+        failure = errno;
+    for (size_t written = 0; failure == 0 && written < size;) {
+        const ssize_t n = ::write(fd, data + written, size - written);
+        if (n > 0)
+            written += static_cast<size_t>(n);
+        else if (n == 0 || errno != EINTR)
+            failure = n == 0 ? EIO : errno;
+    }
+    if (::close(fd) != 0 && failure == 0)
+        failure = errno;
+    return failure;
+}
+
+const char* write_failure_text(int failure) {
+    if (failure == kNotRegularFile)
+        return "not a regular file";
+    // O_NOFOLLOW's refusal of a symbolic link.
+    if (failure == ELOOP)
+        return "a symbolic link";
+    return std::strerror(failure);
 }
 
 } // namespace gpuleak

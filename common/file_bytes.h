@@ -1,12 +1,26 @@
-// A file's bytes into a buffer of the caller's: /proc and cgroup files, read with no heap memory.
+// A file's bytes into a buffer of the caller's (/proc and cgroup files, read with no heap memory), and
+// bytes into a file that must be a regular one (reports, kernel specs).
 #pragma once
 
 #include <cstddef>
+#include <sys/types.h>
 
 namespace gpuleak {
 
 // Reads up to `capacity` bytes of the file at `path` into `buffer`, on through reads a signal
 // interrupts. The bytes read: 0 also when it cannot be opened.
 size_t read_file_bytes(const char* path, char* buffer, size_t capacity);
+
+// What write_regular_file returns when `path` names something other than a regular file.
+inline constexpr int kNotRegularFile = -1;
+
+// Writes the `size` bytes at `data` as the whole content of the regular file at `path`, made with `mode`
+// where it does not exist. Never through a symbolic link at `path`, never into a FIFO or a device, and
+// never blocking on one: what another user planted there is refused, not used. 0, kNotRegularFile, or
+// the errno of the call that failed.
+int write_regular_file(const char* path, const char* data, size_t size, mode_t mode);
+
+// A few words for what write_regular_file returned: "not a regular file", strerror's.
+const char* write_failure_text(int failure);
 
 } // namespace gpuleak

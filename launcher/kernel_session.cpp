@@ -15,6 +15,7 @@
 
 #include "child_environment.h"
 #include "child_process.h"
+#include "file_bytes.h"
 #include "kernel_death.h"
 #include "launcher_error.h"
 #include "preload_library.h"
@@ -68,21 +69,10 @@ std::string take_pending_summary(const fs::path& kernel_directory) {
     return !summary.empty() && fs::is_regular_file(summary, error) ? summary : std::string();
 }
 
-// 0600, not through a symbolic link, as the report is written.
+// 0600, as the report is written.
 void write_private(const fs::path& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    bool written = fd >= 0;
-    for (size_t done = 0; written && done < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n > 0)
-            done += static_cast<size_t>(n);
-        else
-            written = n < 0 && errno == EINTR;
-    }
-    if (fd >= 0)
-        ::close(fd);
-    if (!written)
-        throw LauncherError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+    if (const int failure = write_regular_file(path.c_str(), text.data(), text.size(), 0600); failure != 0)
+        throw LauncherError(fmt::format("cannot write {}: {}", path.string(), write_failure_text(failure)));
 }
 
 // The post-mortem: the run's report, the summary beside it, and the kernel directory's pointer to it for

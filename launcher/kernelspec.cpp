@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "file_bytes.h"
 #include "interpreter_probe.h"
 #include "launcher_error.h"
 
@@ -108,11 +109,10 @@ std::string install_kernelspec(const KernelInstallRequest& request) {
     if (error)
         throw LauncherError(fmt::format("cannot create {}: {}", directory.string(), error.message()));
     const fs::path file = directory / "kernel.json";
-    std::ofstream out(file, std::ios::trunc);
-    out << kernel_json(launcher_executable(), interpreter.executable, request.display_name);
-    out.close();
-    if (!out)
-        throw LauncherError(fmt::format("cannot write {}: {}", file.string(), std::strerror(errno)));
+    // Readable by Jupyter, which may run as another user on a shared prefix.
+    const std::string text = kernel_json(launcher_executable(), interpreter.executable, request.display_name);
+    if (const int failure = write_regular_file(file.c_str(), text.data(), text.size(), 0644); failure != 0)
+        throw LauncherError(fmt::format("cannot write {}: {}", file.string(), write_failure_text(failure)));
     return directory.string();
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "file_bytes.h"
 #include "launcher_error.h"
 #include "render_json.h"
 #include "render_text.h"
@@ -21,21 +22,11 @@ namespace gpuleak::launcher {
 
 namespace {
 
-// 0600 and not through a symbolic link, as the traces are made: the report holds their stacks and paths.
+// 0600, as the traces are made: the report holds their stacks and paths.
 void write_file(const std::string& path, const std::string& text) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int error = fd < 0 ? errno : 0;
-    for (size_t written = 0; error == 0 && written < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-        if (n > 0)
-            written += static_cast<size_t>(n);
-        else if (n == 0 || errno != EINTR)
-            error = n == 0 ? EIO : errno;
-    }
-    if (fd >= 0)
-        ::close(fd);
-    if (error != 0)
-        throw LauncherError(fmt::format("{}: cannot write the report: {}", path, std::strerror(error)));
+    if (const int failure = write_regular_file(path.c_str(), text.data(), text.size(), 0600); failure != 0)
+        throw LauncherError(
+            fmt::format("{}: cannot write the report: {}", path, write_failure_text(failure)));
 }
 
 // The command's children may outlive it for a moment (multiprocessing's resource tracker reads its

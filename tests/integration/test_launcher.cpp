@@ -206,7 +206,7 @@ TEST_CASE("a command that cannot be run gets a shell's status and one line") {
     CHECK(run_directories(dir.path()).empty());
 }
 
-TEST_CASE("-o DIR receives the traces and the report") {
+TEST_CASE("run -o DIR receives the traces and the report") {
     TempDir dir;
     const std::string directory = dir.path() + "/runs/first";
     TracedRun run =

@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpuleak/trace_format.h"
 #include "traced_run.h"
@@ -337,4 +340,46 @@ TEST_CASE("usage errors exit with the documented status and a message and no rep
         CHECK(run.out.empty());
         CHECK(!run.err.empty());
     }
+}
+
+// What another user may plant at the -o path in a shared directory: the report goes nowhere but a
+// regular file, made readable by its owner only, and never waits on a FIFO.
+TEST_CASE("a report written with -o goes only into a regular file, made 0600, never through a link or into a "
+          "FIFO") {
+    TempDir dir;
+    const std::string trace = dir.path() + "/valid.trace";
+    write_bytes(trace, make_trace(dir));
+
+    const std::string fresh = dir.path() + "/report.txt";
+    TracedRun run = run_report(dir, {"--no-color", "-o", fresh, trace});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK((std::filesystem::status(fresh).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    CHECK(!read_bytes(fresh).empty());
+
+    const std::string target = dir.path() + "/victim";
+    write_bytes(target, Bytes{'k', 'e', 'p', 't'});
+    const std::string link = dir.path() + "/link.txt";
+    std::filesystem::create_symlink(target, link);
+    run = run_report(dir, {"--no-color", "-o", link, trace});
+    CHECK(status_of(run) == 2);
+    CHECK(run.err == "gpuleak-report: " + link + ": cannot write the report: a symbolic link\n");
+    CHECK(read_bytes(target) == Bytes{'k', 'e', 'p', 't'});
+
+    // No reader: the open fails at once rather than hanging the report.
+    const std::string fifo = dir.path() + "/fifo.txt";
+    REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+    run = run_report(dir, {"--no-color", "-o", fifo, trace});
+    CHECK(status_of(run) == 2);
+    CHECK(run.err.find(fifo + ": cannot write the report: ") != std::string::npos);
+    // A reader waiting: still not written into.
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(reader >= 0);
+    run = run_report(dir, {"--no-color", "-o", fifo, trace});
+    CHECK(status_of(run) == 2);
+    CHECK(run.err == "gpuleak-report: " + fifo + ": cannot write the report: not a regular file\n");
+    char byte = 0;
+    CHECK(::read(reader, &byte, 1) <= 0);
+    ::close(reader);
 }

@@ -66,6 +66,21 @@ def install(*extra):
     return gpuleak("kernel", "install", "--user", "--name", KERNEL, "--python", sys.executable, *extra)
 
 
+def test_install_never_writes_through_a_planted_link(jupyter_dirs, tmp_path):
+    # Another user of a shared prefix made kernel.json a link, dangling or to a file of the installer's.
+    spec_dir = jupyter_dirs["JUPYTER_DATA_DIR"] / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    target = tmp_path / "victim"
+    (spec_dir / "kernel.json").symlink_to(target)
+    installed = install("--replace")
+    assert installed.returncode == 125
+    assert installed.stderr.strip().endswith("kernel.json: a symbolic link")
+    assert not target.exists()
+    target.write_text("kept")
+    assert install("--replace").returncode == 125
+    assert target.read_text() == "kept"
+
+
 def test_install_list_uninstall(jupyter_dirs, tmp_path):
     installed = install()
     assert installed.returncode == 0, installed.stderr

@@ -146,7 +146,7 @@ TEST_CASE("a run directory is new, named after the command and the time, never o
     CHECK(fs::exists(second.path));
 }
 
-TEST_CASE("-o DIR is made if missing, taken if empty, refused if it holds anything") {
+TEST_CASE("run -o DIR is made if missing, taken if empty, refused if it holds anything") {
     TempDir parent;
     const RunDirectory made = make_run_directory(parent.path() + "/a/b", "ls", 0);
     CHECK(made.created);
