@@ -33,11 +33,9 @@ int write_regular_file(const char* path, const char* data, size_t size, mode_t m
         return errno;
     struct stat status {};
     int failure = 0;
-    if (::fstat(fd, &status) != 0)
-        failure = errno;
-    else if (!S_ISREG(status.st_mode))
+    if (::fstat(fd, &status) == 0 && !S_ISREG(status.st_mode))
         failure = kNotRegularFile;
-    else if (::ftruncate(fd, 0) != 0)
+    else if (!S_ISREG(status.st_mode) || ::ftruncate(fd, 0) != 0) // a failed fstat left st_mode 0
         failure = errno;
     for (size_t written = 0; failure == 0 && written < size;) {
         const ssize_t n = ::write(fd, data + written, size - written);
