@@ -8,10 +8,10 @@
 
 namespace gpuleak {
 
-size_t read_file_bytes(const char* path, char* buffer, size_t capacity) {
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+namespace {
+
+// Reads from `fd` until `capacity` or the end, then closes it.
+size_t read_and_close(int fd, char* buffer, size_t capacity) {
     size_t used = 0;
     while (used < capacity) {
         const ssize_t n = ::read(fd, buffer + used, capacity - used);
@@ -23,6 +23,25 @@ size_t read_file_bytes(const char* path, char* buffer, size_t capacity) {
     }
     ::close(fd);
     return used;
+}
+
+} // namespace
+
+size_t read_file_bytes(const char* path, char* buffer, size_t capacity) {
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? 0 : read_and_close(fd, buffer, capacity);
+}
+
+size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity) {
+    const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat status {};
+    if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+        ::close(fd);
+        return 0;
+    }
+    return read_and_close(fd, buffer, capacity);
 }
 
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {

@@ -11,6 +11,10 @@ namespace gpuleak {
 // interrupts. The bytes read: 0 also when it cannot be opened.
 size_t read_file_bytes(const char* path, char* buffer, size_t capacity);
 
+// The same for a file another user may have put in its place: only a regular file is read, never one
+// through a symbolic link at `path`, and a FIFO never blocks it. 0 for anything else.
+size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity);
+
 // What write_regular_file returns when `path` names something other than a regular file.
 inline constexpr int kNotRegularFile = -1;
 

@@ -30,6 +30,11 @@ void set_variable(std::vector<std::string>& environment, const std::string& name
     environment.push_back(prefix + value);
 }
 
+void unset_variable(std::vector<std::string>& environment, const std::string& name) {
+    const std::string prefix = name + "=";
+    std::erase_if(environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
+}
+
 std::string variable(const std::vector<std::string>& environment, const std::string& name) {
     const std::string prefix = name + "=";
     for (const std::string& entry : environment)

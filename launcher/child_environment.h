@@ -16,6 +16,7 @@ std::vector<std::string> process_environment();
 
 // Sets `name` to `value` in `environment`, where it was, or at the end.
 void set_variable(std::vector<std::string>& environment, const std::string& name, const std::string& value);
+void unset_variable(std::vector<std::string>& environment, const std::string& name);
 
 // The value of `name` in `environment`; empty when it is not there.
 std::string variable(const std::vector<std::string>& environment, const std::string& name);

@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <optional>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,15 +58,22 @@ fs::path make_kernel_directory(const std::string& key) {
 }
 
 // Takes the pending summary's path out of the kernel directory: it is shown once, by the next kernel.
+// The summary the last kernel's launcher left for this one: a regular file in one of this kernel
+// directory's runs, as that launcher wrote it; anything else there (a link, a FIFO, a path elsewhere)
+// was not, and is not shown.
 std::string take_pending_summary(const fs::path& kernel_directory) {
     const fs::path pending = kernel_directory / kPendingFile;
-    std::ifstream in(pending);
-    std::string summary;
-    std::getline(in, summary);
-    in.close();
+    char text[4096];
+    const size_t size = read_regular_file_bytes(pending.c_str(), text, sizeof text);
     std::error_code error;
     fs::remove(pending, error);
-    return !summary.empty() && fs::is_regular_file(summary, error) ? summary : std::string();
+    const std::string_view content(text, size);
+    const fs::path summary(std::string(content.substr(0, content.find('\n'))));
+    const fs::path relative =
+        summary.lexically_normal().lexically_relative(kernel_directory.lexically_normal());
+    const bool inside = !relative.empty() && *relative.begin() != "..";
+    return inside && fs::is_regular_file(fs::symlink_status(summary, error)) ? summary.string()
+                                                                             : std::string();
 }
 
 // 0600, as the report is written.
@@ -141,7 +148,11 @@ int run_kernel(const RunRequest& request) {
         std::vector<std::string> environment =
             child_environment(process_environment(), library, output_pattern(directory.path), request);
         set_variable(environment, "PYTHONPATH", python_path(package, variable(environment, "PYTHONPATH")));
-        if (!previous.empty())
+        // Named by this launcher or by none: a value inherited from elsewhere would have the kernel
+        // show whatever file it names.
+        if (previous.empty())
+            unset_variable(environment, kPreviousDeathVariable);
+        else
             set_variable(environment, kPreviousDeathVariable, previous);
         end.oom_kills_before = cgroup_oom_kills();
         end.pid = start_command(request.command, environment, supervision, true);

@@ -18,6 +18,7 @@ them. When the kernel before this one died, ``gpuleak kernel run`` names its sum
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from . import _magic, _native
@@ -29,16 +30,43 @@ def cell_name(number: int) -> str:
     return "cell [%d]" % number
 
 
+# What gpuleak kernel run keeps its kernels' runs under (launcher/kernel_session.cpp).
+def kernels_state_directory() -> str:
+    home = os.environ.get("HOME") or "/"
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    return os.path.join(state, "gpuleak", "kernels")
+
+
+MAX_SUMMARY_BYTES = 1 << 20
+
+
+def read_summary(path: str) -> str:
+    """The summary at `path` if it is what gpuleak kernel run writes: a regular file under its state
+    directory, opened without following a link there and without waiting on a FIFO; else ""."""
+    root = os.path.abspath(kernels_state_directory())
+    target = os.path.abspath(path)
+    if target == root or os.path.commonpath([root, target]) != root:
+        return ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, MAX_SUMMARY_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def previous_death_banner() -> str:
     """The banner for the previous kernel's death, or "" when there is none to show."""
     path = os.environ.get(PREVIOUS_DEATH_VARIABLE)
     if not path:
         return ""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as summary:
-            text = summary.read().strip()
-    except OSError:
-        return ""
+    text = read_summary(path).strip()
     if not text:
         return ""
     lines = ["gpuleak: the previous kernel of this notebook died."]

@@ -209,11 +209,19 @@ def report_json(trace):
     return json.loads(completed.stdout)
 
 
-def test_cells_named_death_reported_and_shown_once(jupyter_dirs):
+def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monkeypatch):
     assert install().returncode == 0
+    # A value the kernel's launcher inherits is not its own: the first kernel has no death to show, even
+    # where the value names a file in gpuleak's state directory, which the extension would show.
+    secret = jupyter_dirs["XDG_STATE_HOME"] / "gpuleak" / "kernels" / ".inherited-death.txt"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("not for the notebook\n")
+    monkeypatch.setenv("GPULEAK_PREVIOUS_KERNEL_DEATH", str(secret))
     kernel = Kernel()
     try:
-        pid = int(kernel.run(DEFINE_ALLOCATE).strip())  # cell [1]
+        first_output = kernel.run(DEFINE_ALLOCATE)  # cell [1]
+        assert "not for the notebook" not in first_output and "previous kernel" not in first_output
+        pid = int(first_output.strip())
         assert kernel.run(LEAKING_CELL) == ""  # cell [2]
         live = kernel.run("%gpuleak")  # cell [3]
         assert "reserved 3.0 MiB now" in live, live

@@ -416,3 +416,31 @@ def test_preloaded_child_records_even_when_ld_preload_was_dropped(preloaded):
 def test_preloaded_report_is_found_beside_the_library(preloaded):
     out, _ = preloaded
     assert out["report_beside_library"] == os.path.normpath(build_file("GPULEAK_TEST_REPORT"))
+
+
+def test_the_previous_kernels_death_is_read_only_from_gpuleaks_own_state_directory(tmp_path, monkeypatch):
+    from gpuleak import _notebook
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    runs = tmp_path / "state" / "gpuleak" / "kernels" / "kernel-1" / "run"
+    runs.mkdir(parents=True)
+    summary = runs / "kernel-death.txt"
+    summary.write_text("the kernel was killed by SIGKILL\n")
+    monkeypatch.setenv(_notebook.PREVIOUS_DEATH_VARIABLE, str(summary))
+    assert "the kernel was killed by SIGKILL" in _notebook.previous_death_banner()
+    # A file elsewhere, named by whoever set the variable, is never shown.
+    elsewhere = tmp_path / "secret"
+    elsewhere.write_text("not for the notebook\n")
+    monkeypatch.setenv(_notebook.PREVIOUS_DEATH_VARIABLE, str(elsewhere))
+    assert _notebook.previous_death_banner() == ""
+    monkeypatch.setenv(_notebook.PREVIOUS_DEATH_VARIABLE, str(runs / ".." / ".." / ".." / ".." / ".." / "secret"))
+    assert _notebook.previous_death_banner() == ""
+    # Nor what a link or a FIFO in the state directory leads to; a FIFO does not block the kernel's start.
+    link = runs / "link.txt"
+    link.symlink_to(elsewhere)
+    monkeypatch.setenv(_notebook.PREVIOUS_DEATH_VARIABLE, str(link))
+    assert _notebook.previous_death_banner() == ""
+    fifo = runs / "fifo.txt"
+    os.mkfifo(fifo)
+    monkeypatch.setenv(_notebook.PREVIOUS_DEATH_VARIABLE, str(fifo))
+    assert _notebook.previous_death_banner() == ""

@@ -3,14 +3,18 @@
 // OOM evidence and the words of the summary.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <csignal>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "child_environment.h"
 #include "command_line.h"
+#include "file_bytes.h"
 #include "launcher_error.h"
 #include "oom_evidence.h"
 #include "preload_library.h"
@@ -228,4 +232,32 @@ TEST_CASE("the summary says how the command ended, a SIGKILL weighed as an OOM k
     CHECK(join(ending_lines(end)) ==
           "python exited with status 1 after 2.5 s\n"
           "the OOM killer killed 2 processes in this memory cgroup during the run\n");
+}
+
+TEST_CASE("what another user may plant in place of a file is neither read nor written") {
+    TempDir dir;
+    const std::string regular = dir.path() + "/regular";
+    REQUIRE(gpuleak::write_regular_file(regular.c_str(), "text", 4, 0600) == 0);
+    char buffer[16] = {};
+    CHECK(gpuleak::read_regular_file_bytes(regular.c_str(), buffer, sizeof buffer) == 4);
+    // Rewritten whole, not overlaid.
+    REQUIRE(gpuleak::write_regular_file(regular.c_str(), "ab", 2, 0600) == 0);
+    CHECK(gpuleak::read_regular_file_bytes(regular.c_str(), buffer, sizeof buffer) == 2);
+
+    const std::string link = dir.path() + "/link";
+    std::filesystem::create_symlink(regular, link);
+    CHECK(gpuleak::write_regular_file(link.c_str(), "x", 1, 0600) == ELOOP);
+    CHECK(std::string(gpuleak::write_failure_text(ELOOP)) == "a symbolic link");
+    CHECK(gpuleak::read_regular_file_bytes(link.c_str(), buffer, sizeof buffer) == 0);
+
+    // Neither blocks on a FIFO, with or without a reader or a writer at its other end.
+    const std::string fifo = dir.path() + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK(gpuleak::write_regular_file(fifo.c_str(), "x", 1, 0600) == ENXIO);
+    CHECK(gpuleak::read_regular_file_bytes(fifo.c_str(), buffer, sizeof buffer) == 0);
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(reader >= 0);
+    CHECK(gpuleak::write_regular_file(fifo.c_str(), "x", 1, 0600) == gpuleak::kNotRegularFile);
+    CHECK(std::string(gpuleak::write_failure_text(gpuleak::kNotRegularFile)) == "not a regular file");
+    ::close(reader);
 }
