@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "file_bytes.h"
@@ -38,6 +40,7 @@ int run(int argc, char** argv) {
     bool no_color = false;
     bool use_debuginfod = false;
     bool no_symbol_cache = false;
+    bool any_owner = false;
     SymbolizeOptions symbolize;
     app.add_option("traces", inputs,
                    "trace files, or directories of trace files (children are found beside "
@@ -66,6 +69,8 @@ int run(int argc, char** argv) {
     app.add_flag("--no-symbol-cache", no_symbol_cache,
                  "neither use nor keep the frames of earlier reports (kept in $GPULEAK_CACHE_DIR, else "
                  "$XDG_CACHE_HOME/gpuleak/symbols or ~/.cache/gpuleak/symbols)");
+    app.add_flag("--any-owner", any_owner,
+                 "also read the traces of other users found in a directory or beside a trace named");
     CLI11_PARSE(app, argc, argv);
 
     // Debian sets DEBUGINFOD_URLS in login shells: without this a report would quietly go to the network.
@@ -85,7 +90,14 @@ int run(int argc, char** argv) {
         symbolize.read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
         if (!no_symbol_cache)
             symbolize.cache_directory = default_symbol_cache_directory();
-        std::vector<std::string> paths = collect_traces(inputs);
+        CollectedTraces collected = collect_traces(inputs, any_owner);
+        if (!collected.foreign.empty())
+            std::fprintf(stderr,
+                         "gpuleak-report: warning: left out %zu trace%s of another user (--any-owner reads "
+                         "them): %s\n",
+                         collected.foreign.size(), collected.foreign.size() == 1 ? "" : "s",
+                         fmt::format("{}", fmt::join(collected.foreign, ", ")).c_str());
+        std::vector<std::string> paths = std::move(collected.paths);
         // A snapshot is PyTorch's view of one process: the first trace, the one named or in a directory
         // the first to start (the parent), as a child's segments are on devices of their own context.
         if (snapshot && paths.size() > 1) {

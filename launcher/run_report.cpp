@@ -66,9 +66,14 @@ RunReport write_run_report(const std::string& directory) {
     RunReport report;
     analyzer::SymbolizeOptions symbolize;
     symbolize.cache_directory = analyzer::default_symbol_cache_directory();
-    wait_for_the_run(analyzer::collect_traces({directory}));
+    wait_for_the_run(analyzer::collect_traces({directory}).paths);
     // Anew: a process that exec'd meanwhile took its trace away, one started meanwhile made one.
-    report.processes = analyzer::build_reports(analyzer::collect_traces({directory}), symbolize);
+    const analyzer::CollectedTraces traces = analyzer::collect_traces({directory});
+    if (!traces.foreign.empty())
+        fmt::print(stderr, "gpuleak: left out {} trace{} of another user found in {}: {}\n",
+                   traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s", directory,
+                   fmt::join(traces.foreign, ", "));
+    report.processes = analyzer::build_reports(traces.paths, symbolize);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
     // Command lines and paths come from the traced programs and may not be UTF-8; JSON must be, and the
     // strict default would throw instead of writing U+FFFD for those bytes.

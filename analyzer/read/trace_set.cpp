@@ -26,6 +26,7 @@ struct Identity {
     TraceLineage lineage;
     uint64_t start_realtime_ns = 0;
     bool ended = false; // it has an end record
+    bool ours = true;   // owned by the user running the report
 };
 
 // Only the header: finding children must not decode every trace in a directory.
@@ -47,6 +48,8 @@ bool read_identity(const fs::path& path, Identity& identity) {
     identity.lineage.parent_trace = header.parent_trace;
     identity.start_realtime_ns = header.start_realtime_ns;
     identity.ended = header.end_commit == format::kEndCommit;
+    struct stat status {};
+    identity.ours = ::stat(path.c_str(), &status) == 0 && status.st_uid == ::geteuid();
     return true;
 }
 
@@ -92,12 +95,21 @@ bool is_child(const TraceLineage& child, const TraceLineage& parent) {
            child.start_monotonic_ns >= parent.start_monotonic_ns;
 }
 
-std::vector<std::string> collect_traces(const std::vector<std::string>& arguments) {
-    std::vector<std::string> result;
+CollectedTraces collect_traces(const std::vector<std::string>& arguments, bool any_owner) {
+    CollectedTraces result;
     std::set<std::string> seen;
     auto add = [&](const std::string& path) {
         if (seen.insert(path).second)
-            result.push_back(path);
+            result.paths.push_back(path);
+    };
+    // Of the traces found rather than named: whether it is taken.
+    auto taken = [&](const Identity& found) {
+        if (found.ours || any_owner)
+            return true;
+        if (std::find(result.foreign.begin(), result.foreign.end(), found.lineage.path) ==
+            result.foreign.end())
+            result.foreign.push_back(found.lineage.path);
+        return false;
     };
     for (const std::string& argument : arguments) {
         std::error_code error;
@@ -105,11 +117,19 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
         if (error || !fs::exists(status))
             throw TraceError(argument, "no such file or directory");
         if (fs::is_directory(status)) {
-            std::vector<Identity> traces = traces_in(argument);
+            const std::vector<Identity> traces = traces_in(argument);
             if (traces.empty())
                 throw TraceError(argument, "directory holds no gpuleak trace");
+            size_t taken_here = 0;
             for (const Identity& trace : traces)
-                add(trace.lineage.path);
+                if (taken(trace)) {
+                    add(trace.lineage.path);
+                    ++taken_here;
+                }
+            if (taken_here == 0)
+                throw TraceError(argument,
+                                 "directory holds no gpuleak trace of this user's (--any-owner reads "
+                                 "other users' traces)");
             continue;
         }
         // A file that is not a trace still goes on: the reader says precisely what is wrong with it.
@@ -125,7 +145,7 @@ std::vector<std::string> collect_traces(const std::vector<std::string>& argument
         for (size_t i = 0; i < parents.size(); ++i) {
             for (const Identity& candidate : siblings) {
                 if (seen.count(candidate.lineage.path) == 0 &&
-                    is_child(candidate.lineage, parents[i].lineage)) {
+                    is_child(candidate.lineage, parents[i].lineage) && taken(candidate)) {
                     add(candidate.lineage.path);
                     parents.push_back(candidate);
                 }

@@ -25,8 +25,16 @@ struct TraceLineage {
 // started after it.
 bool is_child(const TraceLineage& child, const TraceLineage& parent);
 
-// Throws TraceError (one line) when an argument names nothing readable or a directory holds no trace.
-std::vector<std::string> collect_traces(const std::vector<std::string>& arguments);
+struct CollectedTraces {
+    std::vector<std::string> paths;
+    // Traces another user owns, in a directory named or beside a trace named, left out: in a shared
+    // directory anyone can drop a trace that names another's as its parent.
+    std::vector<std::string> foreign;
+};
+
+// `any_owner`: other users' traces are taken too. A trace named itself is always taken. Throws
+// TraceError (one line) when an argument names nothing readable or a directory holds no trace to take.
+CollectedTraces collect_traces(const std::vector<std::string>& arguments, bool any_owner = false);
 
 // Whether the process writing the trace at `path`, pid `pid` on `hostname`, still runs: that pid on this
 // machine maps the file (a pid since reused does not). Empty when it cannot be told: another machine's

@@ -383,3 +383,37 @@ TEST_CASE("a report written with -o goes only into a regular file, made 0600, ne
     CHECK(::read(reader, &byte, 1) <= 0);
     ::close(reader);
 }
+
+// In a shared directory anyone may drop a trace: another user's is left out, and said so, unless asked.
+TEST_CASE("another user's trace in a directory is left out of the report unless --any-owner") {
+    TempDir dir;
+    const Bytes trace = make_trace(dir);
+    const std::string traces = dir.path() + "/traces";
+    std::filesystem::create_directory(traces);
+    write_bytes(traces + "/mine.trace", trace);
+    const std::string foreign = traces + "/planted.trace";
+    write_bytes(foreign, trace);
+    if (::chown(foreign.c_str(), 65534, 65534) != 0) {
+        WARN("chown needs root here: not tested");
+        return;
+    }
+    TracedRun run = run_report(dir, {"--format", "json", traces});
+    REQUIRE(status_of(run) == 0);
+    CHECK(json::parse(run.out)["processes"].size() == 1);
+    CHECK(run.err == "gpuleak-report: warning: left out 1 trace of another user (--any-owner reads them): " +
+                         foreign + "\n");
+    run = run_report(dir, {"--format", "json", "--any-owner", traces});
+    REQUIRE(status_of(run) == 0);
+    CHECK(json::parse(run.out)["processes"].size() == 2);
+    CHECK(run.err.empty());
+    // Named itself, it is read: the user asked for it.
+    run = run_report(dir, {"--format", "json", foreign});
+    REQUIRE(status_of(run) == 0);
+    CHECK(json::parse(run.out)["processes"].size() == 1);
+    // A directory of other users' traces only is refused, with the way to read them.
+    std::filesystem::remove(traces + "/mine.trace");
+    run = run_report(dir, {"--format", "json", traces});
+    CHECK(status_of(run) == 2);
+    check_refusal(run, traces);
+    CHECK(run.err.find("--any-owner") != std::string::npos);
+}
