@@ -22,7 +22,8 @@ constexpr int kBadInput = 2;
 
 // Whether the file exists and is a terminal (-o /dev/tty): opening it changes nothing, not even its size.
 bool names_terminal(const std::string& path) {
-    const int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    // Neither through a link nor waiting on a FIFO: write_regular_file refuses both after it.
+    const int fd = open(path.c_str(), O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return false;
     const bool terminal = isatty(fd) != 0;

@@ -52,9 +52,14 @@ int write_regular_file(const char* path, const char* data, size_t size, mode_t m
         return errno;
     struct stat status {};
     int failure = 0;
-    if (::fstat(fd, &status) == 0 && !S_ISREG(status.st_mode))
+    if (::fstat(fd, &status) != 0)
+        failure = errno;
+    else if (!S_ISREG(status.st_mode))
         failure = kNotRegularFile;
-    else if (!S_ISREG(status.st_mode) || ::ftruncate(fd, 0) != 0) // a failed fstat left st_mode 0
+    // Another user's file, made there to be written into (a shared directory): theirs to read after.
+    else if (status.st_uid != ::geteuid())
+        failure = kOtherUsersFile;
+    else if (::fchmod(fd, mode) != 0 || ::ftruncate(fd, 0) != 0)
         failure = errno;
     for (size_t written = 0; failure == 0 && written < size;) {
         const ssize_t n = ::write(fd, data + written, size - written);
@@ -71,6 +76,8 @@ int write_regular_file(const char* path, const char* data, size_t size, mode_t m
 const char* write_failure_text(int failure) {
     if (failure == kNotRegularFile)
         return "not a regular file";
+    if (failure == kOtherUsersFile)
+        return "owned by another user";
     // O_NOFOLLOW's refusal of a symbolic link.
     if (failure == ELOOP)
         return "a symbolic link";

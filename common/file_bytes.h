@@ -15,13 +15,15 @@ size_t read_file_bytes(const char* path, char* buffer, size_t capacity);
 // through a symbolic link at `path`, and a FIFO never blocks it. 0 for anything else.
 size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity);
 
-// What write_regular_file returns when `path` names something other than a regular file.
+// What write_regular_file returns when `path` names something other than a regular file, or one that
+// another user owns.
 inline constexpr int kNotRegularFile = -1;
+inline constexpr int kOtherUsersFile = -2;
 
-// Writes the `size` bytes at `data` as the whole content of the regular file at `path`, made with `mode`
-// where it does not exist. Never through a symbolic link at `path`, never into a FIFO or a device, and
-// never blocking on one: what another user planted there is refused, not used. 0, kNotRegularFile, or
-// the errno of the call that failed.
+// Writes the `size` bytes at `data` as the whole content of the regular file at `path`, which gets
+// `mode` whether it existed or not. Never through a symbolic link at `path`, never into a FIFO, a device
+// or another user's file, and never blocking on one: what another user planted there is refused, not
+// used. 0, kNotRegularFile, kOtherUsersFile, or the errno of the call that failed.
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode);
 
 // A few words for what write_regular_file returned: "not a regular file", strerror's.

@@ -114,7 +114,10 @@ void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
 
 std::string kernels_state_directory() {
     const std::string home = environment_or("HOME", "/");
-    const fs::path state = environment_or("XDG_STATE_HOME", (fs::path(home) / ".local" / "state").string());
+    fs::path state = environment_or("XDG_STATE_HOME", "");
+    // The XDG base directory specification: a relative path is to be ignored.
+    if (!state.is_absolute())
+        state = fs::path(home) / ".local" / "state";
     return (state / "gpuleak" / "kernels").string();
 }
 

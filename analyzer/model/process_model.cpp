@@ -695,6 +695,8 @@ std::string cuda_error_meaning(int32_t error) {
         return "invalid or destroyed context";
     case 401:
         return "illegal state";
+    case 700:
+        return "illegal memory access: a kernel faulted earlier, and the context is unusable";
     case 800:
         return "not permitted";
     case 801:

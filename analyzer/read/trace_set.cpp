@@ -55,8 +55,14 @@ bool read_identity(const fs::path& path, Identity& identity) {
 
 // Where stat and the maps disagree on the device (overlayfs names the file beneath, btrfs a subvolume's
 // device), the file's name, which holds its writer's pid, tells it.
-bool maps_file(int32_t pid, const fs::path& path, dev_t device, ino_t inode) {
-    std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+// Empty when the maps cannot be read although the process may be there (another user's, one that is not
+// dumpable): whether it runs cannot be told.
+std::optional<bool> maps_file(int32_t pid, const fs::path& path, dev_t device, ino_t inode) {
+    const std::string maps_path = fmt::format("/proc/{}/maps", pid);
+    std::ifstream maps(maps_path);
+    if (!maps.is_open())
+        return ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0 ? std::nullopt
+                                                                         : std::optional<bool>(false);
     const std::string name = "/" + path.filename().string();
     std::string line;
     while (std::getline(maps, line)) {
@@ -78,7 +84,9 @@ std::vector<Identity> traces_in(const fs::path& directory) {
     std::error_code error;
     for (const auto& entry : fs::directory_iterator(directory, error)) {
         Identity identity;
-        if (entry.is_regular_file(error) && read_identity(entry.path(), identity))
+        // Not a link: in a shared directory one could be pointed at a trace of the user's own while its
+        // owner is checked, and at a forged one when it is read.
+        if (!entry.is_symlink(error) && entry.is_regular_file(error) && read_identity(entry.path(), identity))
             found.push_back(identity);
     }
     std::sort(found.begin(), found.end(),
@@ -152,6 +160,8 @@ CollectedTraces collect_traces(const std::vector<std::string>& arguments, bool a
             }
         }
     }
+    // A trace named is read, wherever else it was found.
+    std::erase_if(result.foreign, [&](const std::string& path) { return seen.count(path) != 0; });
     return result;
 }
 

@@ -211,7 +211,7 @@ std::vector<const HostPoint*> timeline_rows(const std::vector<HostPoint>& points
         // The last sample at or before the mark.
         while (std::next(next) != points.end() && std::next(next)->time_ns <= mark)
             ++next;
-        if (!shown.empty() && shown.back() < &*peak && &*peak < &*next)
+        if ((shown.empty() || shown.back() < &*peak) && &*peak < &*next)
             shown.push_back(&*peak);
         if (shown.empty() || shown.back() != &*next)
             shown.push_back(&*next);

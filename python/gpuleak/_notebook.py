@@ -33,7 +33,10 @@ def cell_name(number: int) -> str:
 # What gpuleak kernel run keeps its kernels' runs under (launcher/kernel_session.cpp).
 def kernels_state_directory() -> str:
     home = os.environ.get("HOME") or "/"
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    state = os.environ.get("XDG_STATE_HOME", "")
+    # The XDG base directory specification: a relative path is to be ignored.
+    if not os.path.isabs(state):
+        state = os.path.join(home, ".local", "state")
     return os.path.join(state, "gpuleak", "kernels")
 
 

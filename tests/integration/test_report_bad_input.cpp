@@ -406,10 +406,20 @@ TEST_CASE("another user's trace in a directory is left out of the report unless 
     REQUIRE(status_of(run) == 0);
     CHECK(json::parse(run.out)["processes"].size() == 2);
     CHECK(run.err.empty());
-    // Named itself, it is read: the user asked for it.
+    // Named itself, it is read: the user asked for it, also with its directory.
     run = run_report(dir, {"--format", "json", foreign});
     REQUIRE(status_of(run) == 0);
     CHECK(json::parse(run.out)["processes"].size() == 1);
+    run = run_report(dir, {"--format", "json", traces, foreign});
+    REQUIRE(status_of(run) == 0);
+    CHECK(json::parse(run.out)["processes"].size() == 2);
+    CHECK(run.err.empty());
+    // A link among the traces is not followed: it could be swapped between the check and the read.
+    std::filesystem::create_symlink(traces + "/mine.trace", traces + "/link.trace");
+    run = run_report(dir, {"--format", "json", traces});
+    REQUIRE(status_of(run) == 0);
+    CHECK(json::parse(run.out)["processes"].size() == 1);
+    std::filesystem::remove(traces + "/link.trace");
     // A directory of other users' traces only is refused, with the way to read them.
     std::filesystem::remove(traces + "/mine.trace");
     run = run_report(dir, {"--format", "json", traces});

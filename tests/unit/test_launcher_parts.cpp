@@ -260,4 +260,15 @@ TEST_CASE("what another user may plant in place of a file is neither read nor wr
     CHECK(gpuleak::write_regular_file(fifo.c_str(), "x", 1, 0600) == gpuleak::kNotRegularFile);
     CHECK(std::string(gpuleak::write_failure_text(gpuleak::kNotRegularFile)) == "not a regular file");
     ::close(reader);
+
+    // An existing file of the user's own gets the mode asked for; another user's is not written into.
+    ::chmod(regular.c_str(), 0644);
+    REQUIRE(gpuleak::write_regular_file(regular.c_str(), "ab", 2, 0600) == 0);
+    CHECK((std::filesystem::status(regular).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    if (::chown(regular.c_str(), 65534, 65534) == 0) {
+        CHECK(gpuleak::write_regular_file(regular.c_str(), "planted", 7, 0600) == gpuleak::kOtherUsersFile);
+        CHECK(std::string(gpuleak::write_failure_text(gpuleak::kOtherUsersFile)) == "owned by another user");
+        CHECK(std::filesystem::file_size(regular) == 2);
+    }
 }
