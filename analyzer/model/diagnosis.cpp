@@ -313,17 +313,15 @@ std::pair<size_t, uint64_t> largest_at(const std::vector<const ProcessModel*>& m
     return largest;
 }
 
-void note_pressure(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
-    const std::optional<RunMemoryFacts> peak = run_memory_peak(models);
-    if (!peak || static_cast<double>(peak->used) < kMinPressureShare * static_cast<double>(peak->limit))
-        return;
-    diagnoses[peak->largest]->pressure =
-        MemoryPressureFacts{peak->largest_time_ns, peak->cgroup, peak->used, peak->limit, peak->largest_rss};
-}
+// The run's memory at its fullest, with its largest process's index among the models and the moment,
+// since that process's start.
+struct Fullest {
+    RunMemoryFacts facts;
+    size_t largest = 0;
+    uint64_t largest_time_ns = 0;
+};
 
-} // namespace
-
-std::optional<RunMemoryFacts> run_memory_peak(const std::vector<const ProcessModel*>& models) {
+std::optional<Fullest> run_memory_peak(const std::vector<const ProcessModel*>& models) {
     double worst = -1;
     RunMemoryFacts facts;
     uint64_t moment = 0;
@@ -361,11 +359,26 @@ std::optional<RunMemoryFacts> run_memory_peak(const std::vector<const ProcessMod
         if (model->header.hostname == *host)
             run_start = std::min(run_start, model->header.start_monotonic_ns);
     facts.run_time_ns = moment - run_start;
-    facts.largest = largest;
+    facts.largest_pid = models[largest]->header.pid;
+    facts.largest_role = models[largest]->role;
     facts.largest_rss = rss;
-    facts.largest_time_ns = moment - models[largest]->header.start_monotonic_ns;
-    return facts;
+    return Fullest{facts, largest, moment - models[largest]->header.start_monotonic_ns};
 }
+
+void note_run_memory(const std::vector<const ProcessModel*>& models,
+                     const std::vector<Diagnosis*>& diagnoses) {
+    const std::optional<Fullest> peak = run_memory_peak(models);
+    if (!peak)
+        return;
+    for (Diagnosis* diagnosis : diagnoses)
+        diagnosis->run_memory = peak->facts;
+    const RunMemoryFacts& facts = peak->facts;
+    if (static_cast<double>(facts.used) >= kMinPressureShare * static_cast<double>(facts.limit))
+        diagnoses[peak->largest]->pressure = MemoryPressureFacts{peak->largest_time_ns, facts.cgroup,
+                                                                 facts.used, facts.limit, facts.largest_rss};
+}
+
+} // namespace
 
 void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
     for (size_t i = 0; i < models.size(); ++i) {
@@ -383,7 +396,7 @@ void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vec
         }
         diagnoses[i]->killed = killed;
     }
-    note_pressure(models, diagnoses);
+    note_run_memory(models, diagnoses);
 }
 
 } // namespace gpuleak::analyzer

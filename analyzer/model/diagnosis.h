@@ -90,6 +90,20 @@ struct MemoryPressureFacts {
     uint64_t rss = 0; // this process's then
 };
 
+// The run's memory at its fullest: of every process's samples, the one where the memory cgroup's usage
+// stood highest against its limit (where no limit was read, the machine's memory in use against its
+// total, which counts every process of the machine), and the process of the run with the most resident
+// memory at that moment.
+struct RunMemoryFacts {
+    bool cgroup = false; // the cgroup's limit; false: the machine's memory
+    uint64_t used = 0;
+    uint64_t limit = 0;
+    uint64_t run_time_ns = 0; // since the first process of the run on that machine started
+    int32_t largest_pid = 0;
+    ProcessRole largest_role;
+    uint64_t largest_rss = 0;
+};
+
 struct Diagnosis {
     DiagnosisKind kind = DiagnosisKind::Stable;
     // Over all devices.
@@ -103,6 +117,9 @@ struct Diagnosis {
     std::optional<HostRamFacts> host_ram;
     std::optional<KilledFacts> killed;           // diagnose_run
     std::optional<MemoryPressureFacts> pressure; // diagnose_run
+    // diagnose_run: the run's, the same in each of its processes' diagnoses; empty when no process read
+    // its cgroup's limit or the machine's available memory.
+    std::optional<RunMemoryFacts> run_memory;
     // Cached bytes worth a mention in a verdict that is not about them.
     uint64_t cached_at_end = 0;
     // The out-of-memory failure with the largest request: an index into model.failures.
@@ -111,25 +128,9 @@ struct Diagnosis {
 
 Diagnosis diagnose(const ProcessModel& model);
 
-// The run's memory at its fullest: of every process's samples, the one where the memory cgroup's usage
-// stood highest against its limit (where no limit was read, the machine's memory in use against its
-// total, which counts every process of the machine), and the process of the run with the most resident
-// memory at that moment.
-struct RunMemoryFacts {
-    bool cgroup = false; // the cgroup's limit; false: the machine's memory
-    uint64_t used = 0;
-    uint64_t limit = 0;
-    uint64_t run_time_ns = 0; // since the first process of the run on that machine started
-    size_t largest = 0;       // its index among the models
-    uint64_t largest_rss = 0;
-    uint64_t largest_time_ns = 0; // the moment, since the largest process's start
-};
-
-// Empty when no process read its cgroup's limit or the machine's available memory.
-std::optional<RunMemoryFacts> run_memory_peak(const std::vector<const ProcessModel*>& models);
-
 // What needs the run's other processes: for a process killed, which held the most memory then; for the
-// run, whether it came near its memory limit (at least 90 % of it). `diagnoses[i]` is models[i]'s.
+// run, its memory at its fullest and whether it came near its limit (at least 90 % of it).
+// `diagnoses[i]` is models[i]'s.
 void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses);
 
 // "1.5 GiB", "512 B": the sizes the report prints.

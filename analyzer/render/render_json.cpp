@@ -95,11 +95,10 @@ json host_json(const ProcessModel& model) {
 }
 
 json role_json(const ProcessRole& role) {
+    const char* start_method = start_method_name(role.start_method);
     return {{"kind", role_kind_name(role.kind)},
             {"worker_id", role.worker_id ? json(*role.worker_id) : json()},
-            {"start_method", start_method_name(role.start_method) != nullptr
-                                 ? json(start_method_name(role.start_method))
-                                 : json()},
+            {"start_method", start_method == nullptr ? json() : json(start_method)},
             {"rank", role.rank >= 0 ? json(role.rank) : json()},
             {"world_size", role.world_size >= 0 ? json(role.world_size) : json()},
             {"text", role_text(role)}};
@@ -283,20 +282,18 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
 
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json processes = json::array();
-    std::vector<const ProcessModel*> models;
-    models.reserve(reports.size());
-    for (ProcessReport& report : reports) {
+    for (ProcessReport& report : reports)
         processes.push_back(process_json(report, options));
-        models.push_back(&report.model);
-    }
     json memory_peak;
-    if (const std::optional<RunMemoryFacts> peak = run_memory_peak(models))
-        memory_peak = {{"t_s", seconds_of(peak->run_time_ns)},
-                       {"cgroup", peak->cgroup},
-                       {"used_bytes", peak->used},
-                       {"limit_bytes", peak->limit},
-                       {"largest_pid", models[peak->largest]->header.pid},
-                       {"largest_rss_bytes", peak->largest_rss}};
+    if (!reports.empty() && reports.front().diagnosis.run_memory) {
+        const RunMemoryFacts& peak = *reports.front().diagnosis.run_memory;
+        memory_peak = {{"t_s", seconds_of(peak.run_time_ns)},
+                       {"cgroup", peak.cgroup},
+                       {"used_bytes", peak.used},
+                       {"limit_bytes", peak.limit},
+                       {"largest_pid", peak.largest_pid},
+                       {"largest_rss_bytes", peak.largest_rss}};
+    }
     return {{"schema", "gpuleak-report/1"},
             {"run", {{"memory_peak", std::move(memory_peak)}}},
             {"processes", std::move(processes)}};

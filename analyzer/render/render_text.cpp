@@ -433,17 +433,12 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
             report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-",
             role.empty() ? command(model) : role);
     }
-    std::vector<const ProcessModel*> models;
-    models.reserve(reports.size());
-    for (const ProcessReport& report : reports)
-        models.push_back(&report.model);
-    if (const std::optional<RunMemoryFacts> peak = run_memory_peak(models)) {
-        const ProcessModel& largest = *models[peak->largest];
-        const std::string role = role_text(largest.role);
+    if (const std::optional<RunMemoryFacts>& peak = reports.front().diagnosis.run_memory) {
+        const std::string role = role_text(peak->largest_role);
         out += wrapped(
             fmt::format("Run memory at its fullest, {:.1f} s into the run: {}. The process with the most "
                         "resident memory then was pid {}{}, with {}.",
-                        seconds_of(peak->run_time_ns), run_memory_held(*peak), largest.header.pid,
+                        seconds_of(peak->run_time_ns), run_memory_held(*peak), peak->largest_pid,
                         role.empty() ? std::string() : ", " + role, bytes(peak->largest_rss)),
             "");
     }
