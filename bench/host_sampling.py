@@ -1,10 +1,13 @@
 """What sampling host memory costs a process: run under libgpuleak.so (bench/host_sampling.sh), it holds
 MIB MiB of its own, optionally forks a child that shares them or leaves HOLES blocks freed in malloc's
 heap (each between two kept ones, so that none merge), idles SECONDS seconds while gpuleak's sampler
-runs, and prints the sampler thread's CPU time as a share of one core over that time.
+runs, and prints the sampler thread's CPU time as a share of one core over that time. `spawned` starts a
+child with multiprocessing's spawn and measures in it while it imports this program, as spawn does
+before the child's target runs: its sampler looks for the target at every sample meanwhile.
 
-Usage: host_sampling.py MIB SECONDS alone|fork|holes [HOLES]"""
+Usage: host_sampling.py MIB SECONDS alone|fork|holes|spawned [HOLES]"""
 
+import multiprocessing
 import os
 import sys
 import time
@@ -38,6 +41,11 @@ def main():
         del blocks[1::2]
         print(f"process with {holes} blocks free in its heap: sampler {100 * measure(seconds):.3f}% of a core")
         return
+    if mode == "spawned":
+        child = multiprocessing.get_context("spawn").Process(target=print)
+        child.start()
+        child.join()
+        return
     if mode != "fork":
         print(f"process holding {mib} MiB: sampler {100 * measure(seconds):.3f}% of a core")
         return
@@ -48,4 +56,8 @@ def main():
     os.waitpid(child, 0)
 
 
-main()
+if __name__ == "__main__":
+    main()
+elif __name__ == "__mp_main__":
+    # A spawned child imports the program as __mp_main__, with its parent's arguments.
+    print(f"spawned child before its target: sampler {100 * measure(float(sys.argv[2])):.3f}% of a core", flush=True)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What sampling host memory costs each process (the budget: 1 % of one core at the default
 # interval): the gpuleak sampler thread's CPU time in a Python process holding 0, 256 MiB, 1 GiB and
-# 4 GiB, in a forked child sharing 1 GiB with its parent, and in one whose heap holds 260,000 free
-# blocks (malloc's free lists, which counting its free memory walks). Figures in bench/README.md. A
+# 4 GiB, in a forked child sharing 1 GiB with its parent, in one whose heap holds 260,000 free
+# blocks (malloc's free lists, which counting its free memory walks), and in a spawned child before its
+# target runs (the sampler looks for the target at every sample). Figures in bench/README.md. A
 # benchmark, not a test: it checks nothing about them.
 #
 # Usage: bench/host_sampling.sh
@@ -29,3 +30,4 @@ for mib in 0 256 1024 4096; do
 done
 run 1024 "$seconds" fork
 run 0 "$seconds" holes 260000
+run 0 "$seconds" spawned

@@ -117,7 +117,92 @@ bool read_identity(const PythonRuntime& python, uintptr_t code, PythonCodeIdenti
     return true;
 }
 
+// Where describe_other_threads_code reads: an object of up to this many bytes, copied through the kernel
+// into one of ours, which the readers above then read as they read any object.
+constexpr size_t kCopiedObjectBytes = 4096;
+
+struct alignas(8) CopiedObject {
+    unsigned char bytes[kCopiedObjectBytes];
+    [[nodiscard]] uintptr_t address() const { return reinterpret_cast<uintptr_t>(bytes); }
+};
+
+// Copies the str object at `text` as copy_text does, reading it through copy_checked: its first
+// `out.size()` code points, or fewer where more would not fit the copy.
+bool copy_text_checked(const PythonRuntime& python, uintptr_t text, std::span<char> out, uint32_t& size,
+                       bool& truncated) {
+    const PythonLayout& layout = python.layout;
+    CopiedObject copy;
+    if (text == 0 || layout.unicode_compact_data > kCopiedObjectBytes ||
+        !copy_checked(copy.bytes, text, layout.unicode_ascii_data))
+        return false;
+    const auto state = read_at<uint32_t>(copy.address() + layout.unicode_state);
+    const unsigned kind = state >> layout.unicode_kind_shift & 7;
+    const bool ascii = (state >> layout.unicode_ascii_shift & 1) != 0;
+    const uint32_t data = ascii ? layout.unicode_ascii_data : layout.unicode_compact_data;
+    if (!ascii && !copy_checked(copy.bytes + layout.unicode_ascii_data, text + layout.unicode_ascii_data,
+                                layout.unicode_compact_data - layout.unicode_ascii_data))
+        return false;
+    const auto length = read_at<int64_t>(copy.address() + layout.unicode_length);
+    if (length < 0 || (kind != 1 && kind != 2 && kind != 4))
+        return false;
+    const size_t fits = std::min((kCopiedObjectBytes - data) / kind, out.size());
+    const size_t copied = std::min(static_cast<size_t>(length), fits);
+    if (!copy_checked(copy.bytes + data, text + data, copied * kind))
+        return false;
+    truncated |= copied < static_cast<size_t>(length);
+    const auto copied_length = static_cast<int64_t>(copied);
+    std::memcpy(copy.bytes + layout.unicode_length, &copied_length, sizeof copied_length);
+    return copy_text(python, copy.address(), out, size, truncated);
+}
+
+// The bytes of a code object up to the last of its fields that the readers read.
+uint32_t code_fields_end(const PythonLayout& layout) {
+    return std::max({layout.code_filename, layout.code_qualname, layout.code_line_table,
+                     layout.code_first_line, layout.code_local_names, layout.object_type}) +
+           uint32_t{sizeof(uint64_t)};
+}
+
 } // namespace
+
+bool read_other_threads_code_identity(uint64_t code_object, PythonCodeIdentity& identity,
+                                      uint64_t* local_names) {
+    const PythonRuntime* python = python_runtime(true);
+    if (python == nullptr)
+        return false;
+    const PythonLayout& layout = python->layout;
+    const uint32_t fields_end = code_fields_end(layout);
+    CopiedObject copy;
+    if (code_object == 0 || fields_end > kCopiedObjectBytes ||
+        !copy_checked(copy.bytes, code_object, fields_end) ||
+        !has_type(*python, copy.address(), python->code_type))
+        return false;
+    identity = read_fields(layout, copy.address());
+    if (local_names != nullptr)
+        *local_names = read_at<uintptr_t>(copy.address() + layout.code_local_names);
+    return true;
+}
+
+bool describe_other_threads_code(uint64_t code_object, std::span<char> filename, std::span<char> qualname,
+                                 PythonCodeDescription& description, uint64_t* local_names) {
+    const PythonRuntime* python = python_runtime(true);
+    description = PythonCodeDescription{};
+    return python != nullptr &&
+           read_other_threads_code_identity(code_object, description.identity, local_names) &&
+           copy_text_checked(*python, description.identity.filename, filename, description.filename_size,
+                             description.truncated) &&
+           copy_text_checked(*python, description.identity.qualname, qualname, description.qualname_size,
+                             description.truncated);
+}
+
+bool other_threads_text_equals(uint64_t text, std::string_view expected) {
+    const PythonRuntime* python = python_runtime(true);
+    char copied[64];
+    uint32_t size = 0;
+    bool truncated = false;
+    return python != nullptr && expected.size() < sizeof copied &&
+           copy_text_checked(*python, text, copied, size, truncated) && !truncated &&
+           std::string_view(copied, size) == expected;
+}
 
 bool read_python_code_identity(uint64_t code_object, PythonCodeIdentity& identity) {
     const PythonRuntime* python = python_runtime();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace gpuleak {
 
@@ -51,5 +52,22 @@ struct PythonCodeDescription {
 // Python frames cannot be read in this process.
 bool describe_python_code(uint64_t code_object, const PythonCodeBuffers& buffers,
                           PythonCodeDescription& description);
+
+// read_python_code_identity for a code object on another thread's stack, read as
+// describe_other_threads_code reads; `local_names` as there.
+bool read_other_threads_code_identity(uint64_t code_object, PythonCodeIdentity& identity,
+                                      uint64_t* local_names = nullptr);
+
+// The file name and qualified name of a code object on another thread's stack: that thread runs on
+// meanwhile and may free it, so every read goes through the kernel (copy_checked, a system call each),
+// and fails where the memory is gone. Strings are copied as describe_python_code copies them; the line
+// table is not read. `local_names`, when given, receives the address of the tuple that names its
+// frames' local variables (PythonLayout::code_local_names). Asks for the interpreter quietly.
+bool describe_other_threads_code(uint64_t code_object, std::span<char> filename, std::span<char> qualname,
+                                 PythonCodeDescription& description, uint64_t* local_names = nullptr);
+
+// Whether the str object at `text`, of another thread's, read as describe_other_threads_code reads, is
+// `expected` (shorter than 64 bytes).
+bool other_threads_text_equals(uint64_t text, std::string_view expected);
 
 } // namespace gpuleak

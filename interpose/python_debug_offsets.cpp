@@ -25,6 +25,12 @@ struct InterpreterGroup314 {
 struct ObjectGroup {
     uint64_t size, ob_type;
 };
+struct TupleGroup {
+    uint64_t size, ob_item, ob_size;
+};
+struct LongGroup {
+    uint64_t size, lv_tag, ob_digit;
+};
 struct BytesGroup {
     uint64_t size, ob_size, ob_sval;
 };
@@ -46,7 +52,10 @@ struct DebugOffsets313 {
             localspluskinds, co_code_adaptive;
     } code_object;
     ObjectGroup pyobject;
-    uint64_t type_object[4], tuple_object[3], list_object[3], dict_object[3], float_object[2], long_object[3];
+    uint64_t type_object[4];
+    TupleGroup tuple_object;
+    uint64_t list_object[3], dict_object[3], float_object[2];
+    LongGroup long_object;
     BytesGroup bytes_object;
     UnicodeGroup unicode_object;
 };
@@ -65,8 +74,10 @@ struct DebugOffsets314 {
             localspluskinds, co_code_adaptive, co_tlbc;
     } code_object;
     ObjectGroup pyobject;
-    uint64_t type_object[4], tuple_object[3], list_object[3], set_object[4], dict_object[3], float_object[2],
-        long_object[3];
+    uint64_t type_object[4];
+    TupleGroup tuple_object;
+    uint64_t list_object[3], set_object[4], dict_object[3], float_object[2];
+    LongGroup long_object;
     BytesGroup bytes_object;
     UnicodeGroup unicode_object;
 };
@@ -95,12 +106,19 @@ template <class Offsets> bool plausible(const Offsets& d) {
     return inside(d.runtime_state.finalizing, 8, d.runtime_state.size) &&
            inside(d.runtime_state.interpreters_head + 8, 8, d.runtime_state.size) &&
            inside(d.interpreter_state.imports_modules, 8, d.interpreter_state.size) &&
+           inside(d.interpreter_state.threads_head, 8, d.interpreter_state.size) &&
            inside(d.thread_state.current_frame, 8, d.thread_state.size) &&
-           inside(frame.previous, 8, frame.size) && inside(frame.executable, 8, frame.size) &&
-           inside(frame.instr_ptr, 8, frame.size) && inside(frame.owner, 1, frame.size) &&
-           inside(code.filename, 8, code.size) && inside(code.qualname, 8, code.size) &&
-           inside(code.linetable, 8, code.size) && inside(code.firstlineno, 4, code.size) &&
-           inside(code.co_code_adaptive, 0, code.size) && inside(d.pyobject.ob_type, 8, d.pyobject.size) &&
+           inside(d.thread_state.next, 8, d.thread_state.size) && inside(frame.localsplus, 0, frame.size) &&
+           inside(code.localsplusnames, 8, code.size) &&
+           inside(d.tuple_object.ob_size, 8, d.tuple_object.size) &&
+           inside(d.tuple_object.ob_item, 0, d.tuple_object.size) &&
+           inside(d.long_object.lv_tag, 8, d.long_object.size) &&
+           inside(d.long_object.ob_digit, 0, d.long_object.size) && inside(frame.previous, 8, frame.size) &&
+           inside(frame.executable, 8, frame.size) && inside(frame.instr_ptr, 8, frame.size) &&
+           inside(frame.owner, 1, frame.size) && inside(code.filename, 8, code.size) &&
+           inside(code.qualname, 8, code.size) && inside(code.linetable, 8, code.size) &&
+           inside(code.firstlineno, 4, code.size) && inside(code.co_code_adaptive, 0, code.size) &&
+           inside(d.pyobject.ob_type, 8, d.pyobject.size) &&
            inside(d.bytes_object.ob_size, 8, d.bytes_object.size) &&
            inside(d.bytes_object.ob_sval, 1, d.bytes_object.size) &&
            inside(d.unicode_object.length, 8, d.unicode_object.asciiobject_size) &&
@@ -116,6 +134,8 @@ template <class Offsets> void fill(const Offsets& d, bool code_tagged, PythonLay
     layout.interpreter_modules = static_cast<uint32_t>(d.interpreter_state.imports_modules);
     // PyDictObject is PyObject_HEAD, then ma_used.
     layout.dict_used = static_cast<uint32_t>(d.pyobject.size);
+    layout.interpreter_threads = static_cast<uint32_t>(d.interpreter_state.threads_head);
+    layout.thread_next = static_cast<uint32_t>(d.thread_state.next);
     layout.frame_link = PythonFrameLink::thread_state;
     layout.thread_frame = static_cast<uint32_t>(d.thread_state.current_frame);
     layout.frame_previous = static_cast<uint32_t>(d.interpreter_frame.previous);
@@ -127,11 +147,18 @@ template <class Offsets> void fill(const Offsets& d, bool code_tagged, PythonLay
     layout.frame_owner = static_cast<uint32_t>(d.interpreter_frame.owner);
     layout.first_shim_owner = kFirstShimOwner;
     layout.loop_entry_kind = PythonLoopEntryKind::above_shim;
+    layout.frame_locals = static_cast<uint32_t>(d.interpreter_frame.localsplus);
     layout.code_filename = static_cast<uint32_t>(d.code_object.filename);
     layout.code_qualname = static_cast<uint32_t>(d.code_object.qualname);
     layout.code_first_line = static_cast<uint32_t>(d.code_object.firstlineno);
     layout.code_line_table = static_cast<uint32_t>(d.code_object.linetable);
     layout.code_bytecode = static_cast<uint32_t>(d.code_object.co_code_adaptive);
+    layout.code_local_names = static_cast<uint32_t>(d.code_object.localsplusnames);
+    layout.tuple_size = static_cast<uint32_t>(d.tuple_object.ob_size);
+    layout.tuple_items = static_cast<uint32_t>(d.tuple_object.ob_item);
+    layout.long_size = static_cast<uint32_t>(d.long_object.lv_tag);
+    layout.long_size_tagged = true;
+    layout.long_digits = static_cast<uint32_t>(d.long_object.ob_digit);
     layout.object_type = static_cast<uint32_t>(d.pyobject.ob_type);
     layout.bytes_size = static_cast<uint32_t>(d.bytes_object.ob_size);
     layout.bytes_data = static_cast<uint32_t>(d.bytes_object.ob_sval);

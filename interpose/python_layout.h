@@ -38,6 +38,8 @@ struct PythonLayout {
     uint32_t runtime_interpreters = 0; // _PyRuntimeState: interpreters.main, the initial interpreter
     uint32_t interpreter_modules = 0;  // PyInterpreterState: sys.modules, a dict
     uint32_t dict_used = 0;            // PyDictObject: ma_used, its number of items
+    uint32_t interpreter_threads = 0;  // PyInterpreterState: the newest of its thread states
+    uint32_t thread_next = 0;          // PyThreadState: the thread state made before it, or null
 
     PythonFrameLink frame_link = PythonFrameLink::thread_state;
     uint32_t thread_frame = 0;         // PyThreadState: the frame, or the _PyCFrame (see frame_link)
@@ -57,13 +59,26 @@ struct PythonLayout {
     uint8_t first_shim_owner = 0xff;
     PythonLoopEntryKind loop_entry_kind = PythonLoopEntryKind::every_frame;
     uint32_t frame_is_entry = 0; // bool, is_entry layouts only
+    uint32_t frame_locals = 0;   // the local variables, arguments first, as object pointers (tagged as
+                                 // frame_code where frame_code_tagged)
 
     // PyCodeObject. 3.10 has no qualified name: code_qualname is co_name there.
     uint32_t code_filename = 0;
     uint32_t code_qualname = 0;
-    uint32_t code_first_line = 0; // int
-    uint32_t code_line_table = 0; // bytes: co_linetable
-    uint32_t code_bytecode = 0;   // co_code_adaptive, code_unit_ptr layouts only
+    uint32_t code_first_line = 0;  // int
+    uint32_t code_line_table = 0;  // bytes: co_linetable
+    uint32_t code_bytecode = 0;    // co_code_adaptive, code_unit_ptr layouts only
+    uint32_t code_local_names = 0; // a tuple of str naming frame_locals' slots: co_varnames on 3.10,
+                                   // co_localsplusnames from 3.11
+
+    uint32_t tuple_size = 0;  // PyTupleObject: ob_size
+    uint32_t tuple_items = 0; // PyTupleObject: ob_item
+
+    // PyLongObject: ob_size, the signed count of 30-bit digits (3.10, 3.11), or lv_tag, the count shifted
+    // left by 3 above the sign (3.12 on: 0 positive, 1 zero, 2 negative); then the digits, least first.
+    uint32_t long_size = 0;
+    bool long_size_tagged = false;
+    uint32_t long_digits = 0;
 
     uint32_t object_type = 0; // PyObject: ob_type
 

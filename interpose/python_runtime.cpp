@@ -96,9 +96,12 @@ bool look_for_python() {
     g_runtime.code_type = reinterpret_cast<uintptr_t>(symbol("PyCode_Type"));
     g_runtime.unicode_type = reinterpret_cast<uintptr_t>(symbol("PyUnicode_Type"));
     g_runtime.bytes_type = reinterpret_cast<uintptr_t>(symbol("PyBytes_Type"));
+    g_runtime.tuple_type = reinterpret_cast<uintptr_t>(symbol("PyTuple_Type"));
+    g_runtime.long_type = reinterpret_cast<uintptr_t>(symbol("PyLong_Type"));
     g_runtime.this_thread_state = reinterpret_cast<void* (*)()>(symbol("PyGILState_GetThisThreadState"));
     if (g_runtime.runtime == 0 || g_runtime.code_type == 0 || g_runtime.unicode_type == 0 ||
-        g_runtime.bytes_type == 0 || g_runtime.this_thread_state == nullptr) {
+        g_runtime.bytes_type == 0 || g_runtime.tuple_type == 0 || g_runtime.long_type == 0 ||
+        g_runtime.this_thread_state == nullptr) {
         warn_unsupported(version, "lacks symbols that reading its frames needs");
         return false;
     }

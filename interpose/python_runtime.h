@@ -15,6 +15,8 @@ struct PythonRuntime {
     uintptr_t code_type = 0;    // &PyCode_Type
     uintptr_t unicode_type = 0; // &PyUnicode_Type
     uintptr_t bytes_type = 0;   // &PyBytes_Type
+    uintptr_t tuple_type = 0;   // &PyTuple_Type
+    uintptr_t long_type = 0;    // &PyLong_Type
     // PyGILState_GetThisThreadState: a thread-local read, valid without the GIL; the thread state of the
     // calling thread whether or not it holds the GIL, null in threads that never ran Python and before
     // the interpreter starts or after it ended.

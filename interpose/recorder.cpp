@@ -21,6 +21,7 @@
 #include "python_code_object.h"
 #include "python_code_table.h"
 #include "python_frames.h"
+#include "python_process_target.h"
 #include "python_runtime.h"
 #include "spill_sites.h"
 #include "stack_table.h"
@@ -54,6 +55,11 @@ constinit bool g_process_hooks_installed = false;
 constinit std::atomic<bool> g_signal_hooks_installed{false};
 // A PythonFinalizing record is in this process's trace (or being added): at most one per trace.
 constinit std::atomic<bool> g_python_finalizing_noted{false};
+// How many more of its samples the sampler looks for what multiprocessing started this process to run:
+// set where multiprocessing may have started it, 0 once found. A spawned interpreter imports for seconds
+// before its target runs; a process that never runs one stops costing a walk a sample after this.
+constexpr uint32_t kTargetSearchSamples = 1200;
+constinit std::atomic<uint32_t> g_target_samples_left{0};
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
@@ -106,6 +112,15 @@ void on_process_exit(int status, void*) {
 }
 
 bool start_recording(bool host_only);
+format::ForkOrigin fork_origin();
+
+// An interpreter started for a multiprocessing Process by spawn: spawn's command lines end with this
+// argument (multiprocessing/spawn.py, get_command_line).
+bool started_by_multiprocessing() {
+    const format::FileHeader* header = g_writer.header();
+    return header != nullptr && std::string_view(header->command_line, header->command_line_bytes)
+                                        .find("--multiprocessing-fork") != std::string_view::npos;
+}
 
 } // namespace
 
@@ -131,10 +146,16 @@ void start_over_after_fork(bool record_child) {
     // The child gets its own trace: the parent's allocations are not its own. A copy of a recorded
     // process (a DataLoader worker) is recorded from here for host memory, the rest from its first event.
     g_state.store(State::Idle, std::memory_order_release);
+    g_target_samples_left.store(0, std::memory_order_relaxed);
     State idle = State::Idle;
     if (record_child && parent_traced && g_config.all_processes &&
-        g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
+        g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel)) {
+        // A copy made by multiprocessing (a Process, a Pool's worker, a DataLoader's worker) runs its target
+        // next, on this thread.
+        if (g_config.python_stacks && fork_origin() != format::ForkOrigin::Unknown)
+            g_target_samples_left.store(kTargetSearchSamples, std::memory_order_relaxed);
         start_recording(true);
+    }
 }
 
 void start_recording_if_python() {
@@ -144,8 +165,11 @@ void start_recording_if_python() {
     if (!python_program() || (all_processes != nullptr && std::strcmp(all_processes, "0") == 0))
         return;
     State idle = State::Idle;
-    if (g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
-        start_recording(true);
+    if (!g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
+        return;
+    start_recording(true);
+    if (g_config.python_stacks && started_by_multiprocessing())
+        g_target_samples_left.store(kTargetSearchSamples, std::memory_order_relaxed);
 }
 
 namespace {
@@ -191,14 +215,29 @@ void note_python_finalizing() {
     g_writer.append_notable(event);
 }
 
+void look_for_python_target() {
+    const uint32_t left = g_target_samples_left.load(std::memory_order_relaxed);
+    if (left == 0)
+        return;
+    g_target_samples_left.store(left - 1, std::memory_order_relaxed);
+    PythonProcessTarget target;
+    if (!find_python_process_target(target))
+        return;
+    g_target_samples_left.store(0, std::memory_order_relaxed);
+    g_writer.write_target({target.filename, target.filename_size}, {target.qualname, target.qualname_size},
+                          target.first_line, target.dataloader_worker_id.value_or(-1));
+}
+
 // On the sampler's thread, every interval: a program that allocates nothing while it finalizes is seen
-// finalizing too. Only where the walks read Python (GPULEAK_PYTHON=0 leaves the interpreter alone).
-void check_python_finalizing() {
+// finalizing too, and a multiprocessing child's target is looked for. Only where the walks read Python
+// (GPULEAK_PYTHON=0 leaves the interpreter alone).
+void after_each_sample() {
     if (!g_signal_hooks_installed.load(std::memory_order_relaxed) && python_initialized())
         install_signal_hooks();
     if (g_config.python_stacks && !g_python_finalizing_noted.load(std::memory_order_relaxed) &&
         python_finalizing())
         note_python_finalizing();
+    look_for_python_target();
 }
 
 uint64_t count_python_modules() {
@@ -258,7 +297,7 @@ bool start_recording(bool host_only) {
         ok = attach_tables();
     if (ok) {
         install_process_hooks();
-        g_sampler.start(g_writer, check_python_finalizing, count_python_modules, host_only);
+        g_sampler.start(g_writer, after_each_sample, count_python_modules, host_only);
         if (!host_only)
             announce();
     }

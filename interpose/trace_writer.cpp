@@ -562,4 +562,22 @@ void TraceWriter::write_end(format::EndState state, int code_or_signal) {
     __atomic_store_n(&h.end_commit, format::kEndCommit, __ATOMIC_RELEASE);
 }
 
+void TraceWriter::write_target(std::string_view filename, std::string_view qualname, int32_t first_line,
+                               int64_t dataloader_worker_id) {
+    if (header_ == nullptr)
+        return;
+    format::ProcessTarget& target = header_->target;
+    const size_t filename_bytes = std::min(filename.size(), sizeof target.filename - 1);
+    const size_t qualname_bytes = std::min(qualname.size(), sizeof target.qualname - 1);
+    std::memcpy(target.filename, filename.data(), filename_bytes);
+    target.filename[filename_bytes] = '\0';
+    std::memcpy(target.qualname, qualname.data(), qualname_bytes);
+    target.qualname[qualname_bytes] = '\0';
+    target.filename_bytes = static_cast<uint32_t>(filename_bytes);
+    target.qualname_bytes = static_cast<uint32_t>(qualname_bytes);
+    target.first_line = first_line;
+    target.dataloader_worker_id = dataloader_worker_id;
+    __atomic_store_n(&target.commit, format::kTargetCommit, __ATOMIC_RELEASE);
+}
+
 } // namespace gpuleak

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "config.h"
 #include "gpuleak/trace_format.h"
@@ -105,6 +106,10 @@ class TraceWriter {
     void write_end(format::EndState state, int code_or_signal);
     // Withdraws the end record: an exec that failed leaves the process running.
     void clear_end();
+    // Records what multiprocessing started the process to run (format::ProcessTarget); strings longer
+    // than the header keeps are cut. Once, from one thread.
+    void write_target(std::string_view filename, std::string_view qualname, int32_t first_line,
+                      int64_t dataloader_worker_id);
 
   private:
     int reserve_range(uint64_t offset, uint64_t bytes, uint64_t length);

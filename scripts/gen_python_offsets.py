@@ -39,6 +39,9 @@ COMMON_FIELDS = {
     "runtime_finalizing": "offsetof(_PyRuntimeState, _finalizing)",
     "runtime_interpreters": "offsetof(_PyRuntimeState, interpreters.main)",
     "dict_used": "offsetof(PyDictObject, ma_used)",
+    "thread_next": "offsetof(PyThreadState, next)",
+    "tuple_size": "offsetof(PyTupleObject, ob_base.ob_size)",
+    "tuple_items": "offsetof(PyTupleObject, ob_item)",
     "code_filename": "offsetof(PyCodeObject, co_filename)",
     "code_first_line": "offsetof(PyCodeObject, co_firstlineno)",
     "code_line_table": "offsetof(PyCodeObject, co_linetable)",
@@ -63,6 +66,11 @@ FIELDS_3_10 = {
     "frame_instruction": "offsetof(PyFrameObject, f_lasti)",
     "code_qualname": "offsetof(PyCodeObject, co_name)",
     "interpreter_modules": "offsetof(PyInterpreterState, modules)",
+    "interpreter_threads": "offsetof(PyInterpreterState, tstate_head)",
+    "frame_locals": "offsetof(PyFrameObject, f_localsplus)",
+    "code_local_names": "offsetof(PyCodeObject, co_varnames)",
+    "long_size": "offsetof(PyLongObject, ob_base.ob_size)",
+    "long_digits": "offsetof(PyLongObject, ob_digit)",
 }
 
 # 3.11 and 3.12: tstate->cframe->current_frame, a chain of _PyInterpreterFrame through `previous`.
@@ -75,6 +83,9 @@ FIELDS_3_11_ON = {
     "frame_owner": "offsetof(_PyInterpreterFrame, owner)",
     "code_qualname": "offsetof(PyCodeObject, co_qualname)",
     "code_bytecode": "offsetof(PyCodeObject, co_code_adaptive)",
+    "interpreter_threads": "offsetof(PyInterpreterState, threads.head)",
+    "frame_locals": "offsetof(_PyInterpreterFrame, localsplus)",
+    "code_local_names": "offsetof(PyCodeObject, co_localsplusnames)",
 }
 
 # 3.11: _PyEval_EvalFrameDefault sets is_entry on the frame it starts with; frames it pushes for the
@@ -83,6 +94,8 @@ FIELDS_3_11 = {
     **FIELDS_3_11_ON,
     "frame_is_entry": "offsetof(_PyInterpreterFrame, is_entry)",
     "interpreter_modules": "offsetof(PyInterpreterState, modules)",
+    "long_size": "offsetof(PyLongObject, ob_base.ob_size)",
+    "long_digits": "offsetof(PyLongObject, ob_digit)",
 }
 
 # 3.12 pushes a shim frame owned by the C stack when _PyEval_EvalFrameDefault is entered: not Python code,
@@ -91,6 +104,8 @@ FIELDS_3_12 = {
     **FIELDS_3_11_ON,
     "first_shim_owner": "FRAME_OWNED_BY_CSTACK",
     "interpreter_modules": "offsetof(PyInterpreterState, imports.modules)",
+    "long_size": "offsetof(PyLongObject, long_value.lv_tag)",
+    "long_digits": "offsetof(PyLongObject, long_value.ob_digit)",
 }
 
 # How each version's walk tells a loop entry (PythonLoopEntryKind).
@@ -104,6 +119,7 @@ ASSERTIONS = {
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
         "sizeof(((PyDictObject*)0)->ma_used) == 8",
+        "sizeof(digit) == 4 && PyLong_SHIFT == 30",
     ],
     12: [
         "sizeof(void*) == 8",
@@ -111,6 +127,7 @@ ASSERTIONS = {
         "sizeof(((PyCodeObject*)0)->co_firstlineno) == 4",
         "sizeof(((PyASCIIObject*)0)->state) == 4",
         "sizeof(((PyDictObject*)0)->ma_used) == 8",
+        "sizeof(digit) == 4 && PyLong_SHIFT == 30",
     ],
 }
 ASSERTIONS[11] = ASSERTIONS[12] + ["sizeof(((_PyInterpreterFrame*)0)->is_entry) == 1"]
@@ -187,6 +204,8 @@ def layout_initializer(minor, patch_version, values):
         version=f"python_version(3, {minor})",
         loop_entry_kind=f"PythonLoopEntryKind::{LOOP_ENTRY_KINDS[minor]}",
     )
+    if minor >= 12:
+        members.update(long_size_tagged="true")
     if minor == 10:
         members.update(frame_link="PythonFrameLink::thread_state", instruction_kind="PythonInstructionKind::last_index")
     else:

@@ -87,7 +87,9 @@ const char* start_method_name(StartMethod method); // "fork", "spawn", "forkserv
 
 struct ProcessRole {
     RoleKind kind = RoleKind::Program;
-    std::optional<int> worker_id; // a DataLoader worker's, told by the order its siblings were started in
+    // A DataLoader worker's: read from its own frames (ProcessTarget), else told by the order its siblings
+    // were started in.
+    std::optional<int> worker_id;
     StartMethod start_method = StartMethod::Unknown;
     int rank = -1;
     int world_size = -1;

@@ -790,10 +790,15 @@ void assign_roles(std::vector<ProcessModel*>& models) {
         } else if (dataloader_worker(*model, fork)) {
             role.kind = RoleKind::DataLoaderWorker;
             role.start_method = new_image(*model) ? StartMethod::Spawn : StartMethod::Fork;
-            // A DataLoader starts its workers in the order of their ids, each alive until the iterator
-            // is done with them: this one's id is how many of the same loader's were still alive. A
-            // loader starts all its workers one way, and multiprocessing's resource tracker, which the
-            // first spawned worker starts, is none of them.
+            // The worker read its id from its own frames, once it ran its loop.
+            if (model->header.target && model->header.target->dataloader_worker_id) {
+                role.worker_id = model->header.target->dataloader_worker_id;
+                continue;
+            }
+            // Else, as a DataLoader starts its workers in the order of their ids, each alive until the
+            // iterator is done with them: this one's id is how many of the same loader's were still
+            // alive. A loader starts all its workers one way, and multiprocessing's resource tracker,
+            // which the first spawned worker starts, is none of them.
             int alive = 0;
             for (const ForkRecord& sibling : parent->forks) {
                 if (&sibling == fork || sibling.stack_id != fork->stack_id ||

@@ -199,6 +199,25 @@ class TraceReader::Decoder {
                 header.device_memory[device] = view;
         }
         decode_end();
+        decode_target();
+    }
+
+    void decode_target() {
+        const format::ProcessTarget& raw = raw_.target;
+        if (raw.commit == 0)
+            return;
+        if (raw.commit != format::kTargetCommit || raw.filename_bytes >= sizeof raw.filename ||
+            raw.qualname_bytes >= sizeof raw.qualname) {
+            warn(fmt::format("the process's target record is corrupt (commit word {:#x}); left out",
+                             raw.commit));
+            return;
+        }
+        ProcessTarget& target = trace_.header_.target.emplace();
+        target.filename.assign(raw.filename, raw.filename_bytes);
+        target.qualname.assign(raw.qualname, raw.qualname_bytes);
+        target.first_line = raw.first_line;
+        if (raw.dataloader_worker_id >= 0 && raw.dataloader_worker_id <= INT32_MAX)
+            target.dataloader_worker_id = static_cast<int>(raw.dataloader_worker_id);
     }
 
     void decode_python_version() {

@@ -38,6 +38,14 @@ struct ProcessEnd {
     std::optional<bool> running_when_opened;
 };
 
+// The function that multiprocessing started the process to run (format::ProcessTarget).
+struct ProcessTarget {
+    std::string filename;
+    std::string qualname; // co_name on 3.10, which has no qualified names
+    int32_t first_line = 0;
+    std::optional<int> dataloader_worker_id; // the worker_id argument of torch's _worker_loop
+};
+
 struct TraceCounters {
     uint64_t ring_head = 0;
     uint64_t notable_count = 0;
@@ -84,6 +92,7 @@ struct TraceHeader {
     format::Accounting accounting{};
     std::array<format::DeviceMemoryView, format::kMaxDevices> device_memory{}; // valid where total_bytes != 0
     ProcessEnd end;
+    std::optional<ProcessTarget> target; // none where multiprocessing did not start it, or it was not read
 
     [[nodiscard]] bool has_flag(format::HeaderFlag flag) const {
         return (flags & static_cast<uint32_t>(flag)) != 0;

@@ -234,6 +234,11 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"command", model.header.command_line},
                     {"role", role_json(model.role)},
                     {"started_at", report.started_at.empty() ? json() : json(report.started_at)},
+                    {"target", report.target ? json{{"function", report.target->function},
+                                                    {"file", report.target->file},
+                                                    {"line", report.target->line},
+                                                    {"program", is_program_frame(*report.target)}}
+                                             : json()},
                     {"host_only", model.header.host_only()},
                     {"ended", ended_json(model)},
                     {"simulated", model.header.simulated_device()},

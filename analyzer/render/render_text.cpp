@@ -256,6 +256,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
            "\n";
     if (!report.started_at.empty())
         out += fmt::format("  started    by pid {} at {}\n", model.header.ppid, report.started_at);
+    if (report.target)
+        out += fmt::format("  runs       {}\n", python_frame_name(*report.target));
     if (model.header.host_only())
         out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
     out +=
@@ -416,7 +418,13 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
                           : model.header.end.state == format::EndState::Signaled
                               ? fmt::format("{} {}", how, model.header.end.signal)
                               : std::string(how);
-        const std::string role = role_text(model.role);
+        std::string who = role_text(model.role);
+        if (who.empty())
+            who = command(model);
+        // A function of the program's own says more than the role; a library's (a Pool's worker loop) does
+        // not.
+        if (report.target && is_program_frame(*report.target))
+            who += " running " + report.target->function;
         const HostPoint* last = code_end_host_point(model);
         const std::string rss = last == nullptr
                                     ? std::string("-")
@@ -430,8 +438,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
             model.header.host_only() ? std::string("-") : bytes(peak),
             model.header.host_only() ? std::string("-") : bytes(final_allocated), rss, uss,
             diagnosis_kind_name(report.diagnosis.kind),
-            report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-",
-            role.empty() ? command(model) : role);
+            report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-", who);
     }
     if (const std::optional<RunMemoryFacts>& peak = reports.front().diagnosis.run_memory) {
         const std::string role = role_text(peak->largest_role);

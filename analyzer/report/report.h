@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct ProcessReport {
     // Where its parent started it, named by the parent's stack then (StackFrames::describe); empty when
     // its parent's trace does not say.
     std::string started_at;
+    // The function multiprocessing started it to run (ProcessTarget), as a Python frame at the first line
+    // of its definition; none where it was not read.
+    std::optional<ReportFrame> target;
     // The trace itself, for a renderer that reads more of it than the model keeps (the PyTorch snapshot:
     // every live object's address, every event); null unless build_reports was asked to keep it.
     std::unique_ptr<TraceReader> trace;

@@ -102,6 +102,13 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
         const ProcessRole& role = report.model.role;
         if (role.parent && role.start_stack_id != 0)
             report.started_at = reports[*role.parent].stacks->describe(role.start_stack_id);
+        if (const std::optional<ProcessTarget>& target = report.model.header.target) {
+            ReportFrame& frame = report.target.emplace();
+            frame.function = target->qualname;
+            frame.file = target->filename;
+            frame.line = static_cast<uint32_t>(std::max(target->first_line, 0));
+            frame.python = true;
+        }
     }
     std::vector<const ProcessModel*> modelled(models.begin(), models.end());
     std::vector<Diagnosis*> diagnoses;

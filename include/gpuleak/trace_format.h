@@ -60,10 +60,11 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // holds its allocation's event sequence number; PythonFinalizing holds the ring's head then. 8: the
 // spill region; the live region is last, reserved on disk as it grows. 9: host memory in the timeline
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
-// the notable array come first.
-static const uint32_t kFormatVersion = 10;
+// the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
+// the function multiprocessing started the process to run (ProcessTarget).
+static const uint32_t kFormatVersion = 11;
 static const uint32_t kEndianTag = 0x01020304u;
-static const uint32_t kHeaderBytes = 8192;
+static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
 static const uint32_t kAccountingSlots = 18; // kMaxDevices devices, host, unknown device
 static const uint32_t kHostSlot = 16;
@@ -185,6 +186,23 @@ struct DeviceMemoryView {
     uint64_t last_free_bytes;
 };
 
+// The function that multiprocessing started the process to run (what BaseProcess.run calls: a Process's
+// target, a Pool's worker loop, a DataLoader's _worker_loop), read from the process's first Python thread
+// by its sampler once that thread runs it. The other fields are valid once commit is kTargetCommit.
+struct ProcessTarget {
+    uint32_t commit;
+    int32_t first_line; // of the function's definition
+    // A DataLoader worker's id: the worker_id argument of torch's _worker_loop; -1 for other targets, or
+    // where it could not be read.
+    int64_t dataloader_worker_id;
+    uint32_t filename_bytes; // excluding the terminating NUL, which is present
+    uint32_t qualname_bytes; // the same; co_name on 3.10, which has no qualified names
+    char filename[512];      // both UTF-8, cut at a whole character where they did not fit
+    char qualname[256];
+};
+
+static const uint32_t kTargetCommit = 0x54524754u; // "TGRT"
+
 struct FileHeader {
     char magic[8];
     uint32_t format_version;
@@ -256,6 +274,8 @@ struct FileHeader {
     int32_t end_signal;
     uint32_t end_commit;
     uint64_t end_monotonic_ns;
+
+    struct ProcessTarget target;
 };
 
 static const uint32_t kEndCommit = 0x454e4421u; // "END!"
@@ -453,6 +473,7 @@ static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part 
 static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
 static_assert(sizeof(HostSample) == 104, "HostSample layout is part of the file format");
 static_assert(sizeof(TimelineSample) == 352, "TimelineSample layout is part of the file format");
+static_assert(sizeof(ProcessTarget) == 792, "ProcessTarget layout is part of the file format");
 
 // A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
 constexpr uint16_t python_version(unsigned major, unsigned minor) {

@@ -160,6 +160,40 @@ def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
     assert tracker["diagnosis"]["killed"] is None
 
 
+def test_a_multiprocessing_childs_target_is_named_whatever_started_it(tmp_path):
+    body = """
+        import multiprocessing
+        import time
+
+        def crunch(seconds):
+            time.sleep(seconds)
+
+        if __name__ == "__main__":
+            for method in ("spawn", "fork", "forkserver"):
+                # Long enough for a few of the child's samples, which look for what it runs.
+                child = multiprocessing.get_context(method).Process(target=crunch, args=(0.6,))
+                child.start()
+                child.join()
+    """
+    _, processes = run(tmp_path, body)
+    script = tmp_path / "script.py"
+    line = script.read_text().splitlines().index("def crunch(seconds):") + 1
+    children = [p for p in processes if p["target"] is not None]
+    assert sorted(p["role"]["start_method"] for p in children) == ["fork", "forkserver", "spawn"]
+    for child in children:
+        assert child["target"] == {"function": "crunch", "file": str(script), "line": line, "program": True}
+    # The program, multiprocessing's resource tracker and its fork server run no target of a Process.
+    assert len(processes) == 6
+    text = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), *sorted(str(path) for path in tmp_path.glob("trace.*"))],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert text.count("  runs       %s:%d in crunch\n" % (script, line)) == 3
+    assert text.count("multiprocessing child (spawn) running crunch") == 1
+    assert text.count("multiprocessing worker (fork) running crunch") == 1
+    assert text.count("multiprocessing worker (forkserver) running crunch") == 1
+
+
 def test_a_forkserver_pools_workers_are_named_as_the_fork_servers(tmp_path):
     process, processes = run(tmp_path, pool_of_two("forkserver"))
     assert process.stdout == "328350\n"

@@ -134,6 +134,7 @@ def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, ad
     for worker in workers:
         assert worker["role"]["start_method"] == "spawn"
         assert worker["ended"]["how"] == "exit"
+        assert worker["target"]["function"] == "_worker_loop"
         # Named by the line of the script whose loop started them.
         assert worker["started_at"].endswith("spawn_workers.py:24 in <module>"), worker["started_at"]
     # multiprocessing's resource tracker outlives the script a moment: the launcher waits for its end.
@@ -147,6 +148,20 @@ def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, ad
     # however short its work is against its imports (its work starts when its sys.modules is full).
     for worker in workers:
         assert worker["diagnosis"]["host"] is None, worker["diagnosis"]["host"]["text"]
+
+
+def test_two_loaders_read_together_number_their_workers_each_from_0(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "paired_loaders.py", alone_too=True)
+    check_main(main)
+    workers = workers_of(main, others)
+    # Each worker's id is read from its own loop's frame: told by the order of their forks, the second
+    # loader's workers would number on as 2 and 3.
+    assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 0, 1, 1]
+    for worker in workers:
+        assert worker["role"]["kind"] == "dataloader_worker"
+        target = worker["target"]
+        assert (target["function"], target["program"]) == ("_worker_loop", False), target
+        assert target["file"].endswith("torch/utils/data/_utils/worker.py")
 
 
 def test_torchruns_ranks_are_named_by_their_rank(tmp_path, adapter_cache):

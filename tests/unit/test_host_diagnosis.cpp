@@ -316,6 +316,19 @@ ProcessReport started_process(int32_t pid, uint64_t start_ms, const std::vector<
     return report_of(TraceReader::parse(builder.bytes(), fmt::format("trace.{}", pid)));
 }
 
+// The function the process ran for multiprocessing, as its sampler records it.
+void set_target(TraceBuilder& builder, const char* filename, const char* qualname, int32_t first_line,
+                int64_t dataloader_worker_id) {
+    format::ProcessTarget& target = builder.header().target;
+    target.filename_bytes =
+        static_cast<uint32_t>(std::snprintf(target.filename, sizeof target.filename, "%s", filename));
+    target.qualname_bytes =
+        static_cast<uint32_t>(std::snprintf(target.qualname, sizeof target.qualname, "%s", qualname));
+    target.first_line = first_line;
+    target.dataloader_worker_id = dataloader_worker_id;
+    target.commit = format::kTargetCommit;
+}
+
 format::EventRecord fork_record(int32_t child, uint64_t at_ms, format::ForkOrigin origin) {
     format::EventRecord record{};
     record.type = static_cast<uint16_t>(format::EventType::Fork);
@@ -364,4 +377,51 @@ TEST_CASE("a DataLoader's spawned workers are numbered from 0, whatever else its
     CHECK(role_text(reports[3].model.role) == "DataLoader worker 1 (spawn)");
     // The tool is named by its command line, not as a worker.
     CHECK(reports[4].model.role.kind == RoleKind::Program);
+}
+
+TEST_CASE("two DataLoaders' workers alive together have the ids they read from their own frames") {
+    // zip(images, labels): two loaders of two workers each, started on one line and read side by side.
+    // Told by the siblings alive at its fork, the second loader's workers would number on as 2 and 3.
+    std::vector<Sample> parent_samples;
+    for (uint64_t i = 0; i <= 20; ++i)
+        parent_samples.push_back({i * 100, 300, 300});
+    TraceBuilder parent_builder = host_trace(parent_samples, "", 100);
+    for (int32_t child = 200; child < 204; ++child)
+        parent_builder.add_notable(fork_record(child, 100 + 10 * static_cast<uint64_t>(child - 200),
+                                               format::ForkOrigin::DataLoader));
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(TraceReader::parse(parent_builder.bytes(), "parent")));
+    reports.back().model.path = "parent";
+    const char* loop = "/venv/lib/python3.12/site-packages/torch/utils/data/_utils/worker.py";
+    // The last one had not reached its loop when it ended: no id of its own.
+    const int64_t read_ids[] = {0, 1, 0, -1};
+    for (int32_t child = 200; child < 204; ++child) {
+        std::vector<Sample> samples;
+        for (uint64_t ms = 105 + 10 * static_cast<uint64_t>(child - 200); ms <= 1500; ms += 100)
+            samples.push_back({ms, 100, 50});
+        TraceBuilder builder = host_trace(samples, "parent", child);
+        builder.header().ppid = 100;
+        builder.header().start_monotonic_ns = kStart + samples.front().ms * kMillisecond;
+        if (read_ids[child - 200] >= 0)
+            set_target(builder, loop, "_worker_loop", 228, read_ids[child - 200]);
+        reports.push_back(report_of(TraceReader::parse(builder.bytes(), "worker")));
+        reports.back().model.path = fmt::format("trace.{}", child);
+    }
+    std::vector<ProcessModel*> models;
+    for (ProcessReport& report : reports)
+        models.push_back(&report.model);
+    assign_roles(models);
+    std::vector<std::optional<int>> ids;
+    for (size_t i = 1; i < reports.size(); ++i) {
+        CHECK(reports[i].model.role.kind == RoleKind::DataLoaderWorker);
+        ids.push_back(reports[i].model.role.worker_id);
+    }
+    CHECK(ids == std::vector<std::optional<int>>{0, 1, 0, 3});
+    const std::optional<gpuleak::analyzer::ProcessTarget>& target = reports[2].model.header.target;
+    REQUIRE(target);
+    CHECK(target->filename == loop);
+    CHECK(target->qualname == "_worker_loop");
+    CHECK(target->first_line == 228);
+    CHECK(target->dataloader_worker_id == 1);
+    CHECK_FALSE(reports[4].model.header.target);
 }

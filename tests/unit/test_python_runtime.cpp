@@ -129,6 +129,16 @@ void check_layout(const DebugOffsetsImage& image, const PythonLayout& layout) {
     CHECK(layout.unicode_state == 32);
     CHECK(layout.unicode_ascii_data == 40);
     CHECK(layout.unicode_compact_data == 56);
+    // What the search for a multiprocessing child's target reads (python_process_target.h).
+    CHECK(layout.interpreter_threads == image.get("interpreter_state.threads_head"));
+    CHECK(layout.thread_next == image.get("thread_state.next"));
+    CHECK(layout.frame_locals == image.get("interpreter_frame.localsplus"));
+    CHECK(layout.code_local_names == image.get("code_object.localsplusnames"));
+    CHECK(layout.tuple_size == image.get("tuple_object.ob_size"));
+    CHECK(layout.tuple_items == image.get("tuple_object.ob_item"));
+    CHECK(layout.long_size == image.get("long_object.lv_tag"));
+    CHECK(layout.long_size_tagged);
+    CHECK(layout.long_digits == image.get("long_object.ob_digit"));
 }
 
 } // namespace

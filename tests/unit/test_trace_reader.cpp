@@ -251,6 +251,41 @@ TEST_CASE("end states") {
     }
 }
 
+TEST_CASE("the process's target is read once committed, and a corrupt one is left out") {
+    TraceBuilder builder;
+    format::ProcessTarget& raw = builder.header().target;
+    std::memcpy(raw.filename, "work.py", 8);
+    std::memcpy(raw.qualname, "crunch", 7);
+    raw.filename_bytes = 7;
+    raw.qualname_bytes = 6;
+    raw.first_line = 12;
+    raw.dataloader_worker_id = -1;
+    SECTION("not committed: not read") {
+        CHECK_FALSE(parse(builder.bytes()).header().target);
+    }
+    SECTION("committed") {
+        raw.commit = format::kTargetCommit;
+        const std::optional<gpuleak::analyzer::ProcessTarget> target = parse(builder.bytes()).header().target;
+        REQUIRE(target);
+        CHECK(target->filename == "work.py");
+        CHECK(target->qualname == "crunch");
+        CHECK(target->first_line == 12);
+        CHECK_FALSE(target->dataloader_worker_id);
+    }
+    SECTION("a length past its field or a torn commit word: a warning, no target") {
+        raw.commit = format::kTargetCommit;
+        raw.qualname_bytes = sizeof raw.qualname;
+        const TraceReader long_name = parse(builder.bytes());
+        CHECK_FALSE(long_name.header().target);
+        CHECK(has_warning(long_name, "target record is corrupt"));
+        raw.qualname_bytes = 6;
+        raw.commit = 0x1234;
+        const TraceReader torn = parse(builder.bytes());
+        CHECK_FALSE(torn.header().target);
+        CHECK(has_warning(torn, "target record is corrupt"));
+    }
+}
+
 TEST_CASE("a wrapped ring keeps the last capacity events in order") {
     TraceBuilder builder;
     for (uint64_t i = 0; i < 21; ++i)
@@ -700,7 +735,7 @@ TEST_CASE("header validation") {
     }
     SECTION("header size") {
         header.header_bytes = 4096;
-        message = "corrupt header: header size 4096, expected 8192";
+        message = "corrupt header: header size 4096, expected 12288";
     }
     SECTION("file smaller than its header") {
         header.file_bytes = 100;
