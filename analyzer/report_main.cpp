@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "file_bytes.h"
+#include "printable.h"
 #include "render_json.h"
 #include "render_text.h"
 #include "render_torch_snapshot.h"
@@ -19,6 +20,12 @@
 namespace {
 
 constexpr int kBadInput = 2;
+
+// One line on stderr. What it names (file names, a trace's paths and warnings) may hold anything: it
+// stays one line and drives no terminal.
+void say(const std::string& message) {
+    std::fprintf(stderr, "gpuleak-report: %s\n", gpuleak::printable(message).c_str());
+}
 
 // Whether the file exists and is a terminal (-o /dev/tty): opening it changes nothing, not even its size.
 bool names_terminal(const std::string& path) {
@@ -79,8 +86,7 @@ int run(int argc, char** argv) {
         unsetenv("DEBUGINFOD_URLS");
     const bool snapshot = output_format == "torch-snapshot";
     if (snapshot && (output_path.empty() || output_path == "-" || names_terminal(output_path))) {
-        std::fprintf(stderr, "gpuleak-report: --format torch-snapshot writes a binary pickle: name a file "
-                             "with -o FILE\n");
+        say("--format torch-snapshot writes a binary pickle: name a file with -o FILE");
         return kBadInput;
     }
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
@@ -93,24 +99,21 @@ int run(int argc, char** argv) {
             symbolize.cache_directory = default_symbol_cache_directory();
         CollectedTraces collected = collect_traces(inputs, any_owner);
         if (!collected.foreign.empty())
-            std::fprintf(stderr,
-                         "gpuleak-report: warning: left out %zu trace%s of another user (--any-owner reads "
-                         "them): %s\n",
-                         collected.foreign.size(), collected.foreign.size() == 1 ? "" : "s",
-                         fmt::format("{}", fmt::join(collected.foreign, ", ")).c_str());
+            say(fmt::format("warning: left out {} trace{} of another user (--any-owner reads them): {}",
+                            collected.foreign.size(), collected.foreign.size() == 1 ? "" : "s",
+                            fmt::join(collected.foreign, ", ")));
         std::vector<std::string> paths = std::move(collected.paths);
         // A snapshot is PyTorch's view of one process: the first trace, the one named or in a directory
         // the first to start (the parent), as a child's segments are on devices of their own context.
         if (snapshot && paths.size() > 1) {
-            std::fprintf(stderr,
-                         "gpuleak-report: warning: a snapshot is of one process: %s; %zu other traces left "
-                         "out (name each one to export it)\n",
-                         paths.front().c_str(), paths.size() - 1);
+            say(fmt::format("warning: a snapshot is of one process: {}; {} other traces left out (name each "
+                            "one to export it)",
+                            paths.front(), paths.size() - 1));
             paths.resize(1);
         }
         reports = build_reports(paths, symbolize, snapshot);
     } catch (const TraceError& error) {
-        std::fprintf(stderr, "gpuleak-report: %s\n", error.what());
+        say(error.what());
         return kBadInput;
     }
     // The text report lists warnings with each process; JSON keeps them in the data, so say them here
@@ -118,8 +121,7 @@ int run(int argc, char** argv) {
     if (output_format != "text") {
         for (const ProcessReport& report : reports)
             for (const std::string& warning : report.model.warnings)
-                std::fprintf(stderr, "gpuleak-report: %s: warning: %s\n", report.model.path.c_str(),
-                             warning.c_str());
+                say(fmt::format("{}: warning: {}", report.model.path, warning));
     }
 
     // Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be,
@@ -130,8 +132,7 @@ int run(int argc, char** argv) {
         std::vector<std::string> warnings;
         text = render_torch_snapshot(reports.front(), options, warnings);
         for (const std::string& warning : warnings)
-            std::fprintf(stderr, "gpuleak-report: %s: warning: %s\n", reports.front().model.path.c_str(),
-                         warning.c_str());
+            say(fmt::format("{}: warning: {}", reports.front().model.path, warning));
     } else if (output_format == "json") {
         text = render_json(reports, options).dump(2, ' ', false, kReplaceInvalid) + "\n";
     } else {
@@ -144,8 +145,8 @@ int run(int argc, char** argv) {
     // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
     if (const int failure = gpuleak::write_regular_file(output_path.c_str(), text.data(), text.size(), 0600);
         failure != 0) {
-        std::fprintf(stderr, "gpuleak-report: %s: cannot write the report: %s\n", output_path.c_str(),
-                     gpuleak::write_failure_text(failure));
+        say(fmt::format("{}: cannot write the report: {}", output_path,
+                        gpuleak::write_failure_text(failure)));
         return kBadInput;
     }
     return 0;
@@ -158,7 +159,7 @@ int main(int argc, char** argv) {
     try {
         return run(argc, argv);
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "gpuleak-report: internal error: %s\n", error.what());
+        say(fmt::format("internal error: {}", error.what()));
         return 3;
     }
 }

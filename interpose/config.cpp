@@ -6,20 +6,29 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <span>
+#include <string_view>
 #include <unistd.h>
+
+#include "printable.h"
 
 namespace gpuleak {
 
 void warn(const char* format, ...) {
-    char line[1024];
-    int used = std::snprintf(line, sizeof line, "gpuleak: ");
+    char body[1024];
     va_list args;
     va_start(args, format);
-    int body = std::vsnprintf(line + used, sizeof line - used - 1, format, args);
+    const int formatted = std::vsnprintf(body, sizeof body, format, args);
     va_end(args);
-    if (body < 0)
+    if (formatted < 0)
         return;
-    size_t length = std::strlen(line);
+    // What it names (the program's command line, a trace's path) stays on this one line and drives no
+    // terminal.
+    constexpr std::string_view kPrefix = "gpuleak: ";
+    char line[kPrefix.size() + 4 * sizeof body + 1];
+    std::memcpy(line, kPrefix.data(), kPrefix.size());
+    size_t length = kPrefix.size() + printable_into(std::string_view(body, std::strlen(body)),
+                                                    std::span<char>(line + kPrefix.size(), 4 * sizeof body));
     line[length++] = '\n';
     for (size_t written = 0; written < length;) {
         ssize_t n = ::write(STDERR_FILENO, line + written, length - written);

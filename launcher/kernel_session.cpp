@@ -19,6 +19,7 @@
 #include "kernel_death.h"
 #include "launcher_error.h"
 #include "preload_library.h"
+#include "printable.h"
 #include "python_package.h"
 #include "run_directory.h"
 #include "run_report.h"
@@ -37,8 +38,10 @@ constexpr const char* kSummaryFile = "kernel-death.txt";
 // What the kernel reads to show that summary (python/gpuleak/_notebook.py).
 constexpr const char* kPreviousDeathVariable = "GPULEAK_PREVIOUS_KERNEL_DEATH";
 
+// What it names (the command, trace paths, markers, the program's lines) may hold anything: it stays one
+// line and drives no terminal.
 void say(const std::string& line) {
-    fmt::print(stderr, "gpuleak: {}\n", line);
+    fmt::print(stderr, "gpuleak: {}\n", printable(line));
 }
 
 std::string environment_or(const char* name, const std::string& fallback) {
@@ -99,7 +102,7 @@ void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
     std::string text;
     for (const std::string& line : lines) {
         say(line);
-        text += line + "\n";
+        text += printable(line) + "\n";
     }
     const fs::path summary = fs::path(directory.path) / kSummaryFile;
     try {

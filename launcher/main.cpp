@@ -10,6 +10,7 @@
 #include "kernel_commands.h"
 #include "kernel_session.h"
 #include "launcher_error.h"
+#include "printable.h"
 #include "run_command.h"
 
 int main(int argc, char** argv) {
@@ -32,11 +33,11 @@ int main(int argc, char** argv) {
         }
         return 0;
     } catch (const LauncherError& error) {
-        fmt::print(stderr, "gpuleak: {}\n", error.what());
+        fmt::print(stderr, "gpuleak: {}\n", gpuleak::printable(error.what()));
         return error.exit_status();
     } catch (const std::exception& error) {
         // A bug or exhaustion, before the command ran or while it did: still one line.
-        fmt::print(stderr, "gpuleak: internal error: {}\n", error.what());
+        fmt::print(stderr, "gpuleak: internal error: {}\n", gpuleak::printable(error.what()));
         return kLauncherFailed;
     }
 }

@@ -11,6 +11,7 @@
 #include "child_process.h"
 #include "launcher_error.h"
 #include "preload_library.h"
+#include "printable.h"
 #include "run_directory.h"
 #include "run_summary.h"
 #include "signal_forwarding.h"
@@ -21,8 +22,10 @@ namespace gpuleak::launcher {
 namespace {
 
 // Only stderr: stdout belongs to the command.
+// What it names (the command, trace paths, markers, the program's lines) may hold anything: it stays one
+// line and drives no terminal.
 void say(const std::string& line) {
-    fmt::print(stderr, "gpuleak: {}\n", line);
+    fmt::print(stderr, "gpuleak: {}\n", printable(line));
 }
 
 // The report is gpuleak's business: whatever goes wrong in it, the launcher still ends with the

@@ -12,6 +12,7 @@
 
 #include "file_bytes.h"
 #include "launcher_error.h"
+#include "printable.h"
 #include "render_json.h"
 #include "render_text.h"
 #include "report_builder.h"
@@ -70,9 +71,10 @@ RunReport write_run_report(const std::string& directory) {
     // Anew: a process that exec'd meanwhile took its trace away, one started meanwhile made one.
     const analyzer::CollectedTraces traces = analyzer::collect_traces({directory});
     if (!traces.foreign.empty())
-        fmt::print(stderr, "gpuleak: left out {} trace{} of another user found in {}: {}\n",
-                   traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s", directory,
-                   fmt::join(traces.foreign, ", "));
+        fmt::print(stderr, "gpuleak: {}\n",
+                   printable(fmt::format("left out {} trace{} of another user found in {}: {}",
+                                         traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s",
+                                         directory, fmt::join(traces.foreign, ", "))));
     report.processes = analyzer::build_reports(traces.paths, symbolize);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
     // Command lines and paths come from the traced programs and may not be UTF-8; JSON must be, and the

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "printable.h"
+
 namespace gpuleak::analyzer {
 
 namespace {
@@ -91,7 +93,7 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
         "the code that keeps them.",
         bytes(leak.bytes), made_through(model, top), sites, of_it, top.count, top.count == 1 ? "" : "s",
         human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
-        stacks.describe(top.stack_id), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
+        printable(stacks.describe(top.stack_id)), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
 }
 
 std::string incomplete_text(const Exactness& exactness) {
@@ -156,7 +158,7 @@ std::string allocations_of(format::MemoryKind kind, uint64_t count) {
 }
 
 std::string marker_interval_name(const ProcessModel& model, int index) {
-    return index < 0 ? std::string("the start") : model.markers[static_cast<size_t>(index)].label;
+    return index < 0 ? std::string("the start") : printable(model.markers[static_cast<size_t>(index)].label);
 }
 
 std::string human_duration(double seconds) {

@@ -40,7 +40,8 @@ std::string host_point_text(const HostPoint& point);
 // "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
 std::string allocations_of(format::MemoryKind kind, uint64_t count);
 
-// The marker interval `index` of LeakSite::marker_range: its marker's label, "the start" before the first.
+// The marker interval `index` of LeakSite::marker_range: its marker's label (printable), "the start"
+// before the first.
 std::string marker_interval_name(const ProcessModel& model, int index);
 
 // "under a second", "about 40 s", "about 3.5 min", "about 2.1 h", "about 4.0 days".

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "diagnosis_text.h"
+#include "printable.h"
 #include "stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -92,7 +93,7 @@ std::string ended(const ProcessModel& model) {
 std::string command(const ProcessModel& model) {
     std::string text;
     for (const std::string& argument : model.header.command_line)
-        text += (text.empty() ? "" : " ") + argument;
+        text += (text.empty() ? "" : " ") + printable(argument);
     return text.empty() ? "?" : text;
 }
 
@@ -131,7 +132,7 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
     for (const StackLine& line : stack_lines(frames, options)) {
         switch (line.kind) {
         case StackLine::Kind::Frame:
-            out += "        " + frame_line(line, options) + "\n";
+            out += "        " + printable(frame_line(line, options)) + "\n";
             break;
         case StackLine::Kind::NativeLeftOut:
             out += style.dim(
@@ -255,13 +256,13 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                   role.empty() ? std::string() : ", " + role, command(model))) +
            "\n";
     if (!report.started_at.empty())
-        out += fmt::format("  started    by pid {} at {}\n", model.header.ppid, report.started_at);
+        out += fmt::format("  started    by pid {} at {}\n", model.header.ppid, printable(report.started_at));
     if (report.target)
-        out += fmt::format("  runs       {}\n", python_frame_name(*report.target));
+        out += fmt::format("  runs       {}\n", printable(python_frame_name(*report.target)));
     if (model.header.host_only())
         out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
     out +=
-        fmt::format("  trace      {}{}\n", model.path,
+        fmt::format("  trace      {}{}\n", printable(model.path),
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
     out += fmt::format("  ended      {}\n", ended(model));
     if (model.code_end_ns)
@@ -365,7 +366,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         ++segments;
         out += fmt::format("  {} in {} {} segment{}, for {}\n", bytes(site.bytes), site.count,
                            format::kind_name(site.kind), site.count == 1 ? "" : "s",
-                           report.stacks->describe(site.stack_id));
+                           printable(report.stacks->describe(site.stack_id)));
     }
     if (segments > 0)
         out += "\n";
@@ -386,11 +387,11 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         for (const LiveSiteAt& site : failure.top_sites_then) {
             out +=
                 fmt::format("      held then: {} in {} allocation{} from {}\n", bytes(site.bytes), site.count,
-                            site.count == 1 ? "" : "s", report.stacks->describe(site.stack_id));
+                            site.count == 1 ? "" : "s", printable(report.stacks->describe(site.stack_id)));
         }
     }
     for (const std::string& warning : model.warnings)
-        out += style.dim("  warning: " + warning) + "\n";
+        out += style.dim("  warning: " + printable(warning)) + "\n";
     out += "\n";
 }
 
@@ -424,7 +425,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         // A function of the program's own says more than the role; a library's (a Pool's worker loop) does
         // not.
         if (report.target && is_program_frame(*report.target))
-            who += " running " + report.target->function;
+            who += " running " + printable(report.target->function);
         const HostPoint* last = code_end_host_point(model);
         const std::string rss = last == nullptr
                                     ? std::string("-")

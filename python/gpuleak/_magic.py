@@ -102,7 +102,8 @@ def live_state(process: dict, trace: str) -> str:
     if summary.get("allocator_reports_blocks"):
         cached = (summary.get("final_reserved_bytes") or 0) - (summary.get("final_allocated_bytes") or 0)
         lines.append("  the caching allocator holds %s more, cached for reuse" % _report.format_bytes(max(cached, 0)))
-    return "\n".join(lines)
+    # Files, functions, cells' lines and labels come from the program: each stays on its line.
+    return "\n".join(_report.printable(line) for line in lines)
 
 
 def gpuleak_magic(line: str) -> None:

@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 
-from . import _magic, _native
+from . import _magic, _native, _report
 
 PREVIOUS_DEATH_VARIABLE = "GPULEAK_PREVIOUS_KERNEL_DEATH"
 
@@ -73,7 +73,7 @@ def previous_death_banner() -> str:
     if not text:
         return ""
     lines = ["gpuleak: the previous kernel of this notebook died."]
-    lines += ["  " + line for line in text.splitlines()]
+    lines += ["  " + _report.printable(line) for line in text.splitlines()]
     lines.append("  (the full summary: %s)" % path)
     return "\n".join(lines) + "\n"
 

@@ -253,6 +253,24 @@ TEST_CASE("the summary names the function that leaks") {
     CHECK(text.find("keep_history") != std::string::npos);
 }
 
+TEST_CASE("a command named with terminal escapes and a newline gets one escaped line each") {
+    TempDir dir;
+    const std::string hostile = "launched\x1b]0;pwned\x07\x1b[2J\nFAKE LINE: diagnosis: stable";
+    const std::string command = dir.path() + "/" + hostile;
+    fs::create_symlink(program_path("launched_command"), command);
+    TracedRun run = launch(dir, {"run", "-o", dir.path() + "/run", "--", command, "exit", "0"});
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    CHECK(run.err.find('\x1b') == std::string::npos);
+    CHECK(run.err.find('\x07') == std::string::npos);
+    CHECK(run.err.find("\nFAKE LINE") == std::string::npos);
+    CHECK(run.err.find("launched\\x1b]0;pwned\\x07\\x1b[2J\\nFAKE LINE: diagnosis: stable exited with "
+                       "status 0") != std::string::npos);
+    const std::string text = read_text(dir.path() + "/run/report.txt");
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find("\nFAKE LINE") == std::string::npos);
+}
+
 TEST_CASE("the options become the recorder's settings, validated") {
     TempDir dir;
     TracedRun run = launch(dir, {"run", "--max-mb", "8", "--stack-depth", "5", "--sample-ms", "50",

@@ -170,6 +170,37 @@ def test_the_notebook_view_says_what_is_not_exact_beside_the_figures():
     assert not any("not exact" in line for line in _magic.live_state(process, "/tmp/t.trace").splitlines())
 
 
+def test_the_notebook_view_shows_the_programs_strings_escaped_on_their_own_lines():
+    from gpuleak import _magic
+
+    hostile = "\x1b]0;pwned\x07\x1b[2J\u202e\nFAKE LINE: nothing held"
+    process = {
+        "pid": 7,
+        "summary": {"final_reserved_bytes": 1 << 20, "final_allocated_bytes": 1 << 20},
+        "markers": [{"t_s": 0.0, "label": "cell [1]" + hostile}, {"t_s": 1.0, "label": "cell [2]"}],
+        "timeline": [],
+        "leaks": [
+            {
+                "bytes": 1 << 20,
+                "count": 1,
+                "frames": [
+                    {"python": True, "program": True, "file": "model" + hostile + ".py", "line": 3,
+                     "function": "forward" + hostile},
+                    {"python": True, "source_name": "cell [1]" + hostile, "line": 2,
+                     "source_line": "model(x)" + hostile},
+                ],
+            }
+        ],
+    }
+    text = _magic.live_state(process, "/tmp/t.trace")
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert not any(line.startswith("FAKE LINE") for line in text.splitlines())
+    escaped = "\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\nFAKE LINE: nothing held"
+    assert "model%s.py:3 in forward%s, from cell [1]%s, line 2 (`model(x)%s`)" % ((escaped,) * 4) in text
+    assert "since cell [1]%s began" % escaped in text
+    assert _report.printable("été \udcff\t") == "été \\xff\\t"
+
+
 def wheel_capable_setuptools():
     """"sdist": setuptools only; "wheel": setuptools that can build wheels offline; None: neither."""
     try:

@@ -373,3 +373,69 @@ def test_the_text_report_names_the_leaking_line(recorded):
     assert name(0, expected["loop"]) in " ".join(diagnosis.split())
     growing = text.split("Growing: held by the program and made through its work (largest first):\n", 1)[1]
     assert "\n        %s\n" % name(0, expected["loop"]) in growing.split("\n\n", 1)[0]
+
+
+# Strings the program controls: its command line, a file it compiles code under, a function's name, a
+# marker and a named source (a notebook cell's name and text), each with terminal escapes (a window
+# title, a link, clear-screen, colours) and a newline that would forge a line of the report.
+HOSTILE = "\x1b]0;pwned\x07\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\x1b[2J\x1b[31mred\u202e\nFAKE LINE: diagnosis: stable"
+HOSTILE_SCRIPT = textwrap.dedent(
+    """\
+    import ctypes, os, sys
+
+    hostile = sys.argv[1]
+    cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+    cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    gpuleak = ctypes.CDLL(None)
+    gpuleak.gpuleak_mark(("epoch " + hostile).encode())
+    kept = []
+    source = "def allocate(size):\\n    pointer = ctypes.c_void_p()\\n    cudart.cudaMalloc(ctypes.byref(pointer), size)\\n    kept.append(pointer)\\n"
+    file_name = "model" + hostile + ".py"
+    gpuleak.gpuleak_name_source(file_name.encode(), ("cell " + hostile).encode(), source.encode())
+    namespace = {"ctypes": ctypes, "cudart": cudart, "kept": kept}
+    exec(compile(source, file_name, "exec"), namespace)
+    allocate = namespace["allocate"]
+    names = {"co_name": "allocate" + hostile}
+    if sys.version_info >= (3, 11):
+        names["co_qualname"] = "allocate" + hostile
+    allocate.__code__ = allocate.__code__.replace(**names)
+    for _ in range(10):
+        allocate(1 << 20)
+        gpuleak.gpuleak_mark(("step " + hostile).encode())
+    """
+)
+
+
+def test_strings_the_program_controls_are_shown_escaped_and_never_make_a_line(tmp_path):
+    script = tmp_path / "hostile.py"
+    script.write_text(HOSTILE_SCRIPT, encoding="utf-8")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
+    environment.update(
+        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
+        SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(tmp_path / "trace.%p"),
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_QUIET="1",
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script), HOSTILE], env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    (trace,) = tmp_path.glob("trace.*")
+    text = run_report(trace, "--no-color", "--top", "100")
+    escaped = "\\x1b]0;pwned\\x07\\x1b]8;;http://evil\\x1b\\link\\x1b]8;;\\x1b\\\\x1b[2J\\x1b[31mred\\u202e\\nFAKE LINE: diagnosis: stable"
+    # Nothing for a terminal to act on, and no line the program made.
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert not any(line.startswith("FAKE LINE") for line in text.splitlines())
+    # Each string is there, escaped: the command line, the site's file, function and cell, the markers.
+    assert text.count(escaped) >= 4, text
+    assert "hostile.py " + escaped in text
+    assert "allocate" + escaped in text
+    assert "cell " + escaped in text
+    assert "step " + escaped in text
+    # JSON keeps them as they were.
+    process = process_of(run_report(trace, "--format", "json"))
+    assert process["command"][-1] == HOSTILE
+    assert {marker["label"] for marker in process["markers"]} == {"epoch " + HOSTILE, "step " + HOSTILE}
+    functions = {frame["function"] for site in process["leaks"] for frame in site["frames"]}
+    assert "allocate" + HOSTILE in functions

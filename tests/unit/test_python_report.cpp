@@ -9,6 +9,7 @@
 
 #include "diagnosis_text.h"
 #include "in_memory_report.h"
+#include "printable.h"
 #include "process_model.h"
 #include "python_interleave.h"
 #include "python_stacks.h"
@@ -574,4 +575,27 @@ TEST_CASE("the program's own Python frames are told from libraries', the standar
     CHECK(short_path("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py") ==
           "torch/nn/modules/linear.py");
     CHECK(short_path("/home/me/train.py") == "/home/me/train.py");
+}
+
+TEST_CASE("strings from a trace are shown escaped: no control, no separator, no reordering, no stray byte") {
+    using gpuleak::printable;
+    // Terminal escapes, a forged line, a tab, DEL.
+    CHECK(printable("a\x1b]0;t\x07\nFAKE\tx\x7f") == "a\\x1b]0;t\\x07\\nFAKE\\tx\\x7f");
+    // C1 controls written as UTF-8 (CSI), the line separator, a right-to-left override.
+    CHECK(printable("\xc2\x9b"
+                    "2J \xe2\x80\xa8 \xe2\x80\xae") == "\\u009b2J \\u2028 \\u202e");
+    // Bytes that are not UTF-8: a stray one, a cut sequence, an overlong slash, an encoded surrogate.
+    CHECK(printable("\xff.py") == "\\xff.py");
+    CHECK(printable("\xe5\x87") == "\\xe5\\x87");
+    CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");
+    CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+    // Everything else is as it was, whatever its script; a backslash too, and the result is stable.
+    const std::string plain = "函数 in modèle.py:12 \xf0\x9f\x94\xa5 C:\\path";
+    CHECK(printable(plain) == plain);
+    CHECK(printable(printable("\x1b\n\xff")) == printable("\x1b\n\xff"));
+    // Into a buffer that is too small: it ends before the escape or the character that did not fit.
+    char out[6];
+    CHECK(std::string(out, gpuleak::printable_into("abc\x1b", out)) == "abc");
+    CHECK(std::string(out, gpuleak::printable_into("abcd\xc3\xa9", out)) == "abcd\xc3\xa9");
+    CHECK(std::string(out, gpuleak::printable_into("abcde\xc3\xa9", out)) == "abcde");
 }
