@@ -62,6 +62,10 @@ constexpr uint32_t kTargetSearchSamples = 1200;
 constinit std::atomic<uint32_t> g_target_samples_left{0};
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_hook_depth = 0;
+// Set while this thread records an event. A signal handler that interrupted it there and records too
+// (the C API called from a handler) would wait forever on a lock its own thread holds: its event is
+// dropped and counted instead.
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_recording = false;
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_starting = false;
 
 // The stack this thread recorded last and its id: a loop allocating from one place unwinds to the same
@@ -102,8 +106,23 @@ void on_fatal_signal(int signal_number) {
     if ((has_trace(state) || (state == State::Starting && g_writer.header() != nullptr)) &&
         g_writer.header()->pid == getpid())
         g_writer.write_end(format::EndState::Signaled, signal_number);
-    // SA_RESETHAND restored the default action; the re-raised signal is delivered when this handler
-    // returns (it is blocked until then), so the process dies exactly as it would have without us.
+    // Delivered by the kernel: SA_RESETHAND restored the default action, and the re-raised signal is
+    // delivered when this handler returns (it is blocked until then), so the process dies exactly as it
+    // would have without us. Called by a handler the program installed later, that chains to the one it
+    // found (crash reporters, runtimes): without gpuleak it would have found the default action, which
+    // it takes the same way (set, unblocked, raised), not the handler again when this one returns.
+    struct sigaction current {};
+    if (sigaction(signal_number, nullptr, &current) == 0 &&
+        (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO) != 0)) {
+        struct sigaction default_action {};
+        default_action.sa_handler = SIG_DFL;
+        sigemptyset(&default_action.sa_mask);
+        sigaction(signal_number, &default_action, nullptr);
+        sigset_t only;
+        sigemptyset(&only);
+        sigaddset(&only, signal_number);
+        pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+    }
     raise(signal_number);
 }
 
@@ -530,6 +549,39 @@ bool owns_trace() {
 
 } // namespace
 
+namespace {
+
+// One event at a time per thread (t_recording). Not entered: the thread was recording already, and the
+// event is dropped.
+class RecordingScope {
+  public:
+    RecordingScope() noexcept : entered_(!t_recording) {
+        if (!entered_) {
+            if (format::FileHeader* header =
+                    has_trace(g_state.load(std::memory_order_acquire)) ? g_writer.header() : nullptr)
+                __atomic_fetch_add(&header->reentry_dropped, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        t_recording = true;
+        // The handler runs on this thread: the flag must be set before anything that takes a lock.
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~RecordingScope() {
+        if (!entered_)
+            return;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        t_recording = false;
+    }
+    RecordingScope(const RecordingScope&) = delete;
+    RecordingScope& operator=(const RecordingScope&) = delete;
+    [[nodiscard]] bool entered() const noexcept { return entered_; }
+
+  private:
+    bool entered_;
+};
+
+} // namespace
+
 HookScope::HookScope() noexcept : outermost_(t_hook_depth++ == 0) {}
 HookScope::~HookScope() {
     --t_hook_depth;
@@ -540,7 +592,8 @@ bool HookScope::nested() noexcept {
 
 void record_alloc(const Allocation& allocation) {
     ErrnoGuard errno_guard;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     LiveSlot entry{};
     entry.stack_id = capture_stack();
@@ -591,7 +644,8 @@ void append_failure(const Allocation& attempt, int32_t error, uint64_t free_byte
 
 void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
     ErrnoGuard errno_guard;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     append_failure(attempt, error, free_bytes);
     FailedAttempts& failed = t_failed_attempts;
@@ -602,7 +656,8 @@ void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t fre
 
 void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes) {
     ErrnoGuard errno_guard;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     FailedAttempts& failed = t_failed_attempts;
     const uint64_t gave_up_after = failed.count != 0 && failed.device == device ? failed.count : 0;
@@ -614,7 +669,8 @@ void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes) {
 PendingFree begin_free(format::KeySpace space, uint64_t address) {
     ErrnoGuard errno_guard;
     PendingFree pending;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return pending;
     pending.active = true;
     pending.space = space;
@@ -626,6 +682,9 @@ PendingFree begin_free(format::KeySpace space, uint64_t address) {
 void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8_t api) {
     ErrnoGuard errno_guard;
     if (!pending.active || g_state.load(std::memory_order_acquire) != State::Active)
+        return;
+    const RecordingScope recording;
+    if (!recording.entered())
         return;
     if (!succeeded) {
         if (pending.found) {
@@ -669,7 +728,8 @@ void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_by
 
 void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, uint8_t api) {
     ErrnoGuard errno_guard;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     const uint64_t end = address + size < address ? UINT64_MAX : address + size;
     bool any = false;
@@ -688,7 +748,8 @@ void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, 
 
 void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api) {
     ErrnoGuard errno_guard;
-    if (!ensure_active())
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
     event.time_ns = monotonic_ns();
@@ -703,7 +764,10 @@ void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api) {
 
 void record_marker(const char* label) {
     ErrnoGuard errno_guard;
-    if (label == nullptr || !ensure_active())
+    if (label == nullptr)
+        return;
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
     event.time_ns = monotonic_ns();
@@ -723,7 +787,10 @@ void record_source_name(const char* file, const char* name, const char* text) {
     constexpr size_t kMaxNameBytes = 1023;
     constexpr size_t kMaxTextBytes = 65535;
     ErrnoGuard errno_guard;
-    if (file == nullptr || name == nullptr || !ensure_active())
+    if (file == nullptr || name == nullptr)
+        return;
+    const RecordingScope recording;
+    if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
     event.address = g_writer.add_string(file, strnlen(file, kMaxFileBytes));
@@ -788,7 +855,8 @@ void record_vfork_child(State state) {
 void record_fork(int child_pid, uint64_t forked_ns) {
     ErrnoGuard errno_guard;
     const State state = g_state.load(std::memory_order_acquire);
-    if (has_trace(state))
+    const RecordingScope recording;
+    if (recording.entered() && has_trace(state))
         append_fork(state, child_pid, forked_ns, current_thread_id(), true);
 }
 

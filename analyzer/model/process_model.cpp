@@ -656,6 +656,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     exactness.live_capacity = model.header.live_capacity;
     exactness.stacks_dropped = model.header.counters.stacks_dropped;
     exactness.notable_dropped = trace.notable_events().dropped;
+    exactness.reentry_dropped = model.header.counters.reentry_dropped;
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
         SpilledCount& of_kind = exactness.spilled_by_kind[spilled.kind];
         of_kind.count += spilled.count;

@@ -131,6 +131,9 @@ struct Exactness {
     uint64_t stacks_dropped = 0;
     // Failures, markers, forks and notebook cells the trace had no room for.
     uint64_t notable_dropped = 0;
+    // Events the C API was asked for from a signal handler that interrupted gpuleak on its thread: dropped
+    // (an allocation, a free, a marker), so the totals and the sites may be off by them.
+    uint64_t reentry_dropped = 0;
 
     // Of every kind, and those whose site found no record.
     [[nodiscard]] SpilledCount spilled() const {
@@ -146,7 +149,9 @@ struct Exactness {
         return found == spilled_by_kind.end() ? SpilledCount{} : found->second;
     }
     // Data was lost that a leak may hide in.
-    [[nodiscard]] bool lost() const { return untracked > 0 || unattributed().count > 0; }
+    [[nodiscard]] bool lost() const {
+        return untracked > 0 || unattributed().count > 0 || reentry_dropped > 0;
+    }
 };
 
 struct ProcessModel {

@@ -188,6 +188,7 @@ class TraceReader::Decoder {
             .free_unknown = raw_.free_unknown,
             .code_used = raw_.code_used,
             .code_dropped = raw_.code_dropped,
+            .reentry_dropped = raw_.reentry_dropped,
         };
         decode_python_version();
         header.accounting = raw_.accounting;

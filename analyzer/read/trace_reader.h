@@ -60,6 +60,8 @@ struct TraceCounters {
     uint64_t free_unknown = 0;
     uint64_t code_used = 0;
     uint64_t code_dropped = 0; // code objects that did not fit: their frames name code id 0
+    // Events a signal handler made while its thread was recording already: dropped.
+    uint64_t reentry_dropped = 0;
 };
 
 struct TraceHeader {

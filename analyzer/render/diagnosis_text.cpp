@@ -106,9 +106,13 @@ std::string incomplete_text(const Exactness& exactness) {
         lost += fmt::format("{}{} of the allocations live at the end ({}) were counted without the line that "
                             "made them (more sites than the trace has room for)",
                             lost.empty() ? "" : "; ", unattributed.count, bytes(unattributed.bytes));
-    return fmt::format("No verdict: {}. A leak among them cannot be ruled out; run again with a larger "
-                       "GPULEAK_MAX_MB.",
-                       lost);
+    if (exactness.reentry_dropped > 0)
+        lost += fmt::format("{}{} event{} made from a signal handler that interrupted gpuleak were dropped",
+                            lost.empty() ? "" : "; ", exactness.reentry_dropped,
+                            exactness.reentry_dropped == 1 ? "" : "s");
+    const bool short_of_room = exactness.untracked > 0 || exactness.unattributed().count > 0;
+    return fmt::format("No verdict: {}. A leak among them cannot be ruled out{}.", lost,
+                       short_of_room ? "; run again with a larger GPULEAK_MAX_MB" : "");
 }
 
 } // namespace
@@ -142,6 +146,12 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
             fmt::format("{} call stack{} did not fit in the trace: the allocations made there are "
                         "shown together, with no stack. A larger GPULEAK_MAX_MB keeps them.",
                         exactness.stacks_dropped, exactness.stacks_dropped == 1 ? "" : "s"));
+    if (exactness.reentry_dropped > 0)
+        notes.push_back(fmt::format(
+            "{} event{} (allocations, frees or markers) were dropped: the program called gpuleak's C API "
+            "from a signal handler that interrupted gpuleak on the same thread, which would have waited "
+            "forever. The totals and the sites may be off by them.",
+            exactness.reentry_dropped, exactness.reentry_dropped == 1 ? "" : "s"));
     if (exactness.notable_dropped > 0)
         notes.push_back(
             fmt::format("The last {} failures, markers, forks and notebook cells did not fit in the "

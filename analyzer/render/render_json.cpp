@@ -264,6 +264,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"live_capacity", model.exactness.live_capacity},
                         {"stacks_dropped", model.exactness.stacks_dropped},
                         {"notable_dropped", model.exactness.notable_dropped},
+                        {"reentry_dropped", model.exactness.reentry_dropped},
                         {"notes", exactness_notes(model)}}}}},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},

@@ -61,7 +61,7 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // spill region; the live region is last, reserved on disk as it grows. 9: host memory in the timeline
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
-// the function multiprocessing started the process to run (ProcessTarget).
+// the function multiprocessing started the process to run (ProcessTarget), and reentry_dropped.
 static const uint32_t kFormatVersion = 11;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
@@ -263,6 +263,9 @@ struct FileHeader {
     int32_t world_size;
     uint32_t reserved2;
     uint64_t host_memory_bytes; // MemTotal in /proc/meminfo at creation; 0 when unknown
+    // Events dropped because the thread that made them was recording already: a signal handler that
+    // interrupted the recorder called the C API (it would have waited forever on a lock its thread held).
+    uint64_t reentry_dropped;
 
     Accounting accounting;
     struct DeviceMemoryView device_memory[16];

@@ -326,3 +326,39 @@ TEST_CASE("a marker from gpuleak_try_mark is recorded with its label and is a no
         order.push_back(event.type);
     CHECK(order == std::vector<EventType>{EventType::Alloc, EventType::Marker, EventType::Free});
 }
+
+TEST_CASE("the C API called from a signal handler that interrupted it on the same thread returns") {
+    TempDir directory;
+    RunOptions options;
+    // Before, a call that found its thread's own lock held spun on it forever.
+    options.kill_after = std::chrono::seconds(60);
+    const LoggedRun run = run_process_end(directory, "reenter", options);
+    INFO("stderr: " << run.run.err);
+    REQUIRE(run.run.exited_with(0));
+    const std::vector<std::string> lines = comparable(run.calls);
+    CHECK(std::count(lines.begin(), lines.end(), "call handler ran=1") == 1);
+    // What the handler asked for while its thread was inside gpuleak was dropped and counted; the rest
+    // was recorded.
+    const TraceReader trace = only_trace(run.run);
+    CHECK(trace.header().counters.reentry_dropped > 0);
+    CHECK(trace.header().end.state == EndState::Exited);
+}
+
+TEST_CASE("a handler the program installs later that chains to gpuleak's ends the process as without it") {
+    for (const auto& [mode, signal_number] :
+         {std::pair{"chain_sigterm", SIGTERM}, {"chain_sigsegv", SIGSEGV}}) {
+        TempDir directory;
+        const LoggedRun run = run_process_end(directory, mode);
+        TempDir plain_directory;
+        const LoggedRun plain = run_process_end(plain_directory, mode, without_gpuleak());
+        INFO(mode << " stderr: " << run.run.err);
+        // Before, gpuleak's handler, called by the program's, raised the signal again into the program's
+        // handler, which the program stopped after 5 rounds with status 99.
+        CHECK(plain.run.killed_by(signal_number));
+        CHECK(run.run.killed_by(signal_number));
+        CHECK(comparable(run.calls) == comparable(plain.calls));
+        const TraceReader trace = only_trace(run.run);
+        CHECK(trace.header().end.state == EndState::Signaled);
+        CHECK(trace.header().end.signal == signal_number);
+    }
+}

@@ -5,11 +5,18 @@
 //   own_sigterm_handler    installs a SIGTERM handler and ignores SIGPIPE before touching CUDA, raises
 //                          both, logs whether its handler is still installed, frees, returns 0
 //   mark                   records a marker through the optional C API between allocation and free
+//   chain_sigterm,         installs a handler for that signal after touching CUDA that chains to the
+//   chain_sigsegv          handler it found, as crash reporters do, then raises the signal; exits 99
+//                          when its handler runs more than 5 times
+//   reenter                for a second, calls the C API in a loop while a timer's signal handler calls
+//                          it too, interrupting the loop inside it; logs how often the handler ran
 // Calls are logged as in api_families; the program runs the same with and without gpuleak.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allocation_log.h"
@@ -59,6 +66,78 @@ int keep_own_handlers(const AllocationLog& log) {
     return 0;
 }
 
+struct sigaction g_found {};
+volatile sig_atomic_t g_chained = 0;
+
+// What a crash reporter does: its own work, then whatever handled the signal before it.
+void chain_to_found(int signal_number) {
+    g_chained = g_chained + 1;
+    if (g_chained > 5)
+        _exit(99);
+    if (g_found.sa_handler == SIG_DFL || g_found.sa_handler == SIG_IGN) {
+        signal(signal_number, g_found.sa_handler);
+        raise(signal_number);
+        return;
+    }
+    if ((g_found.sa_flags & SA_SIGINFO) != 0)
+        g_found.sa_sigaction(signal_number, nullptr, nullptr);
+    else
+        g_found.sa_handler(signal_number);
+}
+
+int chain(const AllocationLog& log, int signal_number) {
+    struct sigaction handler {};
+    handler.sa_handler = chain_to_found;
+    sigemptyset(&handler.sa_mask);
+    sigaction(signal_number, &handler, &g_found);
+    log.line("call sigaction signal=%d chained", signal_number);
+    raise(signal_number);
+    return 1; // not reached: the signal's default action ends the process
+}
+
+volatile sig_atomic_t g_handled = 0;
+char g_handler_blocks[2];
+
+// Interrupts the loop below, often inside the library: the calls either record or are dropped, and
+// return either way.
+void on_alarm(int) {
+    gpuleak_try_mark("from the handler");
+    gpuleak_try_block_alloc(&g_handler_blocks[0], 64, 0);
+    gpuleak_try_block_free(&g_handler_blocks[0]);
+    g_handled = g_handled + 1;
+}
+
+int reenter(const AllocationLog& log, void* pointer) {
+    // Resolved here: dlsym in the handler would not be async-signal-safe.
+    gpuleak_try_mark("before the timer");
+    gpuleak_try_block_alloc(&g_handler_blocks[1], 64, 0);
+    gpuleak_try_block_free(&g_handler_blocks[1]);
+    struct sigaction alarm {};
+    alarm.sa_handler = on_alarm;
+    alarm.sa_flags = SA_RESTART;
+    sigemptyset(&alarm.sa_mask);
+    sigaction(SIGALRM, &alarm, nullptr);
+    const itimerval every_50_us{{0, 50}, {0, 50}};
+    setitimer(ITIMER_REAL, &every_50_us, nullptr);
+    static char blocks[256];
+    timespec start{};
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        for (char& block : blocks) {
+            gpuleak_try_block_alloc(&block, 64, 0);
+            gpuleak_try_mark("in the loop");
+            gpuleak_try_block_free(&block);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - start.tv_sec < 1);
+    const itimerval stop{};
+    setitimer(ITIMER_REAL, &stop, nullptr);
+    log.line("call handler ran=%d", g_handled > 0 ? 1 : 0);
+    release(log, pointer);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +157,12 @@ int main(int argc, char** argv) {
         raise(SIGSEGV);
         return 1; // not reached: SIGSEGV's default action ends the process
     }
+    if (mode == "reenter")
+        return reenter(log, pointer);
+    if (mode == "chain_sigterm")
+        return chain(log, SIGTERM);
+    if (mode == "chain_sigsegv")
+        return chain(log, SIGSEGV);
     if (mode == "mark")
         gpuleak_try_mark("after warmup");
     release(log, pointer);

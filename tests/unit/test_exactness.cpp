@@ -4,6 +4,7 @@
 // beside the figures.
 #include <catch2/catch.hpp>
 
+#include "diagnosis.h"
 #include "diagnosis_text.h"
 #include "process_model.h"
 #include "trace_builder.h"
@@ -129,4 +130,18 @@ TEST_CASE("call stacks and notable records the trace had no room for are said be
     CHECK(notes[0].starts_with("1 block (512 B) live at the end found no slot of their own"));
     CHECK(notes[1].starts_with("2 call stacks did not fit in the trace"));
     CHECK(notes[2].starts_with("The last 3 failures, markers, forks and notebook cells did not fit"));
+}
+
+TEST_CASE("events dropped because a signal handler recorded inside gpuleak leave no verdict, and say why") {
+    TraceBuilder builder = spilled_program({1});
+    builder.header().reentry_dropped = 3;
+    const ProcessModel model = model_of(builder);
+    CHECK(model.exactness.reentry_dropped == 3);
+    CHECK(model.exactness.lost());
+    const std::vector<std::string> notes = exactness_notes(model);
+    REQUIRE(notes.size() == 2);
+    CHECK(notes[1].starts_with("3 events (allocations, frees or markers) were dropped: the program called "
+                               "gpuleak's C API from a signal handler"));
+    const Diagnosis diagnosis = diagnose(model);
+    CHECK(diagnosis.kind == DiagnosisKind::Incomplete);
 }
