@@ -131,6 +131,13 @@ int run(int argc, char** argv) {
     if (snapshot) {
         std::vector<std::string> warnings;
         text = render_torch_snapshot(reports.front(), options, warnings);
+        // The snapshot reads the trace again, for every live object's address and every event.
+        if (reports.front().trace->shrank()) {
+            say(fmt::format(
+                "{}: the file was cut shorter while it was read (by another program?): no snapshot",
+                reports.front().model.path));
+            return kBadInput;
+        }
         for (const std::string& warning : warnings)
             say(fmt::format("{}: warning: {}", reports.front().model.path, warning));
     } else if (output_format == "json") {

@@ -1,9 +1,12 @@
 #include "mapped_file.h"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +32,80 @@ class FileDescriptor {
     int fd_;
 };
 
+// The mappings the SIGBUS handler stands in for. A slot is free while its end is 0; the handler reads
+// them without a lock, as a signal handler must.
+struct GuardedMapping {
+    std::atomic<uintptr_t> begin{0};
+    std::atomic<uintptr_t> end{0};
+    std::atomic<bool> shrank{false};
+};
+constexpr int kGuardedMappings = 1024;
+GuardedMapping g_guarded[kGuardedMappings];
+uintptr_t g_page_size = 0;
+struct sigaction g_previous_bus_action {};
+std::once_flag g_bus_handler_installed;
+
+void on_bus_error(int signal_number, siginfo_t* info, void* context) {
+    const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (GuardedMapping& guarded : g_guarded) {
+        if (info->si_code <= 0 || address < guarded.begin.load(std::memory_order_acquire) ||
+            address >= guarded.end.load(std::memory_order_acquire))
+            continue;
+        const uintptr_t page = address & ~(g_page_size - 1);
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): the faulting address, as the kernel gave it.
+        if (::mmap(reinterpret_cast<void*>(page), g_page_size, PROT_READ,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+            break;
+        guarded.shrank.store(true, std::memory_order_release);
+        return;
+    }
+    // Not a read of a mapped trace: what the process did with SIGBUS before. A fault happens again once
+    // this returns, now under that disposition; a signal sent is sent again.
+    if ((g_previous_bus_action.sa_flags & SA_SIGINFO) != 0 && g_previous_bus_action.sa_sigaction != nullptr) {
+        g_previous_bus_action.sa_sigaction(signal_number, info, context);
+        return;
+    }
+    if (g_previous_bus_action.sa_handler != SIG_DFL && g_previous_bus_action.sa_handler != SIG_IGN) {
+        g_previous_bus_action.sa_handler(signal_number);
+        return;
+    }
+    ::sigaction(SIGBUS, &g_previous_bus_action, nullptr);
+    if (info->si_code <= 0)
+        ::raise(signal_number);
+}
+
+void install_bus_handler() {
+    g_page_size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    struct sigaction action {};
+    action.sa_sigaction = on_bus_error;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_bus_action);
+}
+
+int guard(const std::byte* data, std::size_t size) {
+    std::call_once(g_bus_handler_installed, install_bus_handler);
+    for (int slot = 0; slot < kGuardedMappings; ++slot) {
+        uintptr_t free = 0;
+        GuardedMapping& guarded = g_guarded[slot];
+        // Claimed by its begin; made visible to the handler by its end.
+        if (guarded.end.load(std::memory_order_acquire) != 0 ||
+            !guarded.begin.compare_exchange_strong(free, reinterpret_cast<uintptr_t>(data)))
+            continue;
+        guarded.shrank.store(false, std::memory_order_relaxed);
+        guarded.end.store(reinterpret_cast<uintptr_t>(data) + size, std::memory_order_release);
+        return slot;
+    }
+    return -1;
+}
+
+void unguard(int slot) {
+    if (slot < 0)
+        return;
+    g_guarded[slot].end.store(0, std::memory_order_release);
+    g_guarded[slot].begin.store(0, std::memory_order_release);
+}
+
 } // namespace
 
 MappedFile::MappedFile(const std::string& path) {
@@ -51,6 +128,11 @@ MappedFile::MappedFile(const std::string& path) {
     if (mapping == MAP_FAILED)
         throw TraceError(path, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::byte*>(mapping);
+    guard_ = guard(data_, size_);
+}
+
+bool MappedFile::shrank() const {
+    return guard_ >= 0 && g_guarded[guard_].shrank.load(std::memory_order_acquire);
 }
 
 void MappedFile::release(std::span<const std::byte> part) const {
@@ -63,6 +145,7 @@ void MappedFile::release(std::span<const std::byte> part) const {
 }
 
 MappedFile::~MappedFile() {
+    unguard(guard_);
     ::munmap(const_cast<std::byte*>(data_), size_);
 }
 

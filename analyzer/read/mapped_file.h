@@ -1,5 +1,11 @@
 // A read-only view of a whole file. The trace is mapped rather than read so that a large trace costs
 // no copy and so that a trace still being written can be read while its process runs.
+//
+// A file that another program cuts shorter while it is mapped (ftruncate, a copy over it) would kill
+// the reader with SIGBUS at the first read past its new end. A SIGBUS handler, installed once, puts a
+// page of zeros in place of each page gone, as if those bytes had never been written, and notes it
+// (shrank()): the reader reads on and the caller says so. A SIGBUS of anything else is handled as it
+// was before.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +29,13 @@ class MappedFile {
     // stay; touching them again reads them back from the file (or the page cache).
     void release(std::span<const std::byte> part) const;
 
+    // Some of it was read after the file was cut shorter: those bytes read as zeros.
+    [[nodiscard]] bool shrank() const;
+
   private:
     const std::byte* data_ = nullptr;
     std::size_t size_ = 0;
+    int guard_ = -1; // its slot among the guarded mappings; -1: unguarded (every slot taken)
 };
 
 } // namespace gpuleak::analyzer

@@ -661,6 +661,7 @@ TraceReader TraceReader::open(const std::string& path) {
     const std::optional<bool> running = trace_writer_running(path);
     TraceReader trace;
     Decoder(trace, file->bytes(), path, file).run();
+    trace.file_ = std::move(file);
     if (trace.header_.end.state == format::EndState::Running)
         trace.header_.end.running_when_opened = running;
     return trace;

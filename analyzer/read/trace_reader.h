@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include "event_ring.h"
 #include "gpuleak/trace_format.h"
+#include "mapped_file.h"
 #include "trace_error.h"
 
 namespace gpuleak::analyzer {
@@ -235,6 +237,9 @@ class TraceReader {
     [[nodiscard]] const std::vector<TimelineSample>& timeline() const { return timeline_; }
     // Counts the ring's torn events with a pass over the ring unless a visit has done so.
     [[nodiscard]] const std::vector<std::string>& warnings() const;
+    // The file was cut shorter while it was read (MappedFile::shrank): what lay past its new end read as
+    // never written. False for a trace parsed from bytes.
+    [[nodiscard]] bool shrank() const { return file_ != nullptr && file_->shrank(); }
 
   private:
     class Decoder;
@@ -259,6 +264,7 @@ class TraceReader {
     std::vector<std::string> decoded_warnings_; // all but the ring's torn count
     std::size_t ring_warning_at_ = 0;           // where that one goes among them
     mutable std::optional<std::vector<std::string>> warnings_;
+    std::shared_ptr<const MappedFile> file_; // null for a trace parsed from bytes
 };
 
 } // namespace gpuleak::analyzer

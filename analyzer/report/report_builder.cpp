@@ -9,6 +9,7 @@
 
 #include "stack_view.h"
 #include "symbolized_stacks.h"
+#include "trace_error.h"
 #include "trace_reader.h"
 
 namespace gpuleak::analyzer {
@@ -87,6 +88,10 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
                 reading.emplace(*symbolized);
             report.model = build_model(path, trace);
         }
+        if (trace.shrank())
+            throw TraceError(path,
+                             "the file was cut shorter while it was read (by another program?): what it "
+                             "held past its new end is lost; report it again once it is whole");
         report.stacks = std::move(symbolized);
         report.diagnosis = diagnose(report.model);
         if (keep_traces)

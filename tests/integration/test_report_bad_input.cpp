@@ -427,3 +427,71 @@ TEST_CASE("another user's trace in a directory is left out of the report unless 
     check_refusal(run, traces);
     CHECK(run.err.find("--any-owner") != std::string::npos);
 }
+
+namespace {
+
+// Whether process `pid` maps `path`.
+bool maps_file(pid_t pid, const std::string& path) {
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string line; std::getline(maps, line);)
+        if (line.ends_with(" " + path))
+            return true;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("a trace cut shorter while the report reads it is refused with one line, never a crash") {
+    TempDir dir;
+    RunOptions options;
+    options.environment = {"GPULEAK_MAX_MB=64", "GPULEAK_STACK_DEPTH=1", "GPULEAK_QUIET=1"};
+    // Hundreds of thousands of live blocks and events: reading them takes the report a while.
+    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {"300000"}, options);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    REQUIRE(run.traces().size() == 1);
+    const std::string original = run.traces()[0];
+    const std::string path = dir.path() + "/cut.trace";
+    // The report may be done with the file before it is cut: then it is tried again, on a new copy.
+    int refused = 0;
+    for (int attempt = 0; attempt < 5 && refused == 0; ++attempt) {
+        std::filesystem::copy_file(original, path, std::filesystem::copy_options::overwrite_existing);
+        const std::string err_path = dir.path() + "/report.err";
+        const pid_t report = ::fork();
+        REQUIRE(report >= 0);
+        if (report == 0) {
+            const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            const int null = ::open("/dev/null", O_WRONLY);
+            ::dup2(err, STDERR_FILENO);
+            ::dup2(null, STDOUT_FILENO);
+            ::execl(GPULEAK_REPORT, GPULEAK_REPORT, "--no-symbol-cache", path.c_str(), nullptr);
+            ::_exit(127);
+        }
+        bool mapped = false;
+        int status = 0;
+        while (!mapped && ::waitpid(report, &status, WNOHANG) == 0)
+            mapped = maps_file(report, path);
+        // Cut down to its header, as another program's truncate would.
+        if (mapped)
+            REQUIRE(::truncate(path.c_str(), gpuleak::format::kHeaderBytes) == 0);
+        if (mapped)
+            REQUIRE(::waitpid(report, &status, 0) == report);
+        const std::string err = [&] {
+            std::ifstream file(err_path);
+            return std::string(std::istreambuf_iterator<char>(file), {});
+        }();
+        INFO("stderr: " << err);
+        // Before, reading past the new end killed the report with SIGBUS.
+        REQUIRE_FALSE(WIFSIGNALED(status));
+        REQUIRE(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 0)
+            continue;
+        CHECK(WEXITSTATUS(status) == 2);
+        CHECK(err ==
+              "gpuleak-report: " + path +
+                  ": the file was cut shorter while it was read (by another program?): what it held past "
+                  "its new end is lost; report it again once it is whole\n");
+        ++refused;
+    }
+    CHECK(refused == 1);
+}

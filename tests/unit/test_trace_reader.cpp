@@ -5,6 +5,13 @@
 #include <random>
 #include <string>
 
+#include <csignal>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
 #include "temp_dir.h"
 #include "trace_builder.h"
 #include "trace_reader.h"
@@ -224,6 +231,53 @@ TEST_CASE("a trace is read from a file as from memory") {
     const TraceReader trace = TraceReader::open(path);
     CHECK(trace.header().pid == 4242);
     CHECK(trace.live_allocations().allocations.size() == 2);
+}
+
+TEST_CASE("a trace cut shorter while it is mapped reads as never written there, and says it shrank") {
+    const TempDir dir;
+    const std::string path = write_file(dir, "trace.bin", full_trace().bytes());
+    const TraceReader trace = TraceReader::open(path);
+    CHECK_FALSE(trace.shrank());
+    // Another program cuts it down to its header: the ring, the live table and the rest are gone. Before,
+    // the first read of them killed the reader with SIGBUS.
+    REQUIRE(::truncate(path.c_str(), format::kHeaderBytes) == 0);
+    CHECK(trace.events().events.empty());
+    CHECK(trace.shrank());
+    // A trace opened afterwards is merely short, as a torn file is.
+    const TraceReader reopened = TraceReader::open(path);
+    CHECK_FALSE(reopened.shrank());
+}
+
+TEST_CASE("a SIGBUS that is no read of a mapped trace ends the process as before") {
+    const TempDir dir;
+    const std::string path = write_file(dir, "trace.bin", full_trace().bytes());
+    const TraceReader trace = TraceReader::open(path); // the handler is installed by now
+    const std::string other = write_file(dir, "other.bin", std::vector<std::byte>(1 << 16));
+    for (const bool fault : {false, true}) {
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            if (!fault)
+                ::raise(SIGBUS);
+            // A file of its own, mapped and cut shorter: its read faults outside every trace.
+            const int fd = ::open(other.c_str(), O_RDWR);
+            auto* bytes =
+                static_cast<volatile const char*>(::mmap(nullptr, 1 << 16, PROT_READ, MAP_SHARED, fd, 0));
+            if (fd < 0 || ::ftruncate(fd, 0) != 0)
+                ::_exit(3);
+            const char read = bytes[1 << 15];
+            ::_exit(read == 0 ? 4 : 5);
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+#if defined(__SANITIZE_ADDRESS__)
+        // AddressSanitizer's handler, there before the reader's, reports the signal and exits with 1.
+        CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
+#else
+        CHECK(WIFSIGNALED(status));
+        CHECK(WTERMSIG(status) == SIGBUS);
+#endif
+    }
 }
 
 TEST_CASE("end states") {
