@@ -45,9 +45,14 @@ size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity) 
 }
 
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
+    return write_regular_file_at(AT_FDCWD, path, data, size, mode);
+}
+
+int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode) {
     // O_NONBLOCK: a FIFO without a reader fails the open (ENXIO) rather than hanging it; truncated only
     // once it is known to be a regular file.
-    const int fd = ::open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+    const int fd = ::openat(directory_fd, name,
+                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
     if (fd < 0)
         return errno;
     struct stat status {};

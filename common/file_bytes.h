@@ -25,6 +25,9 @@ inline constexpr int kOtherUsersFile = -2;
 // or another user's file, and never blocking on one: what another user planted there is refused, not
 // used. 0, kNotRegularFile, kOtherUsersFile, or the errno of the call that failed.
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode);
+// The same for the file `name` in the directory open at `directory_fd`: what it writes lands in that
+// directory, whatever happens to the directory's path meanwhile.
+int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode);
 
 // A few words for what write_regular_file returned: "not a regular file", strerror's.
 const char* write_failure_text(int failure);

@@ -1,6 +1,8 @@
 #include "trace_writer.h"
 
+#include "directory_trust.h"
 #include "file_bytes.h"
+#include "file_descriptor.h"
 #include "monotonic_clock.h"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,21 +49,49 @@ template <class Take> bool take_free_name(const char* base, char* path, size_t c
     return false;
 }
 
-// A file with no name yet in the directory `path` is to be made in, which only linking it there makes
+// The part of `path` after its last slash: its name in its directory.
+const char* name_in_directory(const char* path) {
+    const char* slash = std::strrchr(path, '/');
+    return slash == nullptr ? path : slash + 1;
+}
+
+// The directory a trace named `path` goes into, opened: what is made there is made relative to it, so
+// that the directory checked is the directory written, whatever happens to its path meanwhile. -1 with
+// errno where it cannot be opened; `directory` receives its name.
+int open_directory_of(const char* path, char* directory, size_t capacity) {
+    const char* slash = std::strrchr(path, '/');
+    if (slash == nullptr)
+        std::snprintf(directory, capacity, ".");
+    else
+        std::snprintf(directory, capacity, "%.*s", static_cast<int>(slash == path ? 1 : slash - path), path);
+    return ::open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+// A file with no name yet in the directory it is to be made in, which only linking it there makes
 // visible: a process killed while its trace is being set up (a pool's worker terminated at once) leaves
 // no half-made file. -1 where the file system has no O_TMPFILE, or where /proc, through which it is
 // linked, is not mounted.
-int open_unnamed_beside(const char* path) {
+int open_unnamed_in(int directory_fd) {
     if (::access("/proc/self/fd", X_OK) != 0)
         return -1;
-    char directory[PATH_MAX];
-    const char* slash = std::strrchr(path, '/');
-    if (slash == nullptr)
-        std::snprintf(directory, sizeof directory, ".");
-    else
-        std::snprintf(directory, sizeof directory, "%.*s", static_cast<int>(slash == path ? 1 : slash - path),
-                      path);
-    return ::open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    return ::openat(directory_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
+// GPULEAK_MAX_MB, or less where the trace's file system has not that much free: half of what is free, so
+// that its children's traces and the program's own files find room too.
+uint64_t size_that_fits(uint64_t max_bytes, int directory_fd, const char* directory) {
+    struct statvfs file_system {};
+    if (::fstatvfs(directory_fd, &file_system) != 0)
+        return max_bytes;
+    const uint64_t free_bytes = static_cast<uint64_t>(file_system.f_bavail) * file_system.f_frsize;
+    const uint64_t fits = std::max<uint64_t>(free_bytes / 2 & ~((uint64_t{1} << 20) - 1), kMinMaxMb << 20);
+    if (max_bytes <= fits)
+        return max_bytes;
+    warn("GPULEAK_MAX_MB=%llu is more than half of the %llu MiB free where the trace goes (%s): this trace "
+         "is made of at most %llu MiB",
+         static_cast<unsigned long long>(max_bytes >> 20), static_cast<unsigned long long>(free_bytes >> 20),
+         directory, static_cast<unsigned long long>(fits >> 20));
+    return fits;
 }
 
 uint64_t align_up(uint64_t value) {
@@ -145,16 +176,31 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         warn("GPULEAK_OUTPUT expands to a path that is too long; not recording");
         return false;
     }
-    int fd = open_unnamed_beside(base_path);
+    char directory[PATH_MAX];
+    const int directory_fd = open_directory_of(base_path, directory, sizeof directory);
+    if (directory_fd < 0) {
+        warn("cannot create trace file %s: %s; the program runs on unrecorded", base_path,
+             std::strerror(errno));
+        return false;
+    }
+    const FileDescriptor held_directory(directory_fd);
+    if (const char* distrust = directory_distrust(directory_fd)) {
+        warn("the trace directory %s is %s: others could read, replace or remove a trace there; the program "
+             "runs on unrecorded (set GPULEAK_OUTPUT to a directory of your own)",
+             directory, distrust);
+        return false;
+    }
+    int fd = open_unnamed_in(directory_fd);
     const bool named = fd < 0;
     if (named && !take_free_name(base_path, path_, sizeof path_, [&](const char* path) {
-            fd = ::open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            fd = ::openat(directory_fd, name_in_directory(path),
+                          O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
             return fd >= 0;
         })) {
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         return false;
     }
-    const Layout layout = compute_layout(config.max_bytes);
+    const Layout layout = compute_layout(size_that_fits(config.max_bytes, directory_fd, directory));
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched; the live slots' are reserved as they
     // are used (reserve_live_slots).
@@ -179,7 +225,7 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
              static_cast<unsigned long long>(reserved), named ? path_ : base_path,
              std::strerror(reserve_error != 0 ? reserve_error : map_error));
         if (named)
-            ::unlink(path_);
+            ::unlinkat(directory_fd, name_in_directory(path_), 0);
         ::close(fd);
         return false;
     }
@@ -196,7 +242,7 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
     char unnamed[32];
     std::snprintf(unnamed, sizeof unnamed, "/proc/self/fd/%d", fd);
     if (!named && !take_free_name(base_path, path_, sizeof path_, [&](const char* path) {
-            return ::linkat(AT_FDCWD, unnamed, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0;
+            return ::linkat(AT_FDCWD, unnamed, directory_fd, name_in_directory(path), AT_SYMLINK_FOLLOW) == 0;
         })) {
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         ::munmap(mapping, layout.file_bytes);

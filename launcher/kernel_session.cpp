@@ -15,7 +15,9 @@
 
 #include "child_environment.h"
 #include "child_process.h"
+#include "directory_trust.h"
 #include "file_bytes.h"
+#include "file_descriptor.h"
 #include "kernel_death.h"
 #include "launcher_error.h"
 #include "preload_library.h"
@@ -49,14 +51,40 @@ std::string environment_or(const char* name, const std::string& fallback) {
     return value != nullptr && value[0] != '\0' ? std::string(value) : fallback;
 }
 
-fs::path make_kernel_directory(const std::string& key) {
-    fs::path directory = fs::path(kernels_state_directory()) / key;
+// A kernel's state directory, open: what the launcher reads there and writes there is in the directory it
+// checked, whatever happens to its path meanwhile.
+struct KernelDirectory {
+    fs::path path;
+    FileDescriptor handle{-1};
+};
+
+// $XDG_STATE_HOME/gpuleak/kernels/<key>, made or opened one level at a time from the one above, held open:
+// each level the user's, writable by no one else (traces hold stacks, paths and cell sources), and no
+// symbolic link among them.
+KernelDirectory make_kernel_directory(const std::string& key) {
+    const fs::path state = fs::path(kernels_state_directory()).parent_path().parent_path();
     std::error_code error;
-    fs::create_directories(directory, error);
-    if (error)
-        throw LauncherError(fmt::format("cannot create {}: {}", directory.string(), error.message()));
-    // Traces hold stacks, paths and cell sources: the owner's only.
-    ::chmod(directory.c_str(), 0700);
+    fs::create_directories(state, error);
+    KernelDirectory directory{state,
+                              FileDescriptor(::open(state.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))};
+    if (directory.handle.get() < 0)
+        throw LauncherError(fmt::format("cannot open {}: {}", state.string(), std::strerror(errno)));
+    for (const char* level : {"gpuleak", "kernels", key.c_str()}) {
+        directory.path /= level;
+        if (::mkdirat(directory.handle.get(), level, 0700) != 0 && errno != EEXIST)
+            throw LauncherError(
+                fmt::format("cannot create {}: {}", directory.path.string(), std::strerror(errno)));
+        directory.handle = FileDescriptor(
+            ::openat(directory.handle.get(), level, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        const char* distrust = directory.handle.get() < 0 ? (errno == ELOOP || errno == ENOTDIR
+                                                                 ? "not a directory but a link or a file"
+                                                                 : std::strerror(errno))
+                                                          : directory_distrust(directory.handle.get());
+        if (distrust != nullptr)
+            throw LauncherError(fmt::format("{}: the kernel's state directory is {}: others could read or "
+                                            "replace its traces; remove it, or set XDG_STATE_HOME",
+                                            directory.path.string(), distrust));
+    }
     return directory;
 }
 
@@ -79,20 +107,22 @@ std::string take_pending_summary(const fs::path& kernel_directory) {
                                                                              : std::string();
 }
 
-// 0600, as the report is written.
-void write_private(const fs::path& path, const std::string& text) {
-    if (const int failure = write_regular_file(path.c_str(), text.data(), text.size(), 0600); failure != 0)
-        throw LauncherError(fmt::format("cannot write {}: {}", path.string(), write_failure_text(failure)));
+// 0600, as the report is written: `name` in the directory held open at `directory_fd`, at `directory`.
+void write_private(int directory_fd, const fs::path& directory, const char* name, const std::string& text) {
+    if (const int failure = write_regular_file_at(directory_fd, name, text.data(), text.size(), 0600);
+        failure != 0)
+        throw LauncherError(
+            fmt::format("cannot write {}: {}", (directory / name).string(), write_failure_text(failure)));
 }
 
 // The post-mortem: the run's report, the summary beside it, and the kernel directory's pointer to it for
 // the next kernel. Whatever fails here, the launcher still ends with the kernel's status.
 void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
-                       const fs::path& kernel_directory) {
+                       const KernelDirectory& kernel_directory) {
     std::optional<RunReport> report;
     std::string no_report;
     try {
-        report = write_run_report(directory.path);
+        report = write_run_report(directory);
     } catch (const analyzer::TraceError& failure) {
         no_report = fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path);
     } catch (const LauncherError& failure) {
@@ -106,8 +136,9 @@ void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
     }
     const fs::path summary = fs::path(directory.path) / kSummaryFile;
     try {
-        write_private(summary, text);
-        write_private(kernel_directory / kPendingFile, summary.string() + "\n");
+        write_private(directory.handle.get(), directory.path, kSummaryFile, text);
+        write_private(kernel_directory.handle.get(), kernel_directory.path, kPendingFile,
+                      summary.string() + "\n");
     } catch (const LauncherError& failure) {
         say(failure.what());
     }
@@ -141,10 +172,10 @@ std::string kernel_key(const std::vector<std::string>& command, int pid) {
 int run_kernel(const RunRequest& request) {
     const std::string library = find_preload_library();
     const std::string package = find_python_package();
-    const fs::path kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
-    const std::string previous = take_pending_summary(kernel_directory);
+    const KernelDirectory kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
+    const std::string previous = take_pending_summary(kernel_directory.path);
     const RunDirectory directory =
-        make_run_directory("", request.command[0], std::time(nullptr), kernel_directory.string());
+        make_run_directory("", request.command[0], std::time(nullptr), kernel_directory.path.string());
 
     CommandEnd end;
     end.name = "the kernel";

@@ -38,7 +38,7 @@ void report_on(const CommandEnd& end, const RunDirectory& directory) {
         return;
     }
     try {
-        RunReport report = write_run_report(directory.path);
+        RunReport report = write_run_report(directory);
         for (const std::string& line : report_lines(end, report))
             say(line);
     } catch (const analyzer::TraceError& failure) {

@@ -3,10 +3,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include "directory_trust.h"
 #include "launcher_error.h"
 
 namespace gpuleak::launcher {
@@ -69,11 +71,27 @@ RunDirectory requested_directory(const std::string& requested) {
     return {path.string(), true};
 }
 
+// Held from here on: what the launcher writes goes into the directory checked.
+void open_and_check(RunDirectory& directory, const std::string& named) {
+    directory.handle = FileDescriptor(::open(directory.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const char* distrust =
+        directory.handle.get() < 0 ? std::strerror(errno) : directory_distrust(directory.handle.get());
+    if (distrust == nullptr)
+        return;
+    remove_if_unused(directory);
+    throw LauncherError(fmt::format("{}: the directory is {}: others could read, replace or remove the run's "
+                                    "traces and report; name a directory of your own with -o",
+                                    named, distrust));
+}
+
 } // namespace
 
 RunDirectory make_run_directory(const std::string& requested, const std::string& command, std::time_t started,
                                 const std::string& parent) {
-    return requested.empty() ? fresh_directory(command, started, parent) : requested_directory(requested);
+    RunDirectory directory =
+        requested.empty() ? fresh_directory(command, started, parent) : requested_directory(requested);
+    open_and_check(directory, requested.empty() ? directory.path : "-o " + requested);
+    return directory;
 }
 
 void remove_if_unused(const RunDirectory& directory) {

@@ -23,11 +23,15 @@ namespace gpuleak::launcher {
 
 namespace {
 
-// 0600, as the traces are made: the report holds their stacks and paths.
-void write_file(const std::string& path, const std::string& text) {
-    if (const int failure = write_regular_file(path.c_str(), text.data(), text.size(), 0600); failure != 0)
+// 0600, as the traces are made: the report holds their stacks and paths. Returns its path.
+std::string write_file(const RunDirectory& directory, const char* name, const std::string& text) {
+    std::string path = directory.path + "/" + name;
+    if (const int failure =
+            write_regular_file_at(directory.handle.get(), name, text.data(), text.size(), 0600);
+        failure != 0)
         throw LauncherError(
             fmt::format("{}: cannot write the report: {}", path, write_failure_text(failure)));
+    return path;
 }
 
 // The command's children may outlive it for a moment (multiprocessing's resource tracker reads its
@@ -60,21 +64,21 @@ void wait_for_the_run(const std::vector<std::string>& traces) {
 
 } // namespace
 
-RunReport write_run_report(const std::string& directory) {
+RunReport write_run_report(const RunDirectory& directory) {
     // As gpuleak-report without --debuginfod: the report never goes to the network (Debian sets
     // DEBUGINFOD_URLS in login shells). The command, started already, keeps its own environment.
     ::unsetenv("DEBUGINFOD_URLS");
     RunReport report;
     analyzer::SymbolizeOptions symbolize;
     symbolize.cache_directory = analyzer::default_symbol_cache_directory();
-    wait_for_the_run(analyzer::collect_traces({directory}).paths);
+    wait_for_the_run(analyzer::collect_traces({directory.path}).paths);
     // Anew: a process that exec'd meanwhile took its trace away, one started meanwhile made one.
-    const analyzer::CollectedTraces traces = analyzer::collect_traces({directory});
+    const analyzer::CollectedTraces traces = analyzer::collect_traces({directory.path});
     if (!traces.foreign.empty())
         fmt::print(stderr, "gpuleak: {}\n",
                    printable(fmt::format("left out {} trace{} of another user found in {}: {}",
                                          traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s",
-                                         directory, fmt::join(traces.foreign, ", "))));
+                                         directory.path, fmt::join(traces.foreign, ", "))));
     report.processes = analyzer::build_reports(traces.paths, symbolize);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
     // Command lines and paths come from the traced programs and may not be UTF-8; JSON must be, and the
@@ -82,10 +86,8 @@ RunReport write_run_report(const std::string& directory) {
     const std::string json = analyzer::render_json(report.processes, options)
                                  .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
                              "\n";
-    report.text_path = directory + "/report.txt";
-    report.json_path = directory + "/report.json";
-    write_file(report.text_path, analyzer::render_text(report.processes, options));
-    write_file(report.json_path, json);
+    report.text_path = write_file(directory, "report.txt", analyzer::render_text(report.processes, options));
+    report.json_path = write_file(directory, "report.json", json);
     return report;
 }
 

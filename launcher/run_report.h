@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report.h"
+#include "run_directory.h"
 
 namespace gpuleak::launcher {
 
@@ -17,6 +18,6 @@ struct RunReport {
 
 // Throws TraceError when the directory holds no readable trace, LauncherError when a report file cannot
 // be written.
-RunReport write_run_report(const std::string& directory);
+RunReport write_run_report(const RunDirectory& directory);
 
 } // namespace gpuleak::launcher

@@ -11,26 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_descriptor.h"
 #include "trace_error.h"
 
 namespace gpuleak::analyzer {
 
 namespace {
-
-class FileDescriptor {
-  public:
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    ~FileDescriptor() {
-        if (fd_ >= 0)
-            ::close(fd_);
-    }
-    FileDescriptor(const FileDescriptor&) = delete;
-    FileDescriptor& operator=(const FileDescriptor&) = delete;
-    [[nodiscard]] int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
 
 // The mappings the SIGBUS handler stands in for. A slot is free while its end is 0; the handler reads
 // them without a lock, as a signal handler must.

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "traced_run.h"
@@ -225,6 +226,49 @@ TEST_CASE("run -o DIR receives the traces and the report") {
     CHECK(again.exited_with(125));
     CHECK(one_line(again.err));
     CHECK(again.err.find("not empty") != std::string::npos);
+}
+
+TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {
+    TempDir dir;
+    const std::string shared = dir.path() + "/shared";
+    REQUIRE(::mkdir(shared.c_str(), 0777) == 0);
+    REQUIRE(::chmod(shared.c_str(), 0777) == 0);
+    TracedRun run = launch(dir, {"run", "-o", shared, "--", program_path("launched_command"), "exit", "0"});
+    CHECK(run.exited_with(125));
+    CHECK(run.out.empty());
+    CHECK(run.err ==
+          "gpuleak: -o " + shared +
+              ": the directory is writable by others than its owner: others could read, replace or "
+              "remove the run's traces and report; name a directory of your own with -o\n");
+    CHECK(fs::is_empty(shared));
+}
+
+TEST_CASE("a kernel's state directory others may write to, or a link in its place, is refused") {
+    for (const bool link : {false, true}) {
+        TempDir dir;
+        const std::string kernels = dir.path() + "/state/gpuleak/kernels";
+        fs::create_directories(dir.path() + "/state/gpuleak");
+        if (link) {
+            // Anywhere else: the launcher would write the kernel's traces and its death summary there.
+            fs::create_directory(dir.path() + "/elsewhere");
+            fs::create_directory_symlink(dir.path() + "/elsewhere", kernels);
+        } else {
+            REQUIRE(::mkdir(kernels.c_str(), 0777) == 0);
+            REQUIRE(::chmod(kernels.c_str(), 0777) == 0);
+        }
+        RunOptions options;
+        options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
+        TracedRun run =
+            launch(dir, {"kernel", "run", "--", program_path("launched_command"), "exit", "0"}, options);
+        INFO(run.err);
+        CHECK(run.exited_with(125));
+        CHECK(run.out.empty());
+        CHECK(one_line(run.err));
+        CHECK(run.err.find("gpuleak: " + kernels + ": the kernel's state directory is " +
+                           (link ? "not a directory but a link or a file"
+                                 : "writable by others than its owner")) == 0);
+        CHECK(fs::is_empty(link ? dir.path() + "/elsewhere" : kernels));
+    }
 }
 
 TEST_CASE("without -o the run gets a new directory named after the command and the time") {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -180,6 +181,83 @@ TEST_CASE("a trace directory that cannot be written leaves the program as it was
     CHECK(traced.run.err == lines[0] + "\n");
     CHECK(lines[0].find("/proc/nope/t") != std::string::npos);
     CHECK(files_in(traced_directory.path()).empty());
+}
+
+TEST_CASE(
+    "a trace directory others may write to gets no trace and one warning, a sticky shared one is used") {
+    TempDir directory;
+    const std::string shared = directory.path() + "/shared";
+    REQUIRE(::mkdir(shared.c_str(), 0700) == 0);
+    // Another user could read, replace or remove a trace made there.
+    REQUIRE(::chmod(shared.c_str(), 0777) == 0);
+    const RunOptions into_shared = with_environment({"GPULEAK_OUTPUT=" + shared + "/trace.%p"});
+    const LoggedRun refused = run_process_end(directory, "return3", into_shared);
+    CHECK(refused.run.exited_with(3));
+    const std::vector<std::string> lines = gpuleak_lines(refused.run.err);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0] ==
+          "gpuleak: the trace directory " + shared +
+              " is writable by others than its owner: others could read, replace or remove a trace "
+              "there; the program runs on unrecorded (set GPULEAK_OUTPUT to a directory of your own)");
+    CHECK(files_in(shared).empty());
+    // With the sticky bit, as /tmp has, no one else can remove or rename what is made there.
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    const LoggedRun recorded = run_process_end(directory, "return3", into_shared);
+    CHECK(recorded.run.exited_with(3));
+    CHECK(files_in(shared).size() == 1);
+}
+
+namespace {
+
+// A file system of `megabytes` mounted at `path` for the test's length; mounted() is false where this
+// process may not mount one (not root, or no CAP_SYS_ADMIN in its namespace).
+class SmallFileSystem {
+  public:
+    SmallFileSystem(const std::string& path, int megabytes) : path_(path) {
+        ::mkdir(path.c_str(), 0700);
+        const std::string options = "size=" + std::to_string(megabytes) + "m,mode=0700";
+        mounted_ = ::mount("gpuleak-test", path.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    }
+    ~SmallFileSystem() {
+        if (mounted_)
+            ::umount(path_.c_str());
+    }
+    SmallFileSystem(const SmallFileSystem&) = delete;
+    SmallFileSystem& operator=(const SmallFileSystem&) = delete;
+    [[nodiscard]] bool mounted() const { return mounted_; }
+
+  private:
+    std::string path_;
+    bool mounted_ = false;
+};
+
+} // namespace
+
+TEST_CASE(
+    "GPULEAK_MAX_MB past the free space of the trace's file system gets one warning and a size that fits") {
+    TempDir directory;
+    const std::string small = directory.path() + "/small";
+    const SmallFileSystem file_system(small, 64);
+    if (!file_system.mounted()) {
+        WARN("not tested: this process may not mount a file system (" << std::strerror(errno) << ")");
+        return;
+    }
+    const LoggedRun run =
+        run_process_end(directory, "return0",
+                        with_environment({"GPULEAK_OUTPUT=" + small + "/trace.%p", "GPULEAK_MAX_MB=256"}));
+    CHECK(run.run.exited_with(0));
+    // The warning, then the line that says where the trace goes.
+    const std::vector<std::string> lines = gpuleak_lines(run.run.err);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[1].starts_with("gpuleak: recording GPU memory of pid "));
+    CHECK(lines[0] ==
+          "gpuleak: GPULEAK_MAX_MB=256 is more than half of the 64 MiB free where the trace goes (" + small +
+              "): this trace is made of at most 32 MiB");
+    const std::vector<std::string> traces = files_in(small);
+    REQUIRE(traces.size() == 1);
+    const TraceReader trace = TraceReader::open(small + "/" + traces[0]);
+    CHECK(trace.header().file_bytes <= uint64_t{32} << 20);
+    CHECK(trace.live_allocations().allocations.empty());
 }
 
 TEST_CASE("malformed settings each get one warning and their default") {
