@@ -145,11 +145,13 @@ bool find_python_process_target(PythonProcessTarget& target) {
     if (thread == 0)
         return false;
     const uintptr_t code_mask = layout.frame_code_tagged ? ~uintptr_t{3} : ~uintptr_t{0};
-    // 3.10's code objects have no qualified name.
-    const std::string_view run_name = layout.version >= python_version(3, 11) ? "BaseProcess.run" : "run";
-    // The Python frame just inside the one being looked at, and its code object.
-    uintptr_t inner_frame = 0;
-    uintptr_t inner_code = 0;
+    // 3.10's code objects have no qualified names.
+    const bool qualified = layout.version >= python_version(3, 11);
+    const std::string_view bootstrap = qualified ? "BaseProcess._bootstrap" : "_bootstrap";
+    // The two Python frames just inside the one being looked at: what _bootstrap calls (run, or a
+    // subclass's run that overrides it), and what that calls.
+    uintptr_t inner_frames[2] = {};
+    uintptr_t inner_codes[2] = {};
     uintptr_t frame = innermost_frame(layout, thread);
     for (int steps = 0; steps < kMaxFrames && frame != 0; ++steps) {
         uintptr_t previous = 0;
@@ -166,16 +168,27 @@ bool find_python_process_target(PythonProcessTarget& target) {
         const bool shim = layout.frame_has_owner && owner >= layout.first_shim_owner;
         if (!shim && read_other_threads_code_identity(code_object, identity)) {
             CodeName code{};
-            if (other_threads_text_equals(identity.qualname, run_name) && name_code(code_object, code) &&
+            if (other_threads_text_equals(identity.qualname, bootstrap) && name_code(code_object, code) &&
                 code.file().ends_with("multiprocessing/process.py")) {
-                CodeName target_code{};
-                if (inner_frame == 0 || !name_code(inner_code, target_code))
+                CodeName run{};
+                if (inner_frames[0] == 0 || !name_code(inner_codes[0], run))
                     return false;
-                take_target(*python, inner_frame, target_code, target);
+                // BaseProcess.run calls the target; a subclass's own run is what the process runs.
+                if (run.name() != (qualified ? "BaseProcess.run" : "run") ||
+                    !run.file().ends_with("multiprocessing/process.py")) {
+                    take_target(*python, inner_frames[0], run, target);
+                    return true;
+                }
+                CodeName called{};
+                if (inner_frames[1] == 0 || !name_code(inner_codes[1], called))
+                    return false;
+                take_target(*python, inner_frames[1], called, target);
                 return true;
             }
-            inner_frame = frame;
-            inner_code = code_object;
+            inner_frames[1] = inner_frames[0];
+            inner_codes[1] = inner_codes[0];
+            inner_frames[0] = frame;
+            inner_codes[0] = code_object;
         }
         frame = previous;
     }

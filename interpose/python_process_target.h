@@ -1,11 +1,13 @@
 // What multiprocessing started this process to run, read by another thread (the sampler's) from the frames
 // of the process's first Python thread: the function BaseProcess.run calls (a Process's target, a Pool's
-// worker loop, a DataLoader's _worker_loop), and a DataLoader worker's id, the worker_id argument of that
-// loop. A spawned interpreter's command line says none of this, and a forked child's is its parent's.
+// worker loop, a DataLoader's _worker_loop), or the run method of a Process subclass that overrides it,
+// and a DataLoader worker's id, the worker_id argument of that loop. A spawned interpreter's command line
+// says none of this, and a forked child's is its parent's.
 //
 // The thread read runs on meanwhile: every read goes through the kernel (copy_checked) and fails where
 // the memory is gone, and what is read is checked (object types, a chain that ends). Its frames from
-// BaseProcess.run outwards do not change while the target runs. A walk costs a few system calls a frame.
+// BaseProcess._bootstrap outwards do not change while the target runs. A walk costs a few system calls a
+// frame.
 #pragma once
 
 #include <cstdint>

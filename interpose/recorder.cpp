@@ -109,19 +109,15 @@ void on_fatal_signal(int signal_number) {
     // Delivered by the kernel: SA_RESETHAND restored the default action, and the re-raised signal is
     // delivered when this handler returns (it is blocked until then), so the process dies exactly as it
     // would have without us. Called by a handler the program installed later, that chains to the one it
-    // found (crash reporters, runtimes): without gpuleak it would have found the default action, which
-    // it takes the same way (set, unblocked, raised), not the handler again when this one returns.
+    // found (crash reporters, runtimes): without gpuleak it would have found the default action, and
+    // what chaining to that does is what happens here: the default action set, the signal raised, and
+    // delivered when the program's handler returns, not this handler run again.
     struct sigaction current {};
-    if (sigaction(signal_number, nullptr, &current) == 0 &&
-        (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO) != 0)) {
+    if (sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler != SIG_DFL) {
         struct sigaction default_action {};
         default_action.sa_handler = SIG_DFL;
         sigemptyset(&default_action.sa_mask);
         sigaction(signal_number, &default_action, nullptr);
-        sigset_t only;
-        sigemptyset(&only);
-        sigaddset(&only, signal_number);
-        pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
     }
     raise(signal_number);
 }
@@ -551,15 +547,20 @@ bool owns_trace() {
 
 namespace {
 
+// What a dropped event was: what memory held (its totals and sites are off by it), or a note beside it.
+enum class EventSort : uint8_t { Memory, Note };
+
 // One event at a time per thread (t_recording). Not entered: the thread was recording already, and the
-// event is dropped.
+// event is dropped and counted by its sort.
 class RecordingScope {
   public:
-    RecordingScope() noexcept : entered_(!t_recording) {
+    explicit RecordingScope(EventSort sort) noexcept : entered_(!t_recording) {
         if (!entered_) {
             if (format::FileHeader* header =
                     has_trace(g_state.load(std::memory_order_acquire)) ? g_writer.header() : nullptr)
-                __atomic_fetch_add(&header->reentry_dropped, 1, __ATOMIC_RELAXED);
+                __atomic_fetch_add(sort == EventSort::Memory ? &header->reentry_dropped
+                                                             : &header->reentry_dropped_notes,
+                                   1, __ATOMIC_RELAXED);
             return;
         }
         t_recording = true;
@@ -592,7 +593,7 @@ bool HookScope::nested() noexcept {
 
 void record_alloc(const Allocation& allocation) {
     ErrnoGuard errno_guard;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered() || !ensure_active())
         return;
     LiveSlot entry{};
@@ -644,7 +645,7 @@ void append_failure(const Allocation& attempt, int32_t error, uint64_t free_byte
 
 void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t free_bytes) {
     ErrnoGuard errno_guard;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered() || !ensure_active())
         return;
     append_failure(attempt, error, free_bytes);
@@ -656,7 +657,7 @@ void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t fre
 
 void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes) {
     ErrnoGuard errno_guard;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered() || !ensure_active())
         return;
     FailedAttempts& failed = t_failed_attempts;
@@ -669,7 +670,7 @@ void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes) {
 PendingFree begin_free(format::KeySpace space, uint64_t address) {
     ErrnoGuard errno_guard;
     PendingFree pending;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered() || !ensure_active())
         return pending;
     pending.active = true;
@@ -683,7 +684,7 @@ void end_free(const PendingFree& pending, bool succeeded, uint64_t stream, uint8
     ErrnoGuard errno_guard;
     if (!pending.active || g_state.load(std::memory_order_acquire) != State::Active)
         return;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered())
         return;
     if (!succeeded) {
@@ -728,7 +729,7 @@ void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_by
 
 void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, uint8_t api) {
     ErrnoGuard errno_guard;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Memory);
     if (!recording.entered() || !ensure_active())
         return;
     const uint64_t end = address + size < address ? UINT64_MAX : address + size;
@@ -748,7 +749,7 @@ void record_free_range(format::KeySpace space, uint64_t address, uint64_t size, 
 
 void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api) {
     ErrnoGuard errno_guard;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Note);
     if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
@@ -766,7 +767,7 @@ void record_marker(const char* label) {
     ErrnoGuard errno_guard;
     if (label == nullptr)
         return;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Note);
     if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
@@ -789,7 +790,7 @@ void record_source_name(const char* file, const char* name, const char* text) {
     ErrnoGuard errno_guard;
     if (file == nullptr || name == nullptr)
         return;
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Note);
     if (!recording.entered() || !ensure_active())
         return;
     EventRecord event{};
@@ -855,7 +856,7 @@ void record_vfork_child(State state) {
 void record_fork(int child_pid, uint64_t forked_ns) {
     ErrnoGuard errno_guard;
     const State state = g_state.load(std::memory_order_acquire);
-    const RecordingScope recording;
+    const RecordingScope recording(EventSort::Note);
     if (recording.entered() && has_trace(state))
         append_fork(state, child_pid, forked_ns, current_thread_id(), true);
 }

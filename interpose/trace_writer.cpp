@@ -78,19 +78,28 @@ int open_unnamed_in(int directory_fd) {
 }
 
 // GPULEAK_MAX_MB, or less where the trace's file system has not that much free: half of what is free, so
-// that its children's traces and the program's own files find room too.
-uint64_t size_that_fits(uint64_t max_bytes, int directory_fd, const char* directory) {
+// that its children's traces and the program's own files find room too. Said once a run: a forked child
+// inherits its parent's words on it.
+uint64_t size_that_fits(uint64_t max_bytes, int directory_fd, const char* directory, bool forked) {
     struct statvfs file_system {};
     if (::fstatvfs(directory_fd, &file_system) != 0)
         return max_bytes;
     const uint64_t free_bytes = static_cast<uint64_t>(file_system.f_bavail) * file_system.f_frsize;
-    const uint64_t fits = std::max<uint64_t>(free_bytes / 2 & ~((uint64_t{1} << 20) - 1), kMinMaxMb << 20);
+    const uint64_t fits = std::max<uint64_t>((free_bytes / 2) & ~((uint64_t{1} << 20) - 1), kMinMaxMb << 20);
     if (max_bytes <= fits)
         return max_bytes;
-    warn("GPULEAK_MAX_MB=%llu is more than half of the %llu MiB free where the trace goes (%s): this trace "
-         "is made of at most %llu MiB",
-         static_cast<unsigned long long>(max_bytes >> 20), static_cast<unsigned long long>(free_bytes >> 20),
-         directory, static_cast<unsigned long long>(fits >> 20));
+    if (forked)
+        return fits;
+    const auto mib = [](uint64_t bytes) { return static_cast<unsigned long long>(bytes >> 20); };
+    if (std::getenv("GPULEAK_MAX_MB") != nullptr)
+        warn("GPULEAK_MAX_MB=%llu is more than half of the %llu MiB free where the trace goes (%s): this "
+             "trace "
+             "is made of at most %llu MiB",
+             mib(max_bytes), mib(free_bytes), directory, mib(fits));
+    else
+        warn("only %llu MiB are free where the trace goes (%s): this trace is made of at most %llu MiB, not "
+             "the %llu of GPULEAK_MAX_MB's default",
+             mib(free_bytes), directory, mib(fits), mib(max_bytes));
     return fits;
 }
 
@@ -200,7 +209,8 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         return false;
     }
-    const Layout layout = compute_layout(size_that_fits(config.max_bytes, directory_fd, directory));
+    const Layout layout = compute_layout(
+        size_that_fits(config.max_bytes, directory_fd, directory, identity.parent_trace[0] != '\0'));
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched; the live slots' are reserved as they
     // are used (reserve_live_slots).

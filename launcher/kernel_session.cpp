@@ -59,8 +59,8 @@ struct KernelDirectory {
 };
 
 // $XDG_STATE_HOME/gpuleak/kernels/<key>, made or opened one level at a time from the one above, held open:
-// each level the user's, writable by no one else (traces hold stacks, paths and cell sources), and no
-// symbolic link among them.
+// each level the user's and 0700 (traces hold stacks, paths and cell sources), and no symbolic link
+// among them.
 KernelDirectory make_kernel_directory(const std::string& key) {
     const fs::path state = fs::path(kernels_state_directory()).parent_path().parent_path();
     std::error_code error;
@@ -76,6 +76,12 @@ KernelDirectory make_kernel_directory(const std::string& key) {
                 fmt::format("cannot create {}: {}", directory.path.string(), std::strerror(errno)));
         directory.handle = FileDescriptor(
             ::openat(directory.handle.get(), level, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        // A level of the user's own that others may write to (made by an earlier launcher under a umask
+        // of 002) becomes the user's only.
+        struct stat status {};
+        if (directory.handle.get() >= 0 && ::fstat(directory.handle.get(), &status) == 0 &&
+            status.st_uid == ::geteuid())
+            ::fchmod(directory.handle.get(), 0700);
         const char* distrust = directory.handle.get() < 0 ? (errno == ELOOP || errno == ENOTDIR
                                                                  ? "not a directory but a link or a file"
                                                                  : std::strerror(errno))
@@ -207,7 +213,7 @@ int run_kernel(const RunRequest& request) {
     }
     supervision.exit_on_signal(
         fmt::format("gpuleak: interrupted before the kernel's report was written; the traces are in {}",
-                    directory.path),
+                    printable(directory.path)),
         status);
     end.oom_kills_after = cgroup_oom_kills();
     if (killed_by_sigkill(end))

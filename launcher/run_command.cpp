@@ -77,7 +77,7 @@ int run_command(const RunRequest& request) {
     const int status = exit_status_of(end.wait_status);
     supervision.exit_on_signal(
         fmt::format("gpuleak: interrupted before the report was written; the traces are in {}",
-                    directory.path),
+                    printable(directory.path)),
         status);
 
     end.oom_kills_after = cgroup_oom_kills();

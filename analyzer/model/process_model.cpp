@@ -657,6 +657,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     exactness.stacks_dropped = model.header.counters.stacks_dropped;
     exactness.notable_dropped = trace.notable_events().dropped;
     exactness.reentry_dropped = model.header.counters.reentry_dropped;
+    exactness.reentry_dropped_notes = model.header.counters.reentry_dropped_notes;
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
         SpilledCount& of_kind = exactness.spilled_by_kind[spilled.kind];
         of_kind.count += spilled.count;

@@ -131,9 +131,11 @@ struct Exactness {
     uint64_t stacks_dropped = 0;
     // Failures, markers, forks and notebook cells the trace had no room for.
     uint64_t notable_dropped = 0;
-    // Events the C API was asked for from a signal handler that interrupted gpuleak on its thread: dropped
-    // (an allocation, a free, a marker), so the totals and the sites may be off by them.
+    // Events the C API was asked for from a signal handler that interrupted gpuleak on its thread: dropped.
+    // Allocations, frees and failures, which the totals and the sites may be off by; then markers, source
+    // names and forks, which only the markers and names are short of.
     uint64_t reentry_dropped = 0;
+    uint64_t reentry_dropped_notes = 0;
 
     // Of every kind, and those whose site found no record.
     [[nodiscard]] SpilledCount spilled() const {

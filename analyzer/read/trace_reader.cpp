@@ -189,6 +189,7 @@ class TraceReader::Decoder {
             .code_used = raw_.code_used,
             .code_dropped = raw_.code_dropped,
             .reentry_dropped = raw_.reentry_dropped,
+            .reentry_dropped_notes = raw_.reentry_dropped_notes,
         };
         decode_python_version();
         header.accounting = raw_.accounting;

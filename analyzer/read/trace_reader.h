@@ -62,8 +62,10 @@ struct TraceCounters {
     uint64_t free_unknown = 0;
     uint64_t code_used = 0;
     uint64_t code_dropped = 0; // code objects that did not fit: their frames name code id 0
-    // Events a signal handler made while its thread was recording already: dropped.
+    // Events a signal handler made while its thread was recording already: dropped. Allocations, frees
+    // and failures; then markers, source names and forks.
     uint64_t reentry_dropped = 0;
+    uint64_t reentry_dropped_notes = 0;
 };
 
 struct TraceHeader {

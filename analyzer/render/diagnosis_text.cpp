@@ -107,9 +107,9 @@ std::string incomplete_text(const Exactness& exactness) {
                             "made them (more sites than the trace has room for)",
                             lost.empty() ? "" : "; ", unattributed.count, bytes(unattributed.bytes));
     if (exactness.reentry_dropped > 0)
-        lost += fmt::format("{}{} event{} made from a signal handler that interrupted gpuleak were dropped",
-                            lost.empty() ? "" : "; ", exactness.reentry_dropped,
-                            exactness.reentry_dropped == 1 ? "" : "s");
+        lost += fmt::format("{}{} allocations, frees or failures made from a signal handler that interrupted "
+                            "gpuleak were dropped",
+                            lost.empty() ? "" : "; ", exactness.reentry_dropped);
     const bool short_of_room = exactness.untracked > 0 || exactness.unattributed().count > 0;
     return fmt::format("No verdict: {}. A leak among them cannot be ruled out{}.", lost,
                        short_of_room ? "; run again with a larger GPULEAK_MAX_MB" : "");
@@ -147,11 +147,16 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
                         "shown together, with no stack. A larger GPULEAK_MAX_MB keeps them.",
                         exactness.stacks_dropped, exactness.stacks_dropped == 1 ? "" : "s"));
     if (exactness.reentry_dropped > 0)
-        notes.push_back(fmt::format(
-            "{} event{} (allocations, frees or markers) were dropped: the program called gpuleak's C API "
-            "from a signal handler that interrupted gpuleak on the same thread, which would have waited "
-            "forever. The totals and the sites may be off by them.",
-            exactness.reentry_dropped, exactness.reentry_dropped == 1 ? "" : "s"));
+        notes.push_back(fmt::format("{} allocations, frees or failures were dropped: the program called "
+                                    "gpuleak's C API from a signal "
+                                    "handler that interrupted gpuleak on the same thread, which would have "
+                                    "waited forever. The totals "
+                                    "and the sites may be off by them.",
+                                    exactness.reentry_dropped));
+    if (exactness.reentry_dropped_notes > 0)
+        notes.push_back(fmt::format("{} markers or source names made from a signal handler that interrupted "
+                                    "gpuleak on the same thread were dropped.",
+                                    exactness.reentry_dropped_notes));
     if (exactness.notable_dropped > 0)
         notes.push_back(
             fmt::format("The last {} failures, markers, forks and notebook cells did not fit in the "

@@ -265,6 +265,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"stacks_dropped", model.exactness.stacks_dropped},
                         {"notable_dropped", model.exactness.notable_dropped},
                         {"reentry_dropped", model.exactness.reentry_dropped},
+                        {"reentry_dropped_notes", model.exactness.reentry_dropped_notes},
                         {"notes", exactness_notes(model)}}}}},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},

@@ -8,10 +8,11 @@
  * From a signal handler: once the process records (gpuleak_active() returned 1, or an allocation was
  * recorded), gpuleak_mark, gpuleak_block_alloc, gpuleak_block_free, gpuleak_block_alloc_failed and
  * gpuleak_name_source take no heap memory and never wait on a lock held by the thread they interrupted:
- * an event made while that thread was inside gpuleak is dropped, and counted (the report says so and
- * gives no verdict). Before that, the first call may start the recording (it creates the trace file and
- * a thread), which is not async-signal-safe. The gpuleak_try_* helpers look the function up with dlsym
- * on their first call: call each once outside the handler first.
+ * an event made while that thread was inside gpuleak is dropped, and counted (the report says so; a
+ * dropped block or failure leaves it without a verdict, a dropped marker does not). Before that, the first
+ * call may start the recording (it creates the trace file and a thread), which is not async-signal-safe. The
+ * gpuleak_try_* helpers look the function up with dlsym on their first call: call each once outside the
+ * handler first.
  */
 #ifndef GPULEAK_GPULEAK_H
 #define GPULEAK_GPULEAK_H

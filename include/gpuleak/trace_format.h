@@ -61,7 +61,8 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // spill region; the live region is last, reserved on disk as it grows. 9: host memory in the timeline
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
-// the function multiprocessing started the process to run (ProcessTarget), and reentry_dropped.
+// the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
+// counts.
 static const uint32_t kFormatVersion = 11;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
@@ -187,8 +188,9 @@ struct DeviceMemoryView {
 };
 
 // The function that multiprocessing started the process to run (what BaseProcess.run calls: a Process's
-// target, a Pool's worker loop, a DataLoader's _worker_loop), read from the process's first Python thread
-// by its sampler once that thread runs it. The other fields are valid once commit is kTargetCommit.
+// target, a Pool's worker loop, a DataLoader's _worker_loop; or a Process subclass's own run), read from
+// the process's first Python thread by its sampler once that thread runs it. The other fields are valid once
+// commit is kTargetCommit.
 struct ProcessTarget {
     uint32_t commit;
     int32_t first_line; // of the function's definition
@@ -265,7 +267,9 @@ struct FileHeader {
     uint64_t host_memory_bytes; // MemTotal in /proc/meminfo at creation; 0 when unknown
     // Events dropped because the thread that made them was recording already: a signal handler that
     // interrupted the recorder called the C API (it would have waited forever on a lock its thread held).
+    // Allocations, frees and failed allocations; then markers, source names and forks.
     uint64_t reentry_dropped;
+    uint64_t reentry_dropped_notes;
 
     Accounting accounting;
     struct DeviceMemoryView device_memory[16];

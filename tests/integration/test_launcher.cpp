@@ -253,8 +253,13 @@ TEST_CASE("a kernel's state directory others may write to, or a link in its plac
             fs::create_directory(dir.path() + "/elsewhere");
             fs::create_directory_symlink(dir.path() + "/elsewhere", kernels);
         } else {
+            // Another user's, open to all, made for the kernel to write into.
             REQUIRE(::mkdir(kernels.c_str(), 0777) == 0);
             REQUIRE(::chmod(kernels.c_str(), 0777) == 0);
+            if (::chown(kernels.c_str(), 65534, 65534) != 0) {
+                WARN("chown needs root here: another user's kernels directory not tested");
+                continue;
+            }
         }
         RunOptions options;
         options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
@@ -269,6 +274,21 @@ TEST_CASE("a kernel's state directory others may write to, or a link in its plac
                                  : "writable by others than its owner")) == 0);
         CHECK(fs::is_empty(link ? dir.path() + "/elsewhere" : kernels));
     }
+}
+
+TEST_CASE("a kernel's state directory of the user's own that others could write to becomes 0700") {
+    TempDir dir;
+    // As an earlier launcher left it under a umask of 002.
+    const std::string kernels = dir.path() + "/state/gpuleak/kernels";
+    fs::create_directories(kernels);
+    REQUIRE(::chmod(kernels.c_str(), 0777) == 0);
+    RunOptions options;
+    options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
+    TracedRun run =
+        launch(dir, {"kernel", "run", "--", program_path("launched_command"), "exit", "0"}, options);
+    INFO(run.err);
+    CHECK(run.exited_with(0));
+    CHECK((fs::status(kernels).permissions() & fs::perms::all) == fs::perms::owner_all);
 }
 
 TEST_CASE("without -o the run gets a new directory named after the command and the time") {

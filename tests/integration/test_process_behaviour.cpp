@@ -435,6 +435,10 @@ TEST_CASE("a handler the program installs later that chains to gpuleak's ends th
         CHECK(plain.run.killed_by(signal_number));
         CHECK(run.run.killed_by(signal_number));
         CHECK(comparable(run.calls) == comparable(plain.calls));
+        // Its handler finishes what it does after the handler it found, as it does without gpuleak.
+        const std::vector<std::string> lines = comparable(run.calls);
+        CHECK(std::count(lines.begin(), lines.end(),
+                         "call chained_handler_returned signal=" + std::to_string(signal_number)) == 1);
         const TraceReader trace = only_trace(run.run);
         CHECK(trace.header().end.state == EndState::Signaled);
         CHECK(trace.header().end.signal == signal_number);

@@ -77,12 +77,14 @@ void chain_to_found(int signal_number) {
     if (g_found.sa_handler == SIG_DFL || g_found.sa_handler == SIG_IGN) {
         signal(signal_number, g_found.sa_handler);
         raise(signal_number);
-        return;
-    }
-    if ((g_found.sa_flags & SA_SIGINFO) != 0)
+    } else if ((g_found.sa_flags & SA_SIGINFO) != 0) {
         g_found.sa_sigaction(signal_number, nullptr, nullptr);
-    else
+    } else {
         g_found.sa_handler(signal_number);
+    }
+    // What it does after the handler it found returns (flushing its report): the signal is delivered
+    // once this handler returns.
+    g_log->line("call chained_handler_returned signal=%d", signal_number);
 }
 
 int chain(const AllocationLog& log, int signal_number) {

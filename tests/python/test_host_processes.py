@@ -194,6 +194,76 @@ def test_a_multiprocessing_childs_target_is_named_whatever_started_it(tmp_path):
     assert text.count("multiprocessing worker (forkserver) running crunch") == 1
 
 
+# Where torch keeps the functions whose frames a DataLoader's workers show: a stand-in with the same files
+# and the same signature, so that every interpreter under test reads a worker's id as with torch.
+FAKE_WORKER_LOOP = """
+import time
+
+def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn,
+                 drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers, shared_seed):
+    time.sleep(0.6)
+"""
+FAKE_DATALOADER = """
+import multiprocessing
+from torch.utils.data._utils.worker import _worker_loop
+
+def start_workers(method, ids):
+    context = multiprocessing.get_context(method)
+    workers = [context.Process(target=_worker_loop, args=(None,) * 10 + (i, 8, False, 0)) for i in ids]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+"""
+
+
+def test_a_dataloader_workers_id_is_read_from_its_loop(tmp_path):
+    data = tmp_path / "stand-in" / "torch" / "utils" / "data"
+    (data / "_utils").mkdir(parents=True)
+    for package in (data.parent.parent, data.parent, data, data / "_utils"):
+        (package / "__init__.py").write_text("")
+    (data / "_utils" / "worker.py").write_text(FAKE_WORKER_LOOP)
+    (data / "dataloader.py").write_text(FAKE_DATALOADER)
+    body = """
+        import sys
+        sys.path.insert(0, %r)
+        from torch.utils.data.dataloader import start_workers
+
+        if __name__ == "__main__":
+            # Told by their order, these would be workers 0 and 1, then 0.
+            start_workers("fork", [5, 3])
+            start_workers("spawn", [6])
+    """ % str(tmp_path / "stand-in")
+    _, processes = run(tmp_path, body)
+    workers = [p for p in processes if p["role"]["kind"] == "dataloader_worker"]
+    assert sorted((p["role"]["start_method"], p["role"]["worker_id"]) for p in workers) == [
+        ("fork", 3), ("fork", 5), ("spawn", 6)
+    ], [p["role"] for p in processes]
+    for worker in workers:
+        assert worker["target"]["function"] == "_worker_loop"
+        assert worker["role"]["text"].startswith("DataLoader worker %d" % worker["role"]["worker_id"])
+
+
+def test_a_process_subclass_is_named_by_its_own_run(tmp_path):
+    body = """
+        import multiprocessing
+        import time
+
+        class Prefetcher(multiprocessing.Process):
+            def run(self):
+                time.sleep(0.6)
+
+        if __name__ == "__main__":
+            child = Prefetcher()
+            child.start()
+            child.join()
+    """
+    _, processes = run(tmp_path, body)
+    (child,) = [p for p in processes if p["target"] is not None]
+    expected = "Prefetcher.run" if sys.version_info >= (3, 11) else "run"
+    assert (child["target"]["function"], child["target"]["program"]) == (expected, True)
+
+
 def test_a_forkserver_pools_workers_are_named_as_the_fork_servers(tmp_path):
     process, processes = run(tmp_path, pool_of_two("forkserver"))
     assert process.stdout == "328350\n"

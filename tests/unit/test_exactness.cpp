@@ -140,8 +140,21 @@ TEST_CASE("events dropped because a signal handler recorded inside gpuleak leave
     CHECK(model.exactness.lost());
     const std::vector<std::string> notes = exactness_notes(model);
     REQUIRE(notes.size() == 2);
-    CHECK(notes[1].starts_with("3 events (allocations, frees or markers) were dropped: the program called "
-                               "gpuleak's C API from a signal handler"));
-    const Diagnosis diagnosis = diagnose(model);
-    CHECK(diagnosis.kind == DiagnosisKind::Incomplete);
+    CHECK(notes[1].starts_with("3 allocations, frees or failures were dropped: the program called gpuleak's "
+                               "C API from a signal handler"));
+    CHECK(diagnose(model).kind == DiagnosisKind::Incomplete);
+}
+
+TEST_CASE("markers dropped because a signal handler recorded inside gpuleak are said, the verdict stands") {
+    TraceBuilder builder = spilled_program({1});
+    builder.header().reentry_dropped_notes = 2;
+    const ProcessModel model = model_of(builder);
+    CHECK(model.exactness.reentry_dropped_notes == 2);
+    CHECK_FALSE(model.exactness.lost());
+    const std::vector<std::string> notes = exactness_notes(model);
+    REQUIRE(notes.size() == 2);
+    CHECK(notes[1] ==
+          "2 markers or source names made from a signal handler that interrupted gpuleak on the same "
+          "thread were dropped.");
+    CHECK(diagnose(model).kind != DiagnosisKind::Incomplete);
 }

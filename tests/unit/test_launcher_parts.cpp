@@ -8,13 +8,17 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "child_environment.h"
 #include "command_line.h"
+#include "directory_trust.h"
 #include "file_bytes.h"
+#include "file_descriptor.h"
 #include "launcher_error.h"
 #include "oom_evidence.h"
 #include "preload_library.h"
@@ -271,4 +275,43 @@ TEST_CASE("what another user may plant in place of a file is neither read nor wr
         CHECK(std::string(gpuleak::write_failure_text(gpuleak::kOtherUsersFile)) == "owned by another user");
         CHECK(std::filesystem::file_size(regular) == 2);
     }
+}
+
+TEST_CASE("a directory is trusted when it is the user's and writable by no one else, or sticky") {
+    const TempDir dir;
+    const std::string path = dir.path() + "/d";
+    REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+    const auto distrust = [&](mode_t mode) {
+        REQUIRE(::chmod(path.c_str(), mode) == 0);
+        const gpuleak::FileDescriptor held(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        const char* why = gpuleak::directory_distrust(held.get());
+        return why == nullptr ? std::string() : std::string(why);
+    };
+    CHECK(distrust(0700).empty());
+    CHECK(distrust(0755).empty());
+    CHECK(distrust(0777) == "writable by others than its owner");
+    // With the sticky bit no one else can remove or rename what the user makes there: /tmp's kind.
+    CHECK(distrust(01777).empty());
+    // A umask of 002 makes directories writable by the user's private group: no one else is in it.
+    const group* own = ::getgrgid(::getegid());
+    const passwd* user = ::getpwuid(::geteuid());
+    REQUIRE((own != nullptr && user != nullptr));
+    bool private_group = true;
+    for (char** member = own->gr_mem; *member != nullptr; ++member)
+        private_group &= std::string(*member) == user->pw_name;
+    REQUIRE(::chown(path.c_str(), ::geteuid(), ::getegid()) == 0);
+    CHECK(distrust(0775) == (private_group ? "" : "writable by a group of other users"));
+    // A group of others may write into it.
+    if (::chown(path.c_str(), ::geteuid(), 65534) == 0) {
+        CHECK(distrust(0775) == "writable by a group of other users");
+        CHECK(distrust(0755).empty());
+    } else {
+        WARN("chown needs root here: a group of others not tested");
+    }
+    // Another user's, for a user who is not root.
+    if (::geteuid() != 0)
+        return;
+    REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+    CHECK(distrust(0755).empty()); // root may write where a user's files are
+    CHECK(distrust(0777) == "writable by others than its owner");
 }
