@@ -243,6 +243,17 @@ TEST_CASE("run -o DIR refuses a directory others may write to, before the comman
     CHECK(fs::is_empty(shared));
 }
 
+namespace {
+
+// gpuleak kernel run of a command, with the kernels' state under `dir`/state.
+TracedRun run_kernel_with_state_in(const TempDir& dir) {
+    RunOptions options;
+    options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
+    return launch(dir, {"kernel", "run", "--", program_path("launched_command"), "exit", "0"}, options);
+}
+
+} // namespace
+
 TEST_CASE("a kernel's state directory others may write to, or a link in its place, is refused") {
     for (const bool link : {false, true}) {
         TempDir dir;
@@ -261,10 +272,7 @@ TEST_CASE("a kernel's state directory others may write to, or a link in its plac
                 continue;
             }
         }
-        RunOptions options;
-        options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
-        TracedRun run =
-            launch(dir, {"kernel", "run", "--", program_path("launched_command"), "exit", "0"}, options);
+        TracedRun run = run_kernel_with_state_in(dir);
         INFO(run.err);
         CHECK(run.exited_with(125));
         CHECK(run.out.empty());
@@ -282,10 +290,7 @@ TEST_CASE("a kernel's state directory of the user's own that others could write 
     const std::string kernels = dir.path() + "/state/gpuleak/kernels";
     fs::create_directories(kernels);
     REQUIRE(::chmod(kernels.c_str(), 0777) == 0);
-    RunOptions options;
-    options.environment = {"XDG_STATE_HOME=" + dir.path() + "/state"};
-    TracedRun run =
-        launch(dir, {"kernel", "run", "--", program_path("launched_command"), "exit", "0"}, options);
+    TracedRun run = run_kernel_with_state_in(dir);
     INFO(run.err);
     CHECK(run.exited_with(0));
     CHECK((fs::status(kernels).permissions() & fs::perms::all) == fs::perms::owner_all);

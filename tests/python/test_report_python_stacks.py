@@ -197,22 +197,28 @@ def run_report(trace, *options):
     return completed.stdout
 
 
+def recording_environment(directory, **extra):
+    """This environment under libgpuleak.so on the simulated device, its traces in `directory`."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
+    environment.update(
+        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
+        SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(directory / "trace.%p"),
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_QUIET="1",
+        **extra,
+    )
+    return environment
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     directory = tmp_path_factory.mktemp("report_python_stacks")
     script = directory / "scenarios.py"
     script.write_text(SCRIPT, encoding="utf-8")
     result = directory / "expected.json"
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
-    environment.update(
-        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
-        SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
-        GPULEAK_OUTPUT=str(directory / "trace.%p"),
-        GPULEAK_STACK_DEPTH="256",  # native frames deep enough to reach every evaluation loop
-        GPULEAK_QUIET="1",
-        GPULEAK_SIM_QUIET="1",
-        PYTHONIOENCODING="utf-8",
-    )
+    # Native frames deep enough to reach every evaluation loop.
+    environment = recording_environment(directory, GPULEAK_STACK_DEPTH="256", PYTHONIOENCODING="utf-8")
     build_file("GPULEAK_TEST_REPORT")
     completed = subprocess.run(
         [sys.executable, str(script), str(result), str(LOOP_ROUNDS)],
@@ -409,16 +415,12 @@ HOSTILE_SCRIPT = textwrap.dedent(
 def test_strings_the_program_controls_are_shown_escaped_and_never_make_a_line(tmp_path):
     script = tmp_path / "hostile.py"
     script.write_text(HOSTILE_SCRIPT, encoding="utf-8")
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
-    environment.update(
-        LD_PRELOAD=build_file("GPULEAK_TEST_LIBRARY"),
-        SIMDEVICE_DIR=build_file("GPULEAK_TEST_SIMDEVICE_DIR"),
-        GPULEAK_OUTPUT=str(tmp_path / "trace.%p"),
-        GPULEAK_QUIET="1",
-        GPULEAK_SIM_QUIET="1",
-    )
     completed = subprocess.run(
-        [sys.executable, str(script), HOSTILE], env=environment, capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), HOSTILE],
+        env=recording_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
     (trace,) = tmp_path.glob("trace.*")
