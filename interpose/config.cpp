@@ -93,6 +93,7 @@ Config read_config() {
         std::strcpy(config.output_pattern, "gpuleak.%p.trace");
     }
     config.max_bytes = number_setting("GPULEAK_MAX_MB", kDefaultMaxMb, kMinMaxMb, kMaxMaxMb) << 20;
+    config.max_bytes_chosen = std::getenv("GPULEAK_MAX_MB") != nullptr;
     config.stack_depth = static_cast<uint32_t>(
         number_setting("GPULEAK_STACK_DEPTH", kDefaultStackDepth, 0, kMaxStackDepthSetting));
     config.sample_interval_ms = static_cast<uint32_t>(

@@ -9,6 +9,7 @@ namespace gpuleak {
 struct Config {
     char output_pattern[1024];   // GPULEAK_OUTPUT, "%p" expands to the pid, "%r" to the rank
     uint64_t max_bytes;          // GPULEAK_MAX_MB
+    bool max_bytes_chosen;       // GPULEAK_MAX_MB was set, rather than left at its default
     uint32_t stack_depth;        // GPULEAK_STACK_DEPTH, 0 = no stacks
     uint32_t sample_interval_ms; // GPULEAK_SAMPLE_MS
     bool quiet;                  // GPULEAK_QUIET

@@ -32,6 +32,11 @@ inline bool copy_checked(void* destination, uintptr_t address, size_t size) {
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
+// The T stored at `address`, read as copy_checked reads: false where a load would fault.
+template <class T> bool read_checked(uintptr_t address, T& value) {
+    return copy_checked(&value, address, sizeof value);
+}
+
 // The pointer-sized word at `address`, which another thread stores atomically, read with acquire order.
 inline uintptr_t acquire_word_at(uintptr_t address) {
     // NOLINTNEXTLINE(performance-no-int-to-ptr): the address was read from the other component's memory.

@@ -133,10 +133,9 @@ uint64_t python_module_count() {
     uintptr_t interpreter = 0;
     uintptr_t modules = 0;
     int64_t used = 0;
-    if (!copy_checked(&interpreter, python->runtime + layout.runtime_interpreters, sizeof interpreter) ||
-        interpreter == 0 ||
-        !copy_checked(&modules, interpreter + layout.interpreter_modules, sizeof modules) || modules == 0 ||
-        !copy_checked(&used, modules + layout.dict_used, sizeof used) || used < 0)
+    if (!read_checked(python->runtime + layout.runtime_interpreters, interpreter) || interpreter == 0 ||
+        !read_checked(interpreter + layout.interpreter_modules, modules) || modules == 0 ||
+        !read_checked(modules + layout.dict_used, used) || used < 0)
         return 0;
     return static_cast<uint64_t>(used);
 }

@@ -18,10 +18,6 @@ constexpr int kMaxFrames = 4096;
 // Beyond this many locals the argument looked for is not among them.
 constexpr int64_t kMaxLocals = 256;
 
-template <class T> bool read_checked(uintptr_t address, T& value) {
-    return copy_checked(&value, address, sizeof value);
-}
-
 struct CodeName {
     char filename[sizeof(PythonProcessTarget::filename)];
     char qualname[sizeof(PythonProcessTarget::qualname)];

@@ -80,7 +80,8 @@ int open_unnamed_in(int directory_fd) {
 // GPULEAK_MAX_MB, or less where the trace's file system has not that much free: half of what is free, so
 // that its children's traces and the program's own files find room too. Said once a run: a forked child
 // inherits its parent's words on it.
-uint64_t size_that_fits(uint64_t max_bytes, int directory_fd, const char* directory, bool forked) {
+uint64_t size_that_fits(const Config& config, int directory_fd, const char* directory, bool forked) {
+    const uint64_t max_bytes = config.max_bytes;
     struct statvfs file_system {};
     if (::fstatvfs(directory_fd, &file_system) != 0)
         return max_bytes;
@@ -91,10 +92,9 @@ uint64_t size_that_fits(uint64_t max_bytes, int directory_fd, const char* direct
     if (forked)
         return fits;
     const auto mib = [](uint64_t bytes) { return static_cast<unsigned long long>(bytes >> 20); };
-    if (std::getenv("GPULEAK_MAX_MB") != nullptr)
+    if (config.max_bytes_chosen)
         warn("GPULEAK_MAX_MB=%llu is more than half of the %llu MiB free where the trace goes (%s): this "
-             "trace "
-             "is made of at most %llu MiB",
+             "trace is made of at most %llu MiB",
              mib(max_bytes), mib(free_bytes), directory, mib(fits));
     else
         warn("only %llu MiB are free where the trace goes (%s): this trace is made of at most %llu MiB, not "
@@ -209,8 +209,8 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         warn("cannot create trace file %s: %s; the program runs on unrecorded", path_, std::strerror(errno));
         return false;
     }
-    const Layout layout = compute_layout(
-        size_that_fits(config.max_bytes, directory_fd, directory, identity.parent_trace[0] != '\0'));
+    const Layout layout =
+        compute_layout(size_that_fits(config, directory_fd, directory, identity.parent_trace[0] != '\0'));
     // Reserving the blocks now turns "disk full" into a clean failure here instead of a SIGBUS in the
     // program the first time a page of the mapping is touched; the live slots' are reserved as they
     // are used (reserve_live_slots).
