@@ -51,6 +51,14 @@ std::string environment_or(const char* name, const std::string& fallback) {
     return value != nullptr && value[0] != '\0' ? std::string(value) : fallback;
 }
 
+// The user's state directory ($XDG_STATE_HOME, else ~/.local/state), and gpuleak's kernels' below it.
+fs::path state_home() {
+    fs::path state = environment_or("XDG_STATE_HOME", "");
+    // The XDG base directory specification: a relative path is to be ignored.
+    return state.is_absolute() ? state : fs::path(environment_or("HOME", "/")) / ".local" / "state";
+}
+constexpr const char* kKernelsLevels[] = {"gpuleak", "kernels"};
+
 // A kernel's state directory, open: what the launcher reads there and writes there is in the directory it
 // checked, whatever happens to its path meanwhile.
 struct KernelDirectory {
@@ -62,14 +70,14 @@ struct KernelDirectory {
 // each level the user's and 0700 (traces hold stacks, paths and cell sources), and no symbolic link
 // among them.
 KernelDirectory make_kernel_directory(const std::string& key) {
-    const fs::path state = fs::path(kernels_state_directory()).parent_path().parent_path();
+    const fs::path state = state_home();
     std::error_code error;
     fs::create_directories(state, error);
     KernelDirectory directory{state,
                               FileDescriptor(::open(state.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))};
     if (directory.handle.get() < 0)
         throw LauncherError(fmt::format("cannot open {}: {}", state.string(), std::strerror(errno)));
-    for (const char* level : {"gpuleak", "kernels", key.c_str()}) {
+    for (const char* level : {kKernelsLevels[0], kKernelsLevels[1], key.c_str()}) {
         directory.path /= level;
         if (::mkdirat(directory.handle.get(), level, 0700) != 0 && errno != EEXIST)
             throw LauncherError(
@@ -153,12 +161,7 @@ void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
 } // namespace
 
 std::string kernels_state_directory() {
-    const std::string home = environment_or("HOME", "/");
-    fs::path state = environment_or("XDG_STATE_HOME", "");
-    // The XDG base directory specification: a relative path is to be ignored.
-    if (!state.is_absolute())
-        state = fs::path(home) / ".local" / "state";
-    return (state / "gpuleak" / "kernels").string();
+    return (state_home() / kKernelsLevels[0] / kKernelsLevels[1]).string();
 }
 
 std::string kernel_key(const std::vector<std::string>& command, int pid) {
