@@ -130,7 +130,10 @@ class Kernel:
     """A kernel of the installed spec, through jupyter_client, and what its cells print."""
 
     def __init__(self):
-        self.manager = jupyter_client.KernelManager(kernel_name=KERNEL)
+        # jupyter_client sends SIGTERM to a kernel that has not exited 2.5 s after a shutdown request (half
+        # its default wait): on a loaded test machine a clean shutdown took longer once (CI, beside the
+        # PyTorch tests), and a kernel shut down on request would read as killed.
+        self.manager = jupyter_client.KernelManager(kernel_name=KERNEL, shutdown_wait_time=TIMEOUT)
         self.manager.start_kernel()
         self.connect()
 
