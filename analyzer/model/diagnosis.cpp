@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -28,10 +29,12 @@ constexpr uint64_t kMinHostGrowth = 64 * kMiB;
 constexpr double kMinLateHostGrowthShare = 0.25;
 constexpr double kMinLastHostGrowthShare = 0.125;
 constexpr double kImportsDoneShare = 0.95;
-// And it rose by a sixteenth of it at least between this many pairs of consecutive samples: what one
-// allocation adds between two samples is not a trend, whatever it weighs against a short run.
-constexpr size_t kMinRises = 3;
-constexpr double kMinRiseShare = 1.0 / 16;
+// And its two largest rises between consecutive samples made at most this share of it: what one
+// allocation adds, caught between two samples or split by one, is not a trend, whatever it weighs
+// against a short run; a steady leak spreads over however many samples the run took.
+constexpr double kMaxTwoRisesShare = 0.75;
+// What imports brought is said beside the growth from this share of all the measure rose by.
+constexpr double kMinImportedShare = 1.0 / 16;
 constexpr double kMaxCopyOnWriteRssShare = 0.5; // of the USS growth: RSS stayed (nearly) flat
 constexpr double kMinPressureShare = 0.9;       // of the cgroup's limit, or of the machine's memory
 
@@ -132,6 +135,31 @@ size_t point_at(const std::vector<HostPoint>& points, size_t from, size_t to, do
     return found;
 }
 
+// Whether what a measure rose by between points i and i + 1 may have come with an import: sys.modules
+// grew between them, or between the two before (a module is in sys.modules before its body runs, so
+// what the body allocates may come after the sample that counted it).
+bool importing(const std::vector<HostPoint>& points, size_t i) {
+    const auto modules_grew = [&](size_t j) {
+        return points[j].python_modules > 0 && points[j + 1].python_modules > points[j].python_modules;
+    };
+    return modules_grew(i) || (i > 0 && modules_grew(i - 1));
+}
+
+// A measure at each point of [from, to], less what it rose by while the process imported modules: a
+// library's import brings memory with it (torch's hundreds of MiB), whenever it happens and whatever
+// share of the run it takes.
+template <typename Measure>
+std::vector<double> counted_series(const std::vector<HostPoint>& points, size_t from, size_t to,
+                                   Measure measure) {
+    std::vector<double> series{static_cast<double>(measure(points[from]))};
+    for (size_t i = from; i < to; ++i)
+        series.push_back(series.back() + (importing(points, i)
+                                              ? 0.0
+                                              : static_cast<double>(measure(points[i + 1])) -
+                                                    static_cast<double>(measure(points[i]))));
+    return series;
+}
+
 std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
     const std::vector<HostPoint>& points = model.host.points;
     const HostPoint* end = code_end_host_point(model);
@@ -142,55 +170,73 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
     if (to <= from + 1)
         return std::nullopt;
     const HostPoint& first = points[from];
-    const HostPoint& half = points[point_at(points, from, to, 0.5)];
-    const HostPoint& three_quarters = points[point_at(points, from, to, 0.75)];
+    const size_t half = point_at(points, from, to, 0.5) - from;
+    const size_t three_quarters = point_at(points, from, to, 0.75) - from;
     const HostPoint& last = points[to];
-    auto growth = [](uint64_t before, uint64_t after) { return after > before ? after - before : 0; };
-    auto grows = [&](auto measure) {
-        const auto total = static_cast<double>(growth(measure(first), measure(last)));
-        size_t rises = 0;
-        for (size_t i = from; i < to; ++i)
-            if (static_cast<double>(growth(measure(points[i]), measure(points[i + 1]))) >=
-                kMinRiseShare * total)
-                ++rises;
-        if (rises < kMinRises)
-            return false;
-        return total >= static_cast<double>(kMinHostGrowth) &&
-               static_cast<double>(growth(measure(half), measure(last))) >= kMinLateHostGrowthShare * total &&
-               static_cast<double>(growth(measure(three_quarters), measure(last))) >=
-                   kMinLastHostGrowthShare * total;
+    const auto rise = [](double before, double after) { return after > before ? after - before : 0.0; };
+    // What a measure rose by through the work, not counting imports, when that is growth.
+    auto grows = [&](auto measure) -> std::optional<uint64_t> {
+        const std::vector<double> series = counted_series(points, from, to, measure);
+        const double total = rise(series.front(), series.back());
+        std::vector<double> rises;
+        for (size_t i = 0; i + 1 < series.size(); ++i)
+            rises.push_back(rise(series[i], series[i + 1]));
+        const size_t largest = std::min<size_t>(2, rises.size());
+        std::partial_sort(rises.begin(), rises.begin() + static_cast<std::ptrdiff_t>(largest), rises.end(),
+                          std::greater<>());
+        if (rises[0] + (largest > 1 ? rises[1] : 0.0) > kMaxTwoRisesShare * total ||
+            total < static_cast<double>(kMinHostGrowth) ||
+            rise(series[half], series.back()) < kMinLateHostGrowthShare * total ||
+            rise(series[three_quarters], series.back()) < kMinLastHostGrowthShare * total)
+            return std::nullopt;
+        return static_cast<uint64_t>(total);
     };
-    // Not RSS, which also holds the file pages it maps (a memory-mapped dataset read through), which
-    // the kernel takes back when it needs them.
-    auto allocated = [](const HostPoint& point) { return point.allocated(); };
-    auto shmem = [](const HostPoint& point) { return point.sample.rss_shmem; };
-    HostRamFacts facts{HostGrowthCause::Allocations, first, last, 0, model.code_end_ns.has_value()};
-    // A forked child's copies are its own however they came about, at once or over its work: what it
-    // copied is memory each worker holds (it starts from its parent's pages, not from an import).
+    HostRamFacts facts{HostGrowthCause::Allocations, first, last, 0, 0, model.code_end_ns.has_value()};
+    const HostPoint& middle = points[from + half];
     const bool status = first.has(format::HostField::Status) && last.has(format::HostField::Status) &&
-                        half.has(format::HostField::Status);
+                        middle.has(format::HostField::Status);
     // USS and PSS are read less often and carried over: they say something about the stretch only when
     // read again after its start.
     const bool proportional = first.has(format::HostField::Proportional) &&
                               last.has(format::HostField::Proportional) &&
-                              half.has(format::HostField::Proportional) &&
+                              middle.has(format::HostField::Proportional) &&
                               last.sample.proportional_time_ns > first.sample.proportional_time_ns;
+    const auto growth = [](uint64_t before, uint64_t after) { return after > before ? after - before : 0; };
     const uint64_t rss_growth = growth(first.rss, last.rss);
     const uint64_t uss_growth = proportional ? growth(first.sample.uss, last.sample.uss) : 0;
-    if (status && grows(shmem)) {
+    // A forked child's copies are its own however they came about, at once or over its work: what it
+    // copied is memory each worker holds (it starts from its parent's pages, not from an import).
+    const auto copied = [&]() -> std::optional<uint64_t> {
+        if (proportional && !model.header.parent_trace.empty() && uss_growth >= kMinHostGrowth &&
+            static_cast<double>(rss_growth) <= kMaxCopyOnWriteRssShare * static_cast<double>(uss_growth))
+            return uss_growth;
+        return std::nullopt;
+    };
+    // Not RSS, which also holds the file pages it maps (a memory-mapped dataset read through), which
+    // the kernel takes back when it needs them.
+    const auto allocated = [](const HostPoint& point) { return point.allocated(); };
+    const auto shmem = [](const HostPoint& point) { return point.sample.rss_shmem; };
+    const auto rss = [](const HostPoint& point) { return point.rss; };
+    uint64_t raw_growth = 0;
+    if (const auto shared = status ? grows(shmem) : std::nullopt) {
         facts.cause = HostGrowthCause::SharedMemory;
-        facts.growth = growth(first.sample.rss_shmem, last.sample.rss_shmem);
-    } else if (proportional && !model.header.parent_trace.empty() && uss_growth >= kMinHostGrowth &&
-               static_cast<double>(rss_growth) <= kMaxCopyOnWriteRssShare * static_cast<double>(uss_growth)) {
+        facts.growth = *shared;
+        raw_growth = growth(first.sample.rss_shmem, last.sample.rss_shmem);
+    } else if (const auto unique = copied()) {
         facts.cause = HostGrowthCause::CopyOnWrite;
-        facts.growth = uss_growth;
-    } else if (status && grows(allocated)) {
-        facts.growth = growth(first.allocated(), last.allocated());
-    } else if (!status && grows([](const HostPoint& point) { return point.rss; })) {
-        facts.growth = rss_growth;
+        facts.growth = raw_growth = *unique;
+    } else if (const auto kept = status ? grows(allocated) : std::nullopt) {
+        facts.growth = *kept;
+        raw_growth = growth(first.allocated(), last.allocated());
+    } else if (const auto resident = status ? std::nullopt : grows(rss)) {
+        facts.growth = *resident;
+        raw_growth = rss_growth;
     } else {
         return std::nullopt;
     }
+    if (raw_growth > facts.growth &&
+        static_cast<double>(raw_growth - facts.growth) >= kMinImportedShare * static_cast<double>(raw_growth))
+        facts.while_importing = raw_growth - facts.growth;
     return facts;
 }
 

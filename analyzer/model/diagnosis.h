@@ -65,7 +65,10 @@ struct HostRamFacts {
     HostGrowthCause cause = HostGrowthCause::Allocations;
     HostPoint from;
     HostPoint to;
-    uint64_t growth = 0;            // of USS (copy-on-write), RSS (allocations) or resident shared memory
+    uint64_t growth = 0; // of USS (copy-on-write), RSS (allocations) or resident shared memory
+    // What the measure also rose by while the process imported modules, which is not counted in growth;
+    // 0 when that is a small part of it.
+    uint64_t while_importing = 0;
     bool before_finalizing = false; // `to` is the last sample before Python finalized
 };
 

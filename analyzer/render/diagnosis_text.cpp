@@ -360,7 +360,9 @@ std::string host_growth_brief(const HostRamFacts& host) {
                        grew(host.from.allocated(), host.to.allocated()));
 }
 
-std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host) {
+namespace {
+
+std::string host_growth_paragraph(const ProcessModel& model, const HostRamFacts& host) {
     const char* finalized = host.before_finalizing ? " before Python finalized" : "";
     const std::string span =
         fmt::format("from {:.1f} s to {:.1f} s", seconds_of(host.from.time_ns), seconds_of(host.to.time_ns));
@@ -403,6 +405,16 @@ std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host
                        "{} to {}): the process allocates and keeps it, {}.",
                        measure, bytes(host.from.allocated()), bytes(host.to.allocated()), span, finalized,
                        bytes(host.from.rss), bytes(host.to.rss), where);
+}
+
+} // namespace
+
+std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host) {
+    return host_growth_paragraph(model, host) +
+           (host.while_importing > 0
+                ? fmt::format(" Of that, {} came while it imported modules and is not counted as growth.",
+                              bytes(host.while_importing))
+                : "");
 }
 
 } // namespace gpuleak::analyzer

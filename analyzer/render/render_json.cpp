@@ -110,6 +110,7 @@ json host_diagnosis_json(const ProcessModel& model, const Diagnosis& diagnosis) 
     const HostRamFacts& host = *diagnosis.host_ram;
     return {{"cause", host_growth_cause_name(host.cause)},
             {"growth_bytes", host.growth},
+            {"while_importing_bytes", host.while_importing},
             {"from", host_point_json(host.from)},
             {"to", host_point_json(host.to)},
             {"text", host_growth_text(model, host)}};
