@@ -70,7 +70,23 @@ install_torch() {
     "$(dirname "${BASH_SOURCE[0]}")/setup-torch.sh" >/dev/null
 }
 
+# tests/integration/test_two_users.cpp acts as two users of a shared machine: the one whose runs are
+# attacked and another who plants files where both may write. System users: no home, no login.
+readonly test_users=(gpuleak-test-victim gpuleak-test-other)
+add_test_users() {
+    local user sudo_if_needed=()
+    if [[ $(id -u) -ne 0 ]]; then
+        sudo_if_needed=(sudo)
+    fi
+    for user in "${test_users[@]}"; do
+        getent passwd "$user" >/dev/null && continue
+        echo "setup: adding the test user $user" >&2
+        "${sudo_if_needed[@]}" useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
+    done
+}
+
 install_packages
+add_test_users
 install_pytest
 install_jupyter
 install_torch
