@@ -1,8 +1,12 @@
 #include "file_bytes.h"
 
 #include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,7 +37,11 @@ size_t read_file_bytes(const char* path, char* buffer, size_t capacity) {
 }
 
 size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity) {
-    const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    return read_regular_file_bytes_at(AT_FDCWD, path, buffer, capacity);
+}
+
+size_t read_regular_file_bytes_at(int directory_fd, const char* name, char* buffer, size_t capacity) {
+    const int fd = ::openat(directory_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return 0;
     struct stat status {};
@@ -48,33 +56,75 @@ int write_regular_file(const char* path, const char* data, size_t size, mode_t m
     return write_regular_file_at(AT_FDCWD, path, data, size, mode);
 }
 
-int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode) {
-    // O_NONBLOCK: a FIFO without a reader fails the open (ENXIO) rather than hanging it; truncated only
-    // once it is known to be a regular file.
-    const int fd = ::openat(directory_fd, name,
-                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
-    if (fd < 0)
-        return errno;
-    struct stat status {};
-    int failure = 0;
-    if (::fstat(fd, &status) != 0)
-        failure = errno;
-    else if (!S_ISREG(status.st_mode))
-        failure = kNotRegularFile;
-    // Another user's file, made there to be written into (a shared directory): theirs to read after.
-    else if (status.st_uid != ::geteuid())
-        failure = kOtherUsersFile;
-    else if (::fchmod(fd, mode) != 0 || ::ftruncate(fd, 0) != 0)
-        failure = errno;
-    for (size_t written = 0; failure == 0 && written < size;) {
+namespace {
+
+// Makes a new file beside `name` (in the same directory, so that it can be renamed over it) under a
+// name no one had: never one that was there, so never a link or a FIFO someone made. Its descriptor, or
+// -1 with errno; its name in `temporary`.
+int create_beside(int directory_fd, const char* name, char (&temporary)[PATH_MAX], mode_t mode) {
+    const char* slash = std::strrchr(name, '/');
+    const int directory_length = slash == nullptr ? 0 : static_cast<int>(slash - name + 1);
+    const char* base = name + directory_length;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        uint32_t suffix = 0;
+        if (::getrandom(&suffix, sizeof suffix, GRND_NONBLOCK) != sizeof suffix)
+            suffix = static_cast<uint32_t>(::getpid()) * 2654435761U + static_cast<uint32_t>(attempt);
+        const int length =
+            std::snprintf(temporary, sizeof temporary, "%.*s.%s.%08x", directory_length, name, base, suffix);
+        if (length < 0 || static_cast<size_t>(length) >= sizeof temporary) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        const int fd = ::openat(directory_fd, temporary,
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+int write_all(int fd, const char* data, size_t size) {
+    for (size_t written = 0; written < size;) {
         const ssize_t n = ::write(fd, data + written, size - written);
         if (n > 0)
             written += static_cast<size_t>(n);
         else if (n == 0 || errno != EINTR)
-            failure = n == 0 ? EIO : errno;
+            return n == 0 ? EIO : errno;
     }
+    return 0;
+}
+
+} // namespace
+
+int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode) {
+    // What is there must be the user's own regular file: anything else was planted (another user's file,
+    // made there to be written into; a link; a FIFO), and is refused rather than replaced.
+    struct stat existing {};
+    if (::fstatat(directory_fd, name, &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(existing.st_mode))
+            return ELOOP;
+        if (!S_ISREG(existing.st_mode))
+            return kNotRegularFile;
+        if (existing.st_uid != ::geteuid())
+            return kOtherUsersFile;
+    } else if (errno != ENOENT) {
+        return errno;
+    }
+    // Written whole under a new name, then renamed over the old: a reader, or a run cut short, finds the
+    // old file or the new one, never a part of either; and a link put there meanwhile is replaced, not
+    // followed.
+    char temporary[PATH_MAX];
+    const int fd = create_beside(directory_fd, name, temporary, mode);
+    if (fd < 0)
+        return errno;
+    int failure = ::fchmod(fd, mode) != 0 ? errno : write_all(fd, data, size);
     if (::close(fd) != 0 && failure == 0)
         failure = errno;
+    if (failure == 0 && ::renameat(directory_fd, temporary, directory_fd, name) != 0)
+        failure = errno;
+    if (failure != 0)
+        ::unlinkat(directory_fd, temporary, 0);
     return failure;
 }
 

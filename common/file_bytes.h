@@ -14,6 +14,8 @@ size_t read_file_bytes(const char* path, char* buffer, size_t capacity);
 // The same for a file another user may have put in its place: only a regular file is read, never one
 // through a symbolic link at `path`, and a FIFO never blocks it. 0 for anything else.
 size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity);
+// The same for the file `name` in the directory open at `directory_fd`.
+size_t read_regular_file_bytes_at(int directory_fd, const char* name, char* buffer, size_t capacity);
 
 // What write_regular_file returns when `path` names something other than a regular file, or one that
 // another user owns.
@@ -21,9 +23,11 @@ inline constexpr int kNotRegularFile = -1;
 inline constexpr int kOtherUsersFile = -2;
 
 // Writes the `size` bytes at `data` as the whole content of the regular file at `path`, which gets
-// `mode` whether it existed or not. Never through a symbolic link at `path`, never into a FIFO, a device
-// or another user's file, and never blocking on one: what another user planted there is refused, not
-// used. 0, kNotRegularFile, kOtherUsersFile, or the errno of the call that failed.
+// `mode` whether it existed or not: written under a new name beside it, then renamed over it, so that
+// the file is the old one or the whole new one at any moment. Where something else is at `path` (a
+// symbolic link, a FIFO, a device, another user's file: what another user planted there), it is
+// refused, neither used nor replaced, and nothing blocks. 0, kNotRegularFile, kOtherUsersFile, or the
+// errno of the call that failed (ELOOP for a link).
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode);
 // The same for the file `name` in the directory open at `directory_fd`: what it writes lands in that
 // directory, whatever happens to the directory's path meanwhile.

@@ -106,19 +106,19 @@ KernelDirectory make_kernel_directory(const std::string& key) {
 // The summary the last kernel's launcher left for this one: a regular file in one of this kernel
 // directory's runs, as that launcher wrote it; anything else there (a link, a FIFO, a path elsewhere)
 // was not, and is not shown.
-std::string take_pending_summary(const fs::path& kernel_directory) {
-    const fs::path pending = kernel_directory / kPendingFile;
+std::string take_pending_summary(const KernelDirectory& kernel) {
     char text[4096];
-    const size_t size = read_regular_file_bytes(pending.c_str(), text, sizeof text);
-    std::error_code error;
-    fs::remove(pending, error);
+    const size_t size = read_regular_file_bytes_at(kernel.handle.get(), kPendingFile, text, sizeof text);
+    ::unlinkat(kernel.handle.get(), kPendingFile, 0);
     const std::string_view content(text, size);
     const fs::path summary(std::string(content.substr(0, content.find('\n'))));
-    const fs::path relative =
-        summary.lexically_normal().lexically_relative(kernel_directory.lexically_normal());
+    const fs::path relative = summary.lexically_normal().lexically_relative(kernel.path.lexically_normal());
+    struct stat status {};
     const bool inside = !relative.empty() && *relative.begin() != "..";
-    return inside && fs::is_regular_file(fs::symlink_status(summary, error)) ? summary.string()
-                                                                             : std::string();
+    return inside && ::fstatat(kernel.handle.get(), relative.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+                   S_ISREG(status.st_mode)
+               ? summary.string()
+               : std::string();
 }
 
 // 0600, as the report is written: `name` in the directory held open at `directory_fd`, at `directory`.
@@ -182,7 +182,7 @@ int run_kernel(const RunRequest& request) {
     const std::string library = find_preload_library();
     const std::string package = find_python_package();
     const KernelDirectory kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
-    const std::string previous = take_pending_summary(kernel_directory.path);
+    const std::string previous = take_pending_summary(kernel_directory);
     const RunDirectory directory =
         make_run_directory("", request.command[0], std::time(nullptr), kernel_directory.path.string());
 

@@ -5,13 +5,16 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <system_error>
 
 #include "file_bytes.h"
+#include "file_descriptor.h"
 #include "interpreter_probe.h"
 #include "launcher_error.h"
 
@@ -55,6 +58,33 @@ std::string launcher_executable() {
 bool is_gpuleak_argv(const json& argv) {
     return argv.is_array() && argv.size() >= 3 && argv[0].is_string() && argv[1] == "kernel" &&
            argv[2] == "run" && fs::path(argv[0].get<std::string>()).filename() == "gpuleak";
+}
+
+// A team's prefix may be writable by its group, whose members install kernels there alike; a directory
+// that anyone may write to, without the sticky bit, would let anyone replace the kernel.json that Jupyter
+// runs as whoever starts the kernel.
+void check_spec_level(const FileDescriptor& held, const fs::path& level) {
+    struct stat status {};
+    if (held.get() < 0 || ::fstat(held.get(), &status) != 0)
+        throw LauncherError(fmt::format("cannot open {}: {}", level.string(),
+                                        errno == ELOOP || errno == ENOTDIR ? "a symbolic link or a file"
+                                                                           : std::strerror(errno)));
+    if ((status.st_mode & S_IWOTH) != 0 && (status.st_mode & S_ISVTX) == 0)
+        throw LauncherError(fmt::format("{}: anyone may write to this directory, and replace the kernel's "
+                                        "kernel.json with a command of theirs; make it writable by its owner "
+                                        "(and group) only",
+                                        level.string()));
+}
+
+// The kernel's spec directory, `kernels/<name>`, opened through its parent without following a link
+// at it, each checked.
+FileDescriptor open_spec_directory(const fs::path& directory) {
+    const FileDescriptor kernels(::open(directory.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    check_spec_level(kernels, directory.parent_path());
+    FileDescriptor spec(::openat(kernels.get(), directory.filename().c_str(),
+                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    check_spec_level(spec, directory);
+    return spec;
 }
 
 } // namespace
@@ -108,10 +138,12 @@ std::string install_kernelspec(const KernelInstallRequest& request) {
     fs::create_directories(directory, error);
     if (error)
         throw LauncherError(fmt::format("cannot create {}: {}", directory.string(), error.message()));
+    const FileDescriptor held = open_spec_directory(directory);
     const fs::path file = directory / "kernel.json";
     // Readable by Jupyter, which may run as another user on a shared prefix.
     const std::string text = kernel_json(launcher_executable(), interpreter.executable, request.display_name);
-    if (const int failure = write_regular_file(file.c_str(), text.data(), text.size(), 0644); failure != 0)
+    if (const int failure = write_regular_file_at(held.get(), "kernel.json", text.data(), text.size(), 0644);
+        failure != 0)
         throw LauncherError(fmt::format("cannot write {}: {}", file.string(), write_failure_text(failure)));
     return directory.string();
 }

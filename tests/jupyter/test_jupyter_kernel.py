@@ -81,6 +81,27 @@ def test_install_never_writes_through_a_planted_link(jupyter_dirs, tmp_path):
     assert target.read_text() == "kept"
 
 
+def test_install_refuses_a_directory_anyone_may_write_to_and_takes_a_teams(jupyter_dirs):
+    kernels = jupyter_dirs["JUPYTER_DATA_DIR"] / "kernels"
+    spec_dir = kernels / KERNEL
+    spec_dir.mkdir(parents=True)
+    for directory in (kernels, spec_dir):
+        # Open to everyone: anyone could replace kernel.json with a command of theirs.
+        directory.chmod(0o777)
+        refused = install("--replace")
+        assert refused.returncode == 125
+        assert refused.stderr == (
+            "gpuleak: %s: anyone may write to this directory, and replace the kernel's kernel.json with a "
+            "command of theirs; make it writable by its owner (and group) only\n" % directory
+        )
+        assert not (spec_dir / "kernel.json").exists()
+        # A team's: its group installs kernels there.
+        directory.chmod(0o775)
+    installed = install("--replace")
+    assert installed.returncode == 0, installed.stderr
+    assert (spec_dir / "kernel.json").stat().st_mode & 0o777 == 0o644
+
+
 def test_install_list_uninstall(jupyter_dirs, tmp_path):
     installed = install()
     assert installed.returncode == 0, installed.stderr

@@ -244,9 +244,16 @@ TEST_CASE("what another user may plant in place of a file is neither read nor wr
     REQUIRE(gpuleak::write_regular_file(regular.c_str(), "text", 4, 0600) == 0);
     char buffer[16] = {};
     CHECK(gpuleak::read_regular_file_bytes(regular.c_str(), buffer, sizeof buffer) == 4);
-    // Rewritten whole, not overlaid.
+    // Replaced whole, never overlaid: what had the old file open still reads it all, and nothing else is
+    // left in the directory.
+    const int old_file = ::open(regular.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(old_file >= 0);
     REQUIRE(gpuleak::write_regular_file(regular.c_str(), "ab", 2, 0600) == 0);
     CHECK(gpuleak::read_regular_file_bytes(regular.c_str(), buffer, sizeof buffer) == 2);
+    CHECK(::pread(old_file, buffer, sizeof buffer, 0) == 4);
+    ::close(old_file);
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
+                        std::filesystem::directory_iterator()) == 1);
 
     const std::string link = dir.path() + "/link";
     std::filesystem::create_symlink(regular, link);
@@ -257,7 +264,7 @@ TEST_CASE("what another user may plant in place of a file is neither read nor wr
     // Neither blocks on a FIFO, with or without a reader or a writer at its other end.
     const std::string fifo = dir.path() + "/fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK(gpuleak::write_regular_file(fifo.c_str(), "x", 1, 0600) == ENXIO);
+    CHECK(gpuleak::write_regular_file(fifo.c_str(), "x", 1, 0600) == gpuleak::kNotRegularFile);
     CHECK(gpuleak::read_regular_file_bytes(fifo.c_str(), buffer, sizeof buffer) == 0);
     const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
     REQUIRE(reader >= 0);
