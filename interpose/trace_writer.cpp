@@ -193,7 +193,11 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         return false;
     }
     const FileDescriptor held_directory(directory_fd);
-    if (const char* distrust = directory_distrust(directory_fd)) {
+    struct stat identity_of_directory {};
+    const char* distrust = ::fstat(directory_fd, &identity_of_directory) != 0
+                               ? std::strerror(errno)
+                               : directory_distrust(directory_fd);
+    if (distrust != nullptr) {
         warn("the trace directory %s is %s: others could read, replace or remove a trace there; the program "
              "runs on unrecorded (set GPULEAK_OUTPUT to a directory of your own)",
              directory, distrust);
@@ -224,6 +228,8 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
         reserve_error = errno;
     file_device_ = identity_of_file.st_dev;
     file_inode_ = identity_of_file.st_ino;
+    directory_device_ = identity_of_directory.st_dev;
+    directory_inode_ = identity_of_directory.st_ino;
     void* mapping = MAP_FAILED;
     // Mapped whole from the start, also past the end of a host-only file, which nothing touches until
     // promote() lengthens it.
@@ -287,10 +293,27 @@ int TraceWriter::promote() {
     return error;
 }
 
-void TraceWriter::remove_for_exec() {
+int TraceWriter::reopen_directory() const {
+    char directory[PATH_MAX];
+    const int fd = open_directory_of(path_, directory, sizeof directory);
     struct stat now {};
-    if (host_only() && ::lstat(path_, &now) == 0 && now.st_dev == file_device_ && now.st_ino == file_inode_ &&
-        ::unlink(path_) == 0)
+    if (fd >= 0 && (::fstat(fd, &now) != 0 || now.st_dev != directory_device_ ||
+                    now.st_ino != directory_inode_ || directory_distrust(fd) != nullptr)) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void TraceWriter::remove_for_exec() {
+    if (!host_only())
+        return;
+    const FileDescriptor directory(reopen_directory());
+    struct stat now {};
+    if (directory.get() >= 0 &&
+        ::fstatat(directory.get(), name_in_directory(path_), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now.st_dev == file_device_ && now.st_ino == file_inode_ &&
+        ::unlinkat(directory.get(), name_in_directory(path_), 0) == 0)
         removed_for_exec_ = true;
 }
 
@@ -298,7 +321,10 @@ bool TraceWriter::restore_after_failed_exec() {
     if (!removed_for_exec_)
         return true;
     removed_for_exec_ = false;
-    const int fd = ::open(path_, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const FileDescriptor directory(reopen_directory());
+    const int fd = directory.get() < 0 ? -1
+                                       : ::openat(directory.get(), name_in_directory(path_),
+                                                  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     bool ok = fd >= 0 && ::posix_fallocate(fd, 0, static_cast<off_t>(host_only_bytes_)) == 0;
     for (uint64_t written = 0; ok && written < host_only_bytes_;) {
         const ssize_t n = ::write(fd, base_ + written, host_only_bytes_ - written);
@@ -321,7 +347,7 @@ bool TraceWriter::restore_after_failed_exec() {
         return true;
     }
     if (fd >= 0)
-        ::unlink(path_);
+        ::unlinkat(directory.get(), name_in_directory(path_), 0);
     // After a failed MAP_FIXED the range may hold nothing: whatever it holds is not written again.
     base_ = nullptr;
     header_ = nullptr;

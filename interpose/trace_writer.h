@@ -118,6 +118,9 @@ class TraceWriter {
     void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
                       bool host_only);
     void populate_ring(uint64_t head, uint64_t lead);
+    // The trace's directory, opened again: -1 where it is no longer the one the trace was made in or no
+    // longer trusted.
+    [[nodiscard]] int reopen_directory() const;
     void touch_ring(uint64_t head, uint64_t lead);
 
     uint8_t* base_ = nullptr;
@@ -126,6 +129,11 @@ class TraceWriter {
     // so no descriptor of ours stays open in the program, and only in this file.
     uint64_t file_device_ = 0;
     uint64_t file_inode_ = 0;
+    // The directory's, checked at the start: the file is removed and made again for an exec relative to
+    // that directory, opened again by its name, and only where it is still that one and still trusted
+    // (a directory above it may be another user's, who could put one of theirs in its place).
+    uint64_t directory_device_ = 0;
+    uint64_t directory_inode_ = 0;
     uint64_t mapped_bytes_ = 0;
     uint64_t reserved_bytes_ = 0;
     uint64_t host_only_bytes_ = 0;

@@ -267,3 +267,21 @@ TEST_CASE("a host-only trace goes at an exec and comes back, with what it held, 
     whole.remove_for_exec();
     CHECK(::access(whole.path(), F_OK) == 0);
 }
+
+TEST_CASE("a host-only trace is made again at a failed exec only in the directory it was made in") {
+    TempDir dir;
+    const std::string traces = dir.path() + "/traces";
+    REQUIRE(::mkdir(traces.c_str(), 0700) == 0);
+    TraceWriter writer;
+    REQUIRE(writer.create(config_for(traces + "/t.trace"), {4248, 1, ""}, true));
+    const std::string path = writer.path();
+    writer.remove_for_exec();
+    REQUIRE(::access(path.c_str(), F_OK) != 0);
+    // Another directory in its place by the time the exec failed (one above it was another user's).
+    REQUIRE(::rename(traces.c_str(), (dir.path() + "/moved").c_str()) == 0);
+    REQUIRE(::mkdir(traces.c_str(), 0700) == 0);
+    CHECK_FALSE(writer.restore_after_failed_exec());
+    CHECK(::access(path.c_str(), F_OK) != 0);
+    CHECK(::access((dir.path() + "/moved/t.trace").c_str(), F_OK) != 0);
+    CHECK_FALSE(writer.mapped());
+}
