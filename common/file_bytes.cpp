@@ -52,8 +52,33 @@ size_t read_regular_file_bytes_at(int directory_fd, const char* name, char* buff
     return read_and_close(fd, buffer, capacity);
 }
 
+const char* name_in_directory(const char* path) {
+    const char* slash = std::strrchr(path, '/');
+    return slash == nullptr ? path : slash + 1;
+}
+
+int open_directory_of(const char* path, char* directory, size_t capacity) {
+    const char* slash = std::strrchr(path, '/');
+    const int length = slash == nullptr
+                           ? std::snprintf(directory, capacity, ".")
+                           : std::snprintf(directory, capacity, "%.*s",
+                                           static_cast<int>(slash == path ? 1 : slash - path), path);
+    if (length < 0 || static_cast<size_t>(length) >= capacity) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return ::open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
-    return write_regular_file_at(AT_FDCWD, path, data, size, mode);
+    // Its directory held open: the new file is made, renamed and if need be removed in that one.
+    char directory[PATH_MAX];
+    const int directory_fd = open_directory_of(path, directory, sizeof directory);
+    if (directory_fd < 0)
+        return errno;
+    const int failure = write_regular_file_at(directory_fd, name_in_directory(path), data, size, mode);
+    ::close(directory_fd);
+    return failure;
 }
 
 namespace {
@@ -61,16 +86,12 @@ namespace {
 // Makes a new file beside `name` (in the same directory, so that it can be renamed over it) under a
 // name no one had: never one that was there, so never a link or a FIFO someone made. Its descriptor, or
 // -1 with errno; its name in `temporary`.
-int create_beside(int directory_fd, const char* name, char (&temporary)[PATH_MAX], mode_t mode) {
-    const char* slash = std::strrchr(name, '/');
-    const int directory_length = slash == nullptr ? 0 : static_cast<int>(slash - name + 1);
-    const char* base = name + directory_length;
+int create_beside(int directory_fd, const char* name, char (&temporary)[NAME_MAX + 1], mode_t mode) {
     for (int attempt = 0; attempt < 100; ++attempt) {
         uint32_t suffix = 0;
         if (::getrandom(&suffix, sizeof suffix, GRND_NONBLOCK) != sizeof suffix)
             suffix = static_cast<uint32_t>(::getpid()) * 2654435761U + static_cast<uint32_t>(attempt);
-        const int length =
-            std::snprintf(temporary, sizeof temporary, "%.*s.%s.%08x", directory_length, name, base, suffix);
+        const int length = std::snprintf(temporary, sizeof temporary, ".%s.%08x", name, suffix);
         if (length < 0 || static_cast<size_t>(length) >= sizeof temporary) {
             errno = ENAMETOOLONG;
             return -1;
@@ -114,7 +135,7 @@ int write_regular_file_at(int directory_fd, const char* name, const char* data, 
     // Written whole under a new name, then renamed over the old: a reader, or a run cut short, finds the
     // old file or the new one, never a part of either; and a link put there meanwhile is replaced, not
     // followed.
-    char temporary[PATH_MAX];
+    char temporary[NAME_MAX + 1];
     const int fd = create_beside(directory_fd, name, temporary, mode);
     if (fd < 0)
         return errno;

@@ -17,6 +17,13 @@ size_t read_regular_file_bytes(const char* path, char* buffer, size_t capacity);
 // The same for the file `name` in the directory open at `directory_fd`.
 size_t read_regular_file_bytes_at(int directory_fd, const char* name, char* buffer, size_t capacity);
 
+// The part of `path` after its last slash: its name in its directory.
+const char* name_in_directory(const char* path);
+// The directory a file named `path` is in, opened: what is made there is made relative to it, so that
+// the directory opened (and checked) is the directory written, whatever happens to its path meanwhile.
+// -1 with errno where it cannot be opened; `directory` receives its name.
+int open_directory_of(const char* path, char* directory, size_t capacity);
+
 // What write_regular_file returns when `path` names something other than a regular file, or one that
 // another user owns.
 inline constexpr int kNotRegularFile = -1;
@@ -29,8 +36,8 @@ inline constexpr int kOtherUsersFile = -2;
 // refused, neither used nor replaced, and nothing blocks. 0, kNotRegularFile, kOtherUsersFile, or the
 // errno of the call that failed (ELOOP for a link).
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode);
-// The same for the file `name` in the directory open at `directory_fd`: what it writes lands in that
-// directory, whatever happens to the directory's path meanwhile.
+// The same for the file `name` (no slash in it) in the directory open at `directory_fd`: what it writes
+// lands in that directory, whatever happens to the directory's path meanwhile.
 int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode);
 
 // A few words for what write_regular_file returned: "not a regular file", strerror's.

@@ -49,24 +49,6 @@ template <class Take> bool take_free_name(const char* base, char* path, size_t c
     return false;
 }
 
-// The part of `path` after its last slash: its name in its directory.
-const char* name_in_directory(const char* path) {
-    const char* slash = std::strrchr(path, '/');
-    return slash == nullptr ? path : slash + 1;
-}
-
-// The directory a trace named `path` goes into, opened: what is made there is made relative to it, so
-// that the directory checked is the directory written, whatever happens to its path meanwhile. -1 with
-// errno where it cannot be opened; `directory` receives its name.
-int open_directory_of(const char* path, char* directory, size_t capacity) {
-    const char* slash = std::strrchr(path, '/');
-    if (slash == nullptr)
-        std::snprintf(directory, capacity, ".");
-    else
-        std::snprintf(directory, capacity, "%.*s", static_cast<int>(slash == path ? 1 : slash - path), path);
-    return ::open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
-
 // A file with no name yet in the directory it is to be made in, which only linking it there makes
 // visible: a process killed while its trace is being set up (a pool's worker terminated at once) leaves
 // no half-made file. -1 where the file system has no O_TMPFILE, or where /proc, through which it is

@@ -72,6 +72,13 @@ class TwoUsers {
         return as(*victim_, program, arguments, options);
     }
 
+    // A directory the other user made, open to all, as a shared project directory is.
+    std::string others_open_directory() const {
+        const std::string directory = path("common/shared");
+        as_other("mkdir -m 0777 " + directory);
+        return directory;
+    }
+
     // A shell script run by the other user in the shared directory; it must succeed.
     void as_other(const std::string& script) const {
         RunOptions options;
@@ -123,8 +130,7 @@ TEST_CASE("two users: gpuleak run -o refuses the other user's open directory and
     const TwoUsers users;
     if (!users.ready())
         return;
-    const std::string shared = users.path("common/shared");
-    users.as_other("mkdir -m 0777 " + shared);
+    const std::string shared = users.others_open_directory();
     const std::string home = users.victim_directory("home");
     RunOptions options = without_preload();
     options.kill_after = std::chrono::seconds(60);
@@ -164,8 +170,7 @@ TEST_CASE("two users: a program that writes its trace into the other user's open
     const TwoUsers users;
     if (!users.ready())
         return;
-    const std::string shared = users.path("common/shared");
-    users.as_other("mkdir -m 0777 " + shared);
+    const std::string shared = users.others_open_directory();
     const std::string home = users.victim_directory("home");
     RunOptions options;
     options.environment = {"GPULEAK_OUTPUT=" + shared + "/trace.%p"};
@@ -224,8 +229,8 @@ TEST_CASE("two users: gpuleak-report -o never writes through the other user's li
     const std::string precious = home + "/notes.txt";
     users.as_victim(home, "/bin/sh", {"-c", "echo kept > " + precious}, without_preload());
     REQUIRE(read_text(precious) == "kept\n");
-    const std::string shared = users.path("common/shared");
-    users.as_other("mkdir -m 0777 " + shared + " && ln -s " + precious + " " + shared + "/report.txt");
+    const std::string shared = users.others_open_directory();
+    users.as_other("ln -s " + precious + " " + shared + "/report.txt");
     const TracedRun report = users.as_victim(
         home, GPULEAK_REPORT, {"--no-color", "-o", shared + "/report.txt", found}, without_preload());
     CHECK(report.exited_with(2));
