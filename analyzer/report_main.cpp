@@ -68,6 +68,8 @@ int run(int argc, char** argv) {
                  "show every native frame of a Python program's stacks, the Python frames among them");
     app.add_flag("--full-names", options.full_names,
                  "native functions with their parameter lists and return types");
+    app.add_flag("--live-blocks", options.live_blocks,
+                 "JSON: each leak origin also lists its live allocations as [address, size] pairs");
     app.add_flag("--no-color", no_color, "no colour, even on a terminal");
     app.add_option(
         "--debug-dir", symbolize.debuginfo_path,

@@ -351,6 +351,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         ++entry.site.count;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
         entry.sequences.push_back(allocation.sequence);
+        entry.site.blocks.push_back({allocation.address, allocation.size});
     }
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
         if (!is_memory_held(spilled.kind))
@@ -406,7 +407,9 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         site.growing = many && (spread_in_markers || spread_in_events);
         if (span_s > 0)
             site.bytes_per_second = static_cast<double>(site.bytes) / span_s;
-        model.leak_sites.push_back(site);
+        std::sort(site.blocks.begin(), site.blocks.end(),
+                  [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
+        model.leak_sites.push_back(std::move(site));
     }
     std::sort(model.leak_sites.begin(), model.leak_sites.end(), [](const LeakSite& a, const LeakSite& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;

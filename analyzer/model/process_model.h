@@ -42,6 +42,12 @@ struct Marker {
 
 // Live allocations at the end of one kind made at one site (site_keys.h): by one call stack, or by one
 // Python stack.
+// Where one of a site's live allocations is: what gpuleak.why() finds the program's objects by.
+struct LiveBlock {
+    uint64_t address = 0;
+    uint64_t size = 0;
+};
+
 struct LeakSite {
     uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
     format::MemoryKind kind = format::MemoryKind::None;
@@ -68,6 +74,7 @@ struct LeakSite {
     bool growing = false;
     double bytes_per_second = 0;          // over the time its survivors were made in
     double bytes_per_marker_interval = 0; // when there are markers
+    std::vector<LiveBlock> blocks;        // its live allocations with a slot of their own, by address
 };
 
 struct LiveSiteAt {

@@ -178,6 +178,12 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
             entry["first_marker"] = label(site.marker_range->first);
             entry["last_marker"] = label(site.marker_range->second);
         }
+        if (options.live_blocks) {
+            json blocks = json::array();
+            for (const LiveBlock& block : site.blocks)
+                blocks.push_back({block.address, block.size});
+            entry["blocks"] = std::move(blocks);
+        }
         leaks.push_back(std::move(entry));
     }
     json growth = json::array();

@@ -60,6 +60,7 @@ struct ReportOptions {
     bool native = false;     // every native frame of a Python program's stacks, not only the innermost
     bool full_names = false; // native functions with their parameter lists
     bool color = false;
+    bool live_blocks = false; // JSON: each leak origin's live allocations, address and size
 };
 
 } // namespace gpuleak::analyzer

@@ -19,6 +19,8 @@ of one check of a module global) when it is not, so a program can keep its calls
     gpuleak.active()       # True when libgpuleak.so is loaded and recording
     gpuleak.trace_path()   # this process's trace file, or None
 
+    print(gpuleak.why())   # what keeps the GPU memory alive: `losses`, a list in __main__, ...
+
     # One trial per fresh process: whatever the framework keeps cached dies with it.
     score = gpuleak.isolated(run_trial, learning_rate=1e-3)
     print(gpuleak.last_isolated().summary)    # the child's peak, what it left, the diagnosis
@@ -32,6 +34,7 @@ here); see :mod:`gpuleak._native`. In Jupyter, ``%load_ext gpuleak`` (or the ker
 from ._isolated import ChildTraceback, IsolatedError, IsolatedRun, isolated, last_isolated
 from ._native import active, mark, name_source, phase, trace_path
 from ._notebook import load_ipython_extension, unload_ipython_extension
+from ._why import Holder, Why, why
 
 __version__ = "0.1.0"
 
@@ -48,4 +51,7 @@ __all__ = [
     "IsolatedRun",
     "IsolatedError",
     "ChildTraceback",
+    "why",
+    "Why",
+    "Holder",
 ]

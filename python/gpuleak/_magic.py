@@ -2,15 +2,19 @@
 
 ``%gpuleak`` prints what is reserved and allocated now and at the peak, how much that changed since the
 previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` prints the whole
-text report of the trace so far. What it prints is what the user asked for, so it goes to stdout.
+text report of the trace so far; ``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`).
+What it prints is what the user asked for, so it goes to stdout.
 """
 
 from __future__ import annotations
 
-from . import _native, _report
+from . import _native, _report, _why
 
 TOP_SITES = 5
-USAGE = "usage: %gpuleak (the live state) or %gpuleak report (the full report of this kernel's trace)"
+USAGE = (
+    "usage: %gpuleak (the live state), %gpuleak report (the full report of this kernel's trace) or "
+    "%gpuleak why (what keeps its GPU memory alive)"
+)
 
 
 def frame_text(frame: dict) -> str:
@@ -108,8 +112,11 @@ def live_state(process: dict, trace: str) -> str:
 
 def gpuleak_magic(line: str) -> None:
     argument = line.strip()
-    if argument not in ("", "report"):
+    if argument not in ("", "report", "why"):
         print(USAGE)
+        return
+    if argument == "why":
+        print(_why.why())
         return
     trace = _native.trace_path()
     if trace is None:

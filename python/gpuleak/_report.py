@@ -84,9 +84,9 @@ def _run_report(arguments) -> Tuple[Optional[str], str]:
     return completed.stdout.decode("utf-8", "replace"), ""
 
 
-def run_report(trace: str) -> Tuple[Optional[dict], str]:
-    """(parsed JSON document, "") or (None, why there is none)."""
-    text, why = _run_report(["--format", "json", trace])
+def run_report(trace: str, options=()) -> Tuple[Optional[dict], str]:
+    """(parsed JSON document, "") or (None, why there is none); `options`: more of gpuleak-report's."""
+    text, why = _run_report(["--format", "json", *options, trace])
     if text is None:
         return None, why
     try:

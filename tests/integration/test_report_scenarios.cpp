@@ -89,6 +89,28 @@ TEST_CASE("a per-iteration leak is diagnosed as a leak at the line that keeps th
     CHECK(process["growth"][0]["bytes_per_marker_interval"].get<double>() == Approx(1.0 * kMiB));
 }
 
+TEST_CASE("with --live-blocks the report lists where each site's live allocations are, for gpuleak.why()") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_leak"), {"20"});
+    REQUIRE(run.exited_with(0));
+    CHECK_FALSE(only_process(report_json(dir, run.traces()))["leaks"][1].contains("blocks"));
+    RunOptions options;
+    options.preload = false;
+    TracedRun report =
+        run_traced(dir, GPULEAK_REPORT, {"--format", "json", "--live-blocks", run.traces().at(0)}, options);
+    REQUIRE(report.exited_with(0));
+    const json history = only_process(json::parse(report.out))["leaks"][1];
+    REQUIRE(history["blocks"].size() == 20);
+    uint64_t previous_end = 0;
+    for (const json& block : history["blocks"]) {
+        const uint64_t address = block[0];
+        CHECK(block[1] == kMiB);
+        // By address, none overlapping another.
+        CHECK(address >= previous_end);
+        previous_end = address + kMiB;
+    }
+}
+
 TEST_CASE("the verdict and the top site are the same at any speed, with idling before and after the loop") {
     const int step_ms = GENERATE(0, 10, 200);
     const int idle_ms = GENERATE(0, 2000);

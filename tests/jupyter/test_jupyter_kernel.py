@@ -267,8 +267,13 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert python[1]["file"].endswith(".py") and "ipykernel_" in python[1]["file"]
         labels = [marker["label"] for marker in process["markers"]]
         assert labels[:4] == ["cell [1]", "end of cell [1]", "cell [2]", "end of cell [2]"]
-        text = kernel.run("%gpuleak report")  # cell [4]
+        text = kernel.run("%gpuleak report\n%gpuleak why")  # cell [4]
         assert "cell [2], line 3 in <module> (`held.append(allocate(3 << 20))`)" in text, text
+        # The cell's memory is held by a pointer, an int, which no search from the notebook's objects can
+        # tell from any other int: said so, at the cell's line.
+        why = text[text.index("gpuleak: what keeps this process's GPU memory alive") :]
+        assert "3.0 MiB made at cell [1], line 6 (`assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0`): " in why, why
+        assert "not reached from the program's objects" in why, why
 
         # Killed in the middle of cell [5], as the OOM killer kills: the kernel, not its launcher.
         kernel.client.execute("held.append(allocate(5 << 20))\nprint('allocated', flush=True)\nimport time\ntime.sleep(600)\n")

@@ -56,3 +56,16 @@ def leak(size):
     if status != 0:
         raise RuntimeError("cudaMalloc(%d) failed with %d" % (size, status))
     return pointer.value
+
+
+class DeviceArray:
+    """A device array as CuPy's and Numba's are seen from outside: its class says where its data is
+    (``__cuda_array_interface__``); made with cudaMalloc on the simulated device, never freed."""
+
+    def __init__(self, size):
+        self.size = size
+        self.address = leak(size)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.size,), "typestr": "|u1", "data": (self.address, False), "version": 3}

@@ -62,6 +62,9 @@ def test_functions_are_no_ops_without_the_library(capfd):
     with pytest.raises(KeyError):
         with gpuleak.phase("failing"):
             raise KeyError("propagates")
+    answer = gpuleak.why()
+    assert answer.holders == [] and answer.sites == []
+    assert str(answer) == "gpuleak: why: not recording: libgpuleak.so is not loaded in this process"
     out, err = capfd.readouterr()
     assert out == "" and err == ""
 
@@ -227,7 +230,7 @@ def test_the_package_builds_and_installs_without_a_compiler(tmp_path):
     shutil.copytree(PACKAGE_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     environment = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", CC="/bin/false", CXX="/bin/false")
     files = ["gpuleak/__init__.py", "gpuleak/_isolated.py", "gpuleak/_native.py", "gpuleak/_report.py",
-             "gpuleak/py.typed"]
+             "gpuleak/_why.py", "gpuleak/_magic.py", "gpuleak/py.typed"]
     if capability == "sdist":
         built = subprocess.run(
             [sys.executable, "-c", "import sys; from setuptools import build_meta; "
@@ -317,6 +320,32 @@ SCENARIO = textwrap.dedent(
 )
 
 
+# What keeps device memory alive: another library's arrays, in a list, in a dict, in a closure, and memory
+# only an int holds.
+WHY_SCENARIO = textwrap.dedent(
+    """\
+    import json, sys
+    import gpuleak
+    import gpuleak_package_targets as targets
+
+    kept = [targets.DeviceArray(1 << 20) for _ in range(3)]
+    cache = {"step 1": targets.DeviceArray(2 << 20)}
+
+    def remember(array):
+        return lambda: array.size
+
+    callback = remember(targets.DeviceArray(4 << 20))
+    loose = targets.leak(5 << 20)
+    answer = gpuleak.why()
+    with open(sys.argv[1], "w") as output:
+        json.dump({"text": answer.text, "problem": answer.problem, "stopped": answer.stopped,
+                   "holders": [[h.root, h.bytes, h.tensors, h.path, h.through] for h in answer.holders],
+                   "unreached": [[answer.sites[site].where, size] for site, size in answer.unreached]},
+                  output)
+    """
+)
+
+
 def preloaded_environment(directory):
     environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
     environment.update(
@@ -361,6 +390,38 @@ def preloaded(tmp_path_factory):
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == ""  # the package never prints to stdout
     return json.loads(result.read_text()), directory
+
+
+def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
+    script = tmp_path / "why_scenario.py"
+    script.write_text(WHY_SCENARIO)
+    completed = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "why.json")],
+        env=preloaded_environment(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == ""
+    why = json.loads((tmp_path / "why.json").read_text())
+    assert why["problem"] is None and not why["stopped"], why["text"]
+    holders = {root: (size, count, path, through) for root, size, count, path, through in why["holders"]}
+    assert holders["`callback`, a function in __main__"] == (
+        4 << 20, 1, "callback.__closure__[0].cell_contents", ["closure"]
+    )
+    assert holders["`cache`, a dict with 1 item in __main__"] == (2 << 20, 1, "cache['step 1']", [])
+    size, count, path, _ = holders["`kept`, a list with 3 items in __main__"]
+    assert (size, count) == (3 << 20, 3) and path.startswith("kept[")
+    assert len(holders) == 3, why["text"]
+    # Held by an int alone: nothing to tell it from any other int.
+    ((where, unreached),) = why["unreached"]
+    assert unreached == 5 << 20 and "leak" in where, why["text"]
+    lines = why["text"].splitlines()
+    assert lines[0].startswith("gpuleak: what keeps this process's GPU memory alive (pid ")
+    # The largest first, at the line that allocated it (the program's own module's).
+    assert lines[1].startswith("  4.0 MiB in 1 array made at ") and "gpuleak_package_targets.py:" in lines[1]
+    assert lines[1].endswith(": held by `callback`, a function in __main__"), why["text"]
+    assert lines[2] == "    through callback.__closure__[0].cell_contents"
+    assert lines[3] == "    a function defined in a loop or a callback keeps what it closes over"
 
 
 def test_preloaded_active_and_trace_path(preloaded):

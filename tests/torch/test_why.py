@@ -1,0 +1,122 @@
+"""gpuleak.why() on the ways training scripts keep GPU memory alive (tests/torch/why/scenarios.py), with
+real PyTorch under `gpuleak run`: it names the script's own root that holds the memory (the list, the
+dict, the tensor, the traceback), how many bytes it holds and through what, names PyTorch's own holders
+(a model's parameters, an optimizer's state) as such, and keeps nothing alive once it has answered.
+
+Environment: that of test_workloads.py.
+"""
+
+import json
+import os
+
+import pytest
+from test_torch_adapter import MiB, adapter_cache  # noqa: F401 - a fixture
+from test_workloads import HERE, run_script
+from test_workloads import pytestmark as workload_marks
+
+pytestmark = workload_marks
+SCENARIOS = os.path.join(HERE, "why", "scenarios.py")
+STEPS = 12
+# A forward pass of the scenarios' model on a batch: the input (512 x 256), the first layer's output and
+# its ReLU (512 x 1024 each), in float32.
+BATCH = 512 * 256 * 4
+HIDDEN = 512 * 1024 * 4
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory, adapter_cache):  # noqa: F811 - the fixture
+    directory = tmp_path_factory.mktemp("why")
+    completed = run_script(directory, SCENARIOS, adapter_cache, traced=True)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
+    return {line["scenario"]: line for line in lines}
+
+
+def holder(answer, name):
+    """The holder whose root is the script's `name`."""
+    (found,) = [entry for entry in answer["holders"] if entry["root"].startswith("`%s`," % name)]
+    return found
+
+
+def check_common(answer):
+    assert answer["problem"] is None, answer["problem"]
+    # Nothing of it stays alive once the scenario lets go: why() kept no tensor.
+    assert answer["released"], answer["text"]
+    # The model the scenarios share is named as what it is.
+    model = holder(answer, "model")
+    assert "parameter" in model["through"] and model["owner"] == "Sequential"
+    assert "the parameters" in answer["text"] and "of a Sequential" in answer["text"]
+
+
+@pytest.mark.parametrize(
+    "scenario, root, description, through, at_least",
+    [
+        # Each step's graph: the batch and the activations it saved, for every step kept.
+        ("losses_append", "losses", "a list with 12 items in __main__", "autograd graph", STEPS * (BATCH + HIDDEN)),
+        ("total_loss", "total_loss", "a tensor in __main__", "autograd graph", STEPS * (BATCH + HIDDEN)),
+        ("cache", "cache", "a dict with 12 items in __main__", None, STEPS * HIDDEN),
+        ("closures", "callbacks", "a list with 12 items in __main__", "closure", STEPS * HIDDEN),
+        # Four rows of each 4 MiB tensor, each keeping the whole of it.
+        ("slices", "kept", "a list with 12 items in __main__", "view", STEPS * 4 * MiB),
+    ],
+)
+def test_the_scripts_own_root_is_named_with_what_it_holds(answers, scenario, root, description, through, at_least):
+    answer = answers[scenario]
+    check_common(answer)
+    found = holder(answer, root)
+    assert found["root"] == "`%s`, %s" % (root, description)
+    assert found["bytes"] >= at_least, answer["text"]
+    # The largest holder, first in the text, is the script's.
+    assert answer["holders"][0] is not None and answer["holders"][0]["root"] == found["root"]
+    assert answer["text"].splitlines()[1].endswith("held by " + found["root"])
+    if through:
+        assert through in found["through"], answer["text"]
+    assert found["path"].startswith(root), found["path"]
+    # Its line: the one that made the memory it holds, in the scenario's own function.
+    assert any("scenarios.py" in site for site in found["sites"]), found["sites"]
+
+
+def test_advice_fits_what_holds_it(answers):
+    assert "`loss.item()`" in answers["losses_append"]["text"]
+    assert "`.detach()`" in answers["total_loss"]["text"]
+    assert "`x[...].clone()`" in answers["slices"]["text"]
+    assert "closes over" in answers["closures"]["text"]
+    assert "`loss.item()`" not in answers["cache"]["text"]
+    # The chain is spelled as Python: the list's item, its graph, the saved tensor.
+    assert holder(answers["losses_append"], "losses")["path"].startswith("losses[11].grad_fn.next_functions[0][0]")
+    assert holder(answers["closures"], "callbacks")["path"] == "callbacks[11].__closure__[0].cell_contents"
+
+
+def test_a_traceback_kept_by_the_session_is_named(answers):
+    answer = answers["traceback"]
+    check_common(answer)
+    (found,) = [entry for entry in answer["holders"] if entry["kind"] == "traceback"]
+    assert found["root"].startswith("the last exception's traceback (sys.last_traceback)")
+    assert found["bytes"] >= STEPS * HIDDEN
+    assert found["path"].startswith("sys.last_traceback.tb_next.tb_frame<local activations>")
+    assert "sys.last_traceback = sys.last_value = None" in answer["text"]
+    assert any("in evaluate" in site for site in found["sites"])
+
+
+def test_a_search_that_keeps_each_trials_model_names_the_list_and_the_models(answers):
+    answer = answers["search"]
+    check_common(answer)
+    found = holder(answer, "results")
+    assert found["models"] == 3 and found["owner"] == "Sequential"
+    assert "the parameters of 3 models (Sequential)" in answer["text"]
+    assert "drop the model" in answer["text"]
+
+
+def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_state(answers):
+    answer = answers["correct"]
+    check_common(answer)
+    roots = sorted(entry["root"] for entry in answer["holders"])
+    assert roots == ["`model`, a Sequential in __main__", "`optimizer`, an Adam in __main__"]
+    optimizer = holder(answer, "optimizer")
+    assert optimizer["through"] == ["optimizer state"] and optimizer["owner"] == "Adam"
+    # Adam's two moments of each of the four parameters.
+    assert optimizer["tensors"] == 8
+    assert "the state of an Adam optimizer" in answer["text"]
+    assert "parameters and gradients of a Sequential" in answer["text"]
+    # No advice: nothing is wrong.
+    assert "keep `" not in answer["text"] and "drop" not in answer["text"]
