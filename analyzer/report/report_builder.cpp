@@ -45,12 +45,14 @@ class DebugInfoReadAhead {
 } // namespace
 
 std::string StackFrames::describe(uint32_t stack_id) {
+    const std::vector<ReportFrame>& all = frames(stack_id);
+    const std::string purpose = library_purpose(all);
+    const std::string suffix = purpose.empty() ? std::string() : " (" + purpose + ")";
     // A Python program's own line says more than the CUDA call it led to, and more than the library
     // line that made the call for it; a library's line, more than the CUDA call.
-    for (const ReportFrame& frame : frames(stack_id))
+    for (const ReportFrame& frame : all)
         if (is_program_frame(frame))
-            return python_frame_name(frame);
-    const auto& all = frames(stack_id);
+            return python_frame_name(frame) + suffix;
     for (const ReportFrame& frame : all) {
         if (!frame.python || frame.file.empty())
             continue;
@@ -60,15 +62,23 @@ std::string StackFrames::describe(uint32_t stack_id) {
             return python.python && !python.file.empty();
         });
         const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
-        return python_frame_name(frame) + (library_thread
-                                               ? " (on a library's thread: no frame of the program's own)"
-                                               : " (no frame of the program's own)");
+        return python_frame_name(frame) + suffix +
+               (library_thread ? " (on a library's thread: no frame of the program's own)"
+                               : " (no frame of the program's own)");
     }
-    for (const ReportFrame& frame : frames(stack_id)) {
-        if (frame.function.empty())
-            continue;
-        const std::string function = short_function_name(frame.function);
-        return frame.file.empty() ? function : fmt::format("{} ({}:{})", function, frame.file, frame.line);
+    // Native frames only: the first that is not PyTorch's caching allocator's own (which say nothing of
+    // who asked for the memory), else the first.
+    const auto named = [](const ReportFrame& frame) { return !frame.function.empty(); };
+    auto chosen = std::find_if(all.begin(), all.end(), [&](const ReportFrame& frame) {
+        return named(frame) && !is_caching_allocator_frame(frame);
+    });
+    if (chosen == all.end())
+        chosen = std::find_if(all.begin(), all.end(), named);
+    if (chosen != all.end()) {
+        const std::string function = short_function_name(chosen->function);
+        return (chosen->file.empty() ? function
+                                     : fmt::format("{} ({}:{})", function, chosen->file, chosen->line)) +
+               suffix;
     }
     return all.empty() ? std::string("an unknown place (no stack)")
                        : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);

@@ -268,6 +268,31 @@ std::string library_of(const ReportFrame& frame) {
     return "the standard library";
 }
 
+bool is_caching_allocator_frame(const ReportFrame& frame) {
+    return !frame.python && frame.function.starts_with("c10::cuda::CUDACachingAllocator::");
+}
+
+std::string library_purpose(const std::vector<ReportFrame>& frames) {
+    // Functions of PyTorch's (ATen's) that only these paths call.
+    constexpr std::string_view kBlasWorkspace[] = {"at::cuda::getCurrentCUDABlasHandle",
+                                                   "at::cuda::getCUDABlasLtWorkspace",
+                                                   "at::cuda::setWorkspaceForHandle"};
+    constexpr std::string_view kAutogradThread = "torch::autograd::Engine::thread_main";
+    bool autograd_thread = false;
+    bool python = false;
+    for (const ReportFrame& frame : frames) {
+        if (frame.python) {
+            python = true;
+            continue;
+        }
+        for (const std::string_view function : kBlasWorkspace)
+            if (frame.function.starts_with(function))
+                return "cuBLAS's workspace, which PyTorch keeps for the rest of the process";
+        autograd_thread = autograd_thread || frame.function.starts_with(kAutogradThread);
+    }
+    return autograd_thread && !python ? "in backward(), on PyTorch's autograd thread" : "";
+}
+
 std::string short_path(const std::string& file) {
     for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
         const size_t at = file.rfind(marker);

@@ -60,6 +60,14 @@ std::string innermost_scopes(const std::string& name, size_t scopes);
 // the library a native frame's is ("libc10_cuda.so"); empty for the program's own code.
 std::string library_of(const ReportFrame& frame);
 
+// A frame of PyTorch's caching allocator itself, which every block and segment it makes passes through.
+bool is_caching_allocator_frame(const ReportFrame& frame);
+
+// What a library keeps the memory a stack made for, where its native frames say so ("cuBLAS's workspace,
+// which PyTorch keeps for the rest of the process"), or where a thread of the library's own made it
+// ("in backward(), on PyTorch's autograd thread"); empty otherwise.
+std::string library_purpose(const std::vector<ReportFrame>& frames);
+
 // A library file's path from its package ("torch/nn/modules/linear.py"); other paths as they are.
 std::string short_path(const std::string& file);
 

@@ -47,6 +47,7 @@ class Site:
     bytes: int
     count: int
     growing: bool
+    purpose: str = ""  # what a library keeps it for, where its stack says so ("cuBLAS's workspace, ...")
 
 
 @dataclass
@@ -117,7 +118,13 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
             continue
         blocks.add(len(result.sites), site.get("blocks") or [])
         result.sites.append(
-            Site(_site_where(site), site.get("bytes") or 0, site.get("count") or 0, bool(site.get("growing")))
+            Site(
+                _site_where(site),
+                site.get("bytes") or 0,
+                site.get("count") or 0,
+                bool(site.get("growing")),
+                site.get("purpose") or "",
+            )
         )
     if not result.sites:
         return result
@@ -641,11 +648,16 @@ def _text(result: Why) -> str:
         elif not own:
             lines += ["    " + _ADVICE[fact] for fact in holder.through if fact in _ADVICE]
     for site, size in result.unreached:
+        where = result.sites[site].where
+        if result.sites[site].purpose and not result.stopped:
+            # The report's words for the site end with what the library keeps it for.
+            lines.append("  %s made at %s: not the program's to free" % (_report.format_bytes(size), where))
+            continue
         lines.append(
             "  %s made at %s: not reached from the program's objects%s"
             % (
                 _report.format_bytes(size),
-                result.sites[site].where,
+                where,
                 " (the search stopped after %.1f s and %d objects)" % (result.seconds, result.objects_searched)
                 if result.stopped
                 else " (held by C++ code, such as a library's workspace or cache, or by a bare pointer)",

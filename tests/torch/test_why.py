@@ -120,3 +120,8 @@ def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_stat
     assert "parameters and gradients of a Sequential" in answer["text"]
     # No advice: nothing is wrong.
     assert "keep `" not in answer["text"] and "drop" not in answer["text"]
+    # cuBLAS's workspaces, the main thread's and autograd's, which PyTorch keeps: said so, not a mystery.
+    workspaces = [line for line in answer["text"].splitlines() if "cuBLAS's workspace" in line]
+    assert len(workspaces) == 2, answer["text"]
+    assert all(line.endswith("which PyTorch keeps for the rest of the process): not the program's to free") for line in workspaces)
+    assert any("on PyTorch's autograd thread" in site for site in holder(answer, "model")["sites"]), answer["text"]

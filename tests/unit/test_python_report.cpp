@@ -599,3 +599,52 @@ TEST_CASE("strings from a trace are shown escaped: no control, no separator, no 
     CHECK(std::string(out, gpuleak::printable_into("abcd\xc3\xa9", out)) == "abcd\xc3\xa9");
     CHECK(std::string(out, gpuleak::printable_into("abcde\xc3\xa9", out)) == "abcde");
 }
+
+namespace {
+
+// Stacks of one fixed stack, whatever the id.
+class FixedStack : public StackFrames {
+  public:
+    explicit FixedStack(std::vector<ReportFrame> frames) : frames_(std::move(frames)) {}
+    const std::vector<ReportFrame>& frames(uint32_t /*stack_id*/) override { return frames_; }
+
+  private:
+    std::vector<ReportFrame> frames_;
+};
+
+// A native frame as a release build of a library has it: a function, no source line.
+ReportFrame without_source(const std::string& function, const std::string& module) {
+    return {function, {}, 0, module, 0x100, false, false, {}, {}};
+}
+
+const std::string kC10 = "/site-packages/torch/lib/libc10_cuda.so";
+
+} // namespace
+
+TEST_CASE("cuBLAS's workspace and what PyTorch's autograd thread made are named as such") {
+    // The program's first matmul makes the workspace that PyTorch keeps.
+    FixedStack workspace(
+        {without_source("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, "
+                        "signed char, unsigned long, CUstream_st*)",
+                        kC10),
+         without_source("at::cuda::getCUDABlasLtWorkspace()", kTorch),
+         without_source("at::native::addmm_out_cuda_impl", kTorch),
+         native("_PyEval_EvalFrameDefault", kPython), python("<module>", "/srv/train.py", 9)});
+    CHECK(
+        workspace.describe(1) ==
+        "/srv/train.py:9 in <module> (cuBLAS's workspace, which PyTorch keeps for the rest of the process)");
+    // A gradient that backward() made: native frames only, the allocator's own passed over.
+    FixedStack gradient(
+        {without_source("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::record_trace(int)",
+                        kC10),
+         without_source("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**)",
+                        kC10),
+         without_source("at::detail::empty_generic(c10::ArrayRef<long>)", kTorch),
+         without_source(
+             "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+             kTorch)});
+    CHECK(gradient.describe(1) == "at::detail::empty_generic (in backward(), on PyTorch's autograd thread)");
+    // A C++ program's own function, as before.
+    FixedStack program({native("keep_history", "/srv/scenario"), native("main", "/srv/scenario")});
+    CHECK(program.describe(1) == "keep_history (keep_history.c:10)");
+}
