@@ -6,20 +6,27 @@ allocated the memory that is live and where each block is. The search starts fro
 frames running in every thread; the last exception's traceback) and, when those do not reach everything,
 the globals of every other module. It follows Python's references (``gc.get_referents``), a closure's
 cells, a frame's locals, and what PyTorch keeps out of Python's sight: a tensor's autograd graph
-(``grad_fn``, ``next_functions``, the tensors its nodes saved, a leaf's ``AccumulateGrad``), its
-gradient and the base of a view. Breadth first, so that each tensor is reached by one of the shortest
-chains; each tensor's storage is counted once, for the root that reached it first.
+(``grad_fn``, ``next_functions``, the tensors its nodes saved, a leaf's ``AccumulateGrad``, a custom
+Function's context), its gradient and the base of a view. Breadth first, so that each tensor is reached by
+one of the shortest chains; each tensor's storage is counted once, for the root that reached it first.
 
-It is read-only: it calls no ``__getattr__`` or ``__eq__`` of the program's, reads dicts and lists with
-their own types' methods, and keeps no object once it returns (the result holds only text and numbers).
-It runs where it is called, under the GIL, with the cyclic garbage collector paused, and stops after a
-time limit, saying what it did not search.
+It runs none of the program's code: types are told by ``type()``, not ``__class__``; containers are read
+with their base types' methods (``dict.items``, ``list.__len__``), never a subclass's; a key is spelled
+with ``repr`` only when it is a str, a number or None; tensor subclasses' ``__torch_function__`` is
+switched off while it reads them. What it cannot avoid: reading a running function's locals
+(``frame.f_locals``) leaves CPython 3.10-3.12's snapshot of them on the frame until they are read again or
+the function returns, and reading a tensor an autograd node saved runs the saved-tensor hooks the program
+registered (``torch.autograd.graph.saved_tensors_hooks``). It keeps no object once it returns (the result
+holds only text and numbers), runs where it is called, under the GIL, with the cyclic garbage collector
+paused, and stops after a time limit, saying what it did not search.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import gc
+import keyword
 import os
 import sys
 import threading
@@ -27,7 +34,7 @@ import time
 import types
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from . import _magic, _native, _report
 
@@ -37,6 +44,7 @@ SITES = 10
 # How often the search looks at the clock, in objects.
 CLOCK_EVERY = 512
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
+_CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED, without importing inspect
 
 
 @dataclass
@@ -59,9 +67,9 @@ class Holder:
     bytes: int = 0
     tensors: int = 0
     sites: List[int] = field(default_factory=list)  # indices into Why.sites
-    path: str = ""  # one of the chains, as an expression: "losses[59].grad_fn.next_functions[0][0]"
-    # What the chains went through, as facts: "autograd graph", "view", "parameter", "optimizer state",
-    # "gradient", "closure", "traceback".
+    path: str = ""  # the chain to its largest storage, as an expression: "losses[59].grad_fn..."
+    # What the chains went through, as facts: "autograd graph", "view", "parameter", "buffer", "gradient",
+    # "optimizer state", "closure", "traceback".
     through: List[str] = field(default_factory=list)
     owner: str = ""  # for PyTorch's own holders: "Net", "Adam"
     models: int = 0  # the modules whose parameters it holds, where it is not a module itself
@@ -77,6 +85,9 @@ class Why:
     holders: List[Holder] = field(default_factory=list)
     # Of the sites' live memory, what no chain reached: (site index, bytes), most first.
     unreached: List[Tuple[int, int]] = field(default_factory=list)
+    # What the trace counts by site only, without an address (its live slots ran out), so that nothing
+    # could be searched for: (site index, bytes).
+    unplaced: List[Tuple[int, int]] = field(default_factory=list)
     objects_searched: int = 0
     seconds: float = 0.0
     stopped: bool = False  # the time limit ended the search
@@ -116,7 +127,11 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
     for site in process.get("leaks") or []:
         if site.get("segments") or len(result.sites) >= SITES:
             continue
-        blocks.add(len(result.sites), site.get("blocks") or [])
+        placed = site.get("blocks") or []
+        unplaced = (site.get("bytes") or 0) - sum(size for _, size in placed)
+        if unplaced > 0:
+            result.unplaced.append((len(result.sites), unplaced))
+        blocks.add(len(result.sites), placed)
         result.sites.append(
             Site(
                 _site_where(site),
@@ -132,14 +147,22 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _Search(blocks, result, started + time_limit_s).run()
-    except Exception as error:  # noqa: BLE001 - the program asked a question; it must go on whatever the answer
+        with _without_torch_function():
+            _Search(blocks, result, started + time_limit_s).run()
+    except Exception as error:  # the program asked a question: it goes on, whatever the answer
         result.problem = "the search failed: %s: %s" % (type(error).__name__, error)
     finally:
         if collecting:
             gc.enable()
     result.seconds = time.monotonic() - started
     return result
+
+
+def _without_torch_function():
+    """Tensor subclasses' ``__torch_function__`` off, where PyTorch can (2.0 and later)."""
+    torch = sys.modules.get("torch")
+    disable = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
+    return disable() if disable is not None else contextlib.nullcontext()
 
 
 def _site_where(site: dict) -> str:
@@ -222,12 +245,13 @@ class _Search:
         self.deadline = deadline
         self.torch = sys.modules.get("torch")
         self.steps: List[_Step] = []
-        self.seen = set()
+        self.seen: Set[int] = set()
         self.queue: deque = deque()
         self.roots: List[Tuple[str, str]] = []  # (description, kind)
         self.found: Dict[int, _Found] = {}  # by block start
         self.kinds: Dict[type, int] = {}
-        self.module_dicts = set()
+        self.module_dicts: Set[int] = set()
+        self.visited = 0
 
     # The roots, the program's first.
 
@@ -237,17 +261,17 @@ class _Search:
             for name, value in list(dict.items(main.__dict__)):
                 if not name.startswith("__"):
                     self.root(value, "`%s`, %s in __main__" % (name, _describe(value)), "global", name)
-        for thread_id, frame in sys._current_frames().items():
+        for thread_id, frame in list(sys._current_frames().items()):
             thread = _thread_name(thread_id)
             while frame is not None:
-                if not _is_ours(frame) and frame.f_locals is not frame.f_globals:
+                if _is_function(frame) and not _is_ours(frame):
                     where = "%s() at %s:%d%s" % (
                         frame.f_code.co_name,
                         os.path.basename(frame.f_code.co_filename),
-                        frame.f_lineno,
+                        frame.f_lineno or 0,
                         thread,
                     )
-                    for name, value in list(dict.items(dict(frame.f_locals))):
+                    for name, value in list(dict(frame.f_locals).items()):
                         self.root(value, "`%s`, %s, a local of %s" % (name, _describe(value), where), "local", name)
                 frame = frame.f_back
         for name in ("last_exc", "last_value", "last_traceback"):
@@ -264,7 +288,7 @@ class _Search:
     def module_roots(self) -> None:
         for module_name, module in list(sys.modules.items()):
             if (
-                not isinstance(module, types.ModuleType)
+                not issubclass(type(module), types.ModuleType)
                 or module_name == "__main__"
                 or module_name.split(".")[0] == "gpuleak"
             ):
@@ -281,30 +305,38 @@ class _Search:
         root = len(self.roots) - 1
         self.steps.append((value, -1, path, root))
         self.queue.append(len(self.steps) - 1)
-        self.name_torch_holders(value, root, path)
+        try:
+            self.name_torch_holders(value, root, path)
+        except Exception:  # a module or an optimizer of the program's own making: found by the walk instead
+            pass
 
     def name_torch_holders(self, value, root: int, path: str) -> None:
         """A model's parameters, buffers and gradients, and an optimizer's state, are PyTorch's own holders:
-        named so, whatever other chain reaches them first (an optimizer's state is keyed by parameters)."""
+        named so, whatever other chain reaches them first (an optimizer's state is keyed by parameters).
+        Read with PyTorch's own methods, never a subclass's."""
         torch = self.torch
         if torch is None:
             return
-        if isinstance(value, torch.nn.Module):
+        if issubclass(type(value), torch.nn.Module):
             owner = type(value).__name__
-            for name, parameter in value.named_parameters():
+            for name, parameter in torch.nn.Module.named_parameters(value):
                 self.name_tensor(parameter, root, "%s.%s" % (path, name), "parameter", owner)
                 if parameter.grad is not None:
                     self.name_tensor(parameter.grad, root, "%s.%s.grad" % (path, name), "gradient", owner)
-            for name, buffer in value.named_buffers():
+            for name, buffer in torch.nn.Module.named_buffers(value):
                 self.name_tensor(buffer, root, "%s.%s" % (path, name), "buffer", owner)
-        elif isinstance(value, torch.optim.Optimizer):
+        elif issubclass(type(value), torch.optim.Optimizer):
             owner = type(value).__name__
-            for number, state in enumerate(dict.values(value.state)):
-                for name, tensor in dict.items(state):
-                    if isinstance(tensor, torch.Tensor):
-                        self.name_tensor(
-                            tensor, root, "%s.state[<parameter %d>][%r]" % (path, number, name), "optimizer state", owner
-                        )
+            state = object.__getattribute__(value, "__dict__").get("state")
+            if not issubclass(type(state), dict):
+                return
+            for number, per_parameter in enumerate(list(dict.values(state))):
+                if not issubclass(type(per_parameter), dict):
+                    continue
+                for name, tensor in list(dict.items(per_parameter)):
+                    if issubclass(type(tensor), torch.Tensor):
+                        named = "%s.state[<parameter %d>]%s" % (path, number, _key(name))
+                        self.name_tensor(tensor, root, named, "optimizer state", owner)
 
     def name_tensor(self, tensor, root: int, path: str, fact: str, owner: str) -> None:
         placed = self.place(tensor)
@@ -315,44 +347,50 @@ class _Search:
 
     def run(self) -> None:
         for module in list(sys.modules.values()):
-            if isinstance(module, types.ModuleType):
+            if issubclass(type(module), types.ModuleType):
                 self.module_dicts.add(id(module.__dict__))
         self.seen.update(id(value) for value in (self, self.steps, self.queue, self.seen, self.found, self.result))
-        self.program_roots()
-        stopped = self.walk()
-        if not stopped and len(self.found) < len(self.blocks.sizes):
-            self.module_roots()
+        try:
+            self.program_roots()
             stopped = self.walk()
-        self.result.stopped = stopped
-        self.result.objects_searched = len(self.steps)
-        self.summarize()
-        self.steps.clear()
-        self.queue.clear()
+            if not stopped and len(self.found) < len(self.blocks.sizes):
+                self.module_roots()
+                stopped = self.walk()
+            self.result.stopped = stopped
+            self.result.objects_searched = self.visited
+            self.summarize()
+        finally:
+            # Whatever ends it (an interrupt too), none of the program's objects stays referenced from here.
+            self.steps.clear()
+            self.queue.clear()
 
     def walk(self) -> bool:
         """True when the time limit stopped it."""
         steps, queue, seen, kinds = self.steps, self.queue, self.seen, self.kinds
         get_referents, monotonic, deadline = gc.get_referents, time.monotonic, self.deadline
-        visited = 0
         while queue:
-            visited += 1
-            if visited % CLOCK_EVERY == 0 and monotonic() > deadline:
+            self.visited += 1
+            if self.visited % CLOCK_EVERY == 0 and monotonic() > deadline:
                 return True
             index = queue.popleft()
             value, _, _, root = steps[index]
             kind = kinds.get(type(value))
             if kind is None:
-                kind = kinds[type(value)] = self.kind_of(value)
+                kind = kinds[type(value)] = self.kind_of(type(value))
+            if kind == _LEAVE:
+                continue
             if kind == _FOLLOW:
                 if id(value) in self.module_dicts:
                     continue
-                for child in get_referents(value):
+                children = get_referents(value)
+                # One container of millions: the clock is read before its children are taken in.
+                if len(children) > CLOCK_EVERY and monotonic() > deadline:
+                    return True
+                for child in children:
                     if id(child) not in seen and type(child) not in _ATOMIC:
                         seen.add(id(child))
                         steps.append((child, index, "", root))
                         queue.append(len(steps) - 1)
-                continue
-            if kind == _LEAVE:
                 continue
             for child, edge in self.special_children(value, kind, index):
                 if id(child) not in seen and type(child) not in _ATOMIC:
@@ -361,29 +399,34 @@ class _Search:
                     queue.append(len(steps) - 1)
         return False
 
-    def kind_of(self, value) -> int:
+    def kind_of(self, kind: type) -> int:
         torch = self.torch
         if torch is not None:
-            if isinstance(value, torch.Tensor):
+            if issubclass(kind, torch.Tensor):
                 return _TENSOR
             # Node's subclass hook takes in every node class of the C++ autograd engine.
-            if isinstance(value, torch.autograd.graph.Node):
+            if issubclass(kind, torch.autograd.graph.Node):
                 return _NODE
-        if isinstance(value, types.FrameType):
+        if issubclass(kind, types.FrameType):
             return _FRAME
-        # Another library's device array (CuPy's, Numba's): its class says where its data is.
-        if isinstance(getattr(type(value), "__cuda_array_interface__", None), property):
+        # Another library's device array (CuPy's, Numba's): its class says where its data is, by a
+        # property or by a compiled class's descriptor.
+        if any("__cuda_array_interface__" in _namespace(base) for base in _mro(kind)):
             return _ARRAY
         return _FOLLOW
 
     def special_children(self, value, kind: int, index: int):
         if kind == _TENSOR:
-            placed = self.place(value)
-            if placed is not None and placed[1] not in self.found:
-                self.found[placed[1]] = _Found(self.steps[index][3], placed[0], step=index)
-            for child in gc.get_referents(value):
-                yield child, ""
-            for name in ("grad_fn", "grad", "_base"):
+            self.storage_found(self.place(value), index)
+            yield from ((child, "") for child in gc.get_referents(value))
+            names = ["grad_fn", "_base"]
+            try:
+                # A non-leaf's .grad warns (and is None) unless it retains it.
+                if value.is_leaf or value.retains_grad:
+                    names.append("grad")
+            except RuntimeError:
+                pass
+            for name in names:
                 try:
                     child = getattr(value, name)
                 except (RuntimeError, AttributeError):
@@ -393,17 +436,19 @@ class _Search:
         elif kind == _ARRAY:
             try:
                 placed = self.blocks.site_of(value.__cuda_array_interface__["data"][0])
-            except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
+            except Exception:  # a library's property that failed: nothing to place
                 placed = None
-            if placed is not None and placed[1] not in self.found:
-                self.found[placed[1]] = _Found(self.steps[index][3], placed[0], step=index)
-            for child in gc.get_referents(value):
-                yield child, ""
+            self.storage_found(placed, index)
+            yield from ((child, "") for child in gc.get_referents(value))
         elif kind == _NODE:
             yield from self.graph_children(value)
-        elif kind == _FRAME and not _is_ours(value):
-            for name, local in list(dict.items(dict(value.f_locals))):
-                yield local, "<local %s>" % name
+        elif kind == _FRAME and _is_function(value) and not _is_ours(value):
+            for name, local in list(dict(value.f_locals).items()):
+                yield local, ".f_locals[%r]" % name
+
+    def storage_found(self, placed: Optional[Tuple[int, int]], index: int) -> None:
+        if placed is not None and placed[1] not in self.found:
+            self.found[placed[1]] = _Found(self.steps[index][3], placed[0], step=index)
 
     def place(self, tensor) -> Optional[Tuple[int, int]]:
         """(site, block start) of the block a CUDA tensor's storage starts in, or None."""
@@ -421,16 +466,18 @@ class _Search:
                     yield child, ".next_functions[%d][0]" % position
         except (RuntimeError, TypeError, ValueError):
             pass
-        for name in dir(node):
-            if not (name.startswith("_saved_") or name == "variable"):
+        # A custom Function's node is its context, a Python object: what the program set on it.
+        yield from ((child, "") for child in gc.get_referents(node))
+        for name in object.__dir__(node):
+            if not (name.startswith("_saved_") or name in ("variable", "saved_tensors")):
                 continue
             try:
                 saved = getattr(node, name)
             except (RuntimeError, AttributeError):
                 continue
-            values = saved if isinstance(saved, (tuple, list)) else (saved,)
+            values = saved if issubclass(type(saved), (tuple, list)) else (saved,)
             for position, value in enumerate(values):
-                if isinstance(value, self.torch.Tensor):
+                if issubclass(type(value), self.torch.Tensor):
                     suffix = "[%d]" % position if values is saved else ""
                     yield value, ".%s%s" % (name, suffix)
 
@@ -439,29 +486,31 @@ class _Search:
     def summarize(self) -> None:
         by_root: Dict[int, Holder] = {}
         sizes = self.blocks.sizes
-        largest: Dict[int, int] = {}  # by root: the most bytes one storage of it has
-        models: Dict[int, set] = {}  # by root: the modules whose parameters it holds
+        chosen: Dict[int, Tuple[int, _Found]] = {}  # by root: its largest storage (bytes, found)
+        models: Dict[int, Set[int]] = {}  # by root: the modules whose parameters it holds
         for start, found in self.found.items():
             if found.step < 0:
-                path, through, owner, module = found.path, found.through, found.owner, None
+                through, owner, module = found.through, found.owner, None
             else:
-                path, through, owner, module = self.chain(found.step)
+                through, owner, module = self.chain_facts(found.step)
             holder = by_root.get(found.root)
             if holder is None:
                 description, kind = self.roots[found.root]
-                holder = by_root[found.root] = Holder(root=description, kind=kind, owner=owner)
+                holder = by_root[found.root] = Holder(root=description, kind=kind)
+            holder.owner = holder.owner or owner
             if module is not None:
                 models.setdefault(found.root, set()).add(module)
-            # The chain shown is that of its largest storage.
-            if sizes[start] > largest.get(found.root, -1):
-                largest[found.root] = sizes[start]
-                holder.path = path
             for fact in through:
                 _add(holder.through, fact)
             holder.bytes += sizes[start]
             holder.tensors += 1
             if found.site not in holder.sites:
                 holder.sites.append(found.site)
+            if sizes[start] > chosen.get(found.root, (-1, found))[0]:
+                chosen[found.root] = (sizes[start], found)
+        # One chain a holder, spelled out: finding each step's key takes a look through its container.
+        for root, (_, found) in chosen.items():
+            by_root[root].path = found.path if found.step < 0 else self.chain_text(found.step)
         for root, held in models.items():
             by_root[root].models = len(held)
         self.result.holders = sorted(by_root.values(), key=lambda holder: -holder.bytes)
@@ -472,53 +521,65 @@ class _Search:
                 unreached[site] = unreached.get(site, 0) + size
         self.result.unreached = sorted(unreached.items(), key=lambda item: -item[1])
 
-    def chain(self, index: int) -> Tuple[str, List[str], str, Optional[int]]:
-        """The chain to the step at `index` as an expression, what it went through, and for a module's
-        parameter the module nearest to it on the chain: its class, and its identity (to count models)."""
+    def chain_steps(self, index: int) -> List[int]:
         steps = []
         while index >= 0:
             steps.append(index)
             index = self.steps[index][1]
         steps.reverse()
-        text = ""
+        return steps
+
+    def chain_facts(self, index: int) -> Tuple[List[str], str, Optional[int]]:
+        """What the chain to the step at `index` went through, and for a module's parameter the outermost
+        module on the chain (the model, not its layer): its class, and its identity (to count models)."""
         through: List[str] = []
         owner, module = "", None
         torch = self.torch
-        attributes = False  # the step before was an object's __dict__: its keys are attributes
-        for position, step in enumerate(steps):
-            value, parent, edge, _ = self.steps[step]
-            if parent < 0:
-                text = edge
-            else:
-                edge = edge or _edge(self.steps[parent][0], value)
-                if attributes and edge.startswith("['") and edge[2:-2].isidentifier():
-                    edge = "." + edge[2:-2]
-                text += edge
-            attributes = isinstance(value, dict) and parent >= 0 and edge == "" and type(value) is dict
-            # The outermost module: the model, not its layers.
-            if torch is not None and isinstance(value, torch.nn.Module) and module is None:
-                owner, module = type(value).__name__, id(value)
+        steps = self.chain_steps(index)
+        for step in steps:
+            value, _, edge, _ = self.steps[step]
+            kind = type(value)
+            if torch is not None and issubclass(kind, torch.nn.Module) and module is None:
+                owner, module = kind.__name__, id(value)
             if edge == ".grad_fn":
                 _add(through, "autograd graph")
             elif edge == ".grad":
                 _add(through, "gradient")
             elif edge == "._base":
                 _add(through, "view")
-            elif isinstance(value, types.CellType):
+            elif issubclass(kind, types.CellType):
                 _add(through, "closure")
-            elif isinstance(value, types.TracebackType):
+            elif issubclass(kind, types.TracebackType):
                 _add(through, "traceback")
-            if position == len(steps) - 1 and torch is not None and isinstance(value, torch.Tensor):
-                if isinstance(value, torch.nn.Parameter):
-                    _add(through, "parameter")
-                try:
-                    if value.numel() * value.element_size() * 2 <= value.untyped_storage().nbytes():
-                        _add(through, "view")
-                except (RuntimeError, TypeError):
-                    pass
+        tensor = self.steps[steps[-1]][0]
+        if torch is not None and issubclass(type(tensor), torch.Tensor):
+            if issubclass(type(tensor), torch.nn.Parameter):
+                _add(through, "parameter")
+            try:
+                if tensor.numel() * tensor.element_size() * 2 <= tensor.untyped_storage().nbytes():
+                    _add(through, "view")
+            except (RuntimeError, TypeError):
+                pass
         if "parameter" not in through:
             owner, module = "", None
-        return text, through, owner, module
+        return through, owner, module
+
+    def chain_text(self, index: int) -> str:
+        """The chain to the step at `index`, as Python would spell it."""
+        text = ""
+        attributes = False  # the step before was an object's __dict__: its keys are attributes
+        for step in self.chain_steps(index):
+            value, parent, edge, _ = self.steps[step]
+            if parent < 0:
+                text = edge
+                attributes = False
+                continue
+            edge = edge or _edge(self.steps[parent][0], value)
+            if attributes and edge.startswith("['") and _attribute_name(edge[2:-2]):
+                edge = "." + edge[2:-2]
+            text += edge
+            attributes = edge == "" and issubclass(type(value), dict)
+        return text
 
 
 def _add(items: List[str], item: str) -> None:
@@ -526,46 +587,89 @@ def _add(items: List[str], item: str) -> None:
         items.append(item)
 
 
+def _is_function(frame) -> bool:
+    """A function's frame, whose locals are its own (a module's or a class body's are its namespace)."""
+    return bool(frame.f_code.co_flags & _CO_OPTIMIZED)
+
+
 def _is_ours(frame) -> bool:
     return os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIRECTORY
 
 
+def _key(key) -> str:
+    """A dict key as an index: repr'd where repr is the language's own (no program code runs)."""
+    if type(key) in (str, int, float, bool, bytes, type(None)):
+        return "[%r]" % (key,)
+    return "[<%s>]" % type(key).__name__
+
+
+def _attribute_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
 def _edge(parent, child) -> str:
-    """How `child` is reached from `parent`, as Python would spell it: [3], ['key'], .name."""
-    if isinstance(parent, dict):
-        for key, value in dict.items(parent):
-            if value is child:
-                return "[%r]" % (key,)
-        return ".keys()"
-    if isinstance(parent, (list, tuple)):
-        for position, value in enumerate(list.__iter__(parent) if isinstance(parent, list) else parent):
-            if value is child:
-                return "[%d]" % position
-    if isinstance(parent, types.FunctionType) and child is parent.__closure__:
-        return ".__closure__"
-    if isinstance(parent, types.CellType):
-        return ".cell_contents"
-    if isinstance(parent, types.TracebackType):
-        return ".tb_frame" if child is parent.tb_frame else ".tb_next"
-    if isinstance(parent, BaseException):
-        for name in ("__traceback__", "__context__", "__cause__"):
-            if getattr(parent, name, None) is child:
-                return "." + name
+    """How `child` is reached from `parent`, as Python would spell it: [3], ['key'], .name; "" for an
+    object's attribute dict (its keys then read as attributes)."""
+    kind = type(parent)
     try:
         attributes = object.__getattribute__(parent, "__dict__")
     except (AttributeError, TypeError):
         attributes = None
     if attributes is child:
         return ""
-    return " -> %s" % type(child).__name__
+    if issubclass(kind, type) and issubclass(type(child), dict) and dict.keys(child) == _namespace(parent).keys():
+        return ""  # a class's namespace
+    if issubclass(kind, dict):
+        for key, value in list(dict.items(parent)):
+            if value is child:
+                return _key(key)
+        return ".keys()"
+    if issubclass(kind, (list, tuple)):
+        items = list.__iter__(parent) if issubclass(kind, list) else tuple.__iter__(parent)
+        for position, value in enumerate(items):
+            if value is child:
+                return "[%d]" % position
+    if issubclass(kind, types.FunctionType) and child is parent.__closure__:
+        return ".__closure__"
+    if issubclass(kind, types.CellType):
+        return ".cell_contents"
+    if issubclass(kind, types.TracebackType):
+        return ".tb_frame" if child is parent.tb_frame else ".tb_next"
+    if issubclass(kind, BaseException):
+        for name in ("__traceback__", "__context__", "__cause__"):
+            if BaseException.__getattribute__(parent, name) is child:
+                return "." + name
+    for base in _mro(kind):
+        for name, attribute in list(_namespace(base).items()):
+            if issubclass(type(attribute), types.MemberDescriptorType):
+                try:
+                    if attribute.__get__(parent) is child:
+                        return "." + name
+                except AttributeError:
+                    continue
+    return " -> %s" % kind.__name__
+
+
+def _mro(kind: type) -> tuple:
+    return type.__getattribute__(kind, "__mro__")
+
+
+def _namespace(kind: type):
+    """A class's attributes, read past any metaclass's __getattribute__."""
+    return type.__getattribute__(kind, "__dict__")
 
 
 def _describe(value) -> str:
-    """'a list with 60 items', 'a tensor', 'a Net'."""
-    kind = type(value).__name__
-    if isinstance(value, (list, dict, set, tuple)):
-        return "%s with %d item%s" % (_article(kind), len(value), "" if len(value) == 1 else "s")
-    return {"Tensor": "a tensor", "Parameter": "a parameter"}.get(kind) or _article(kind)
+    """'a list with 60 items', 'a tensor', 'a Net': by its type, its size read with its base type's own
+    __len__."""
+    kind = type(value)
+    for base in (list, dict, set, tuple):
+        if issubclass(kind, base):
+            size = base.__len__(value)
+            return "%s with %d item%s" % (_article(kind.__name__), size, "" if size == 1 else "s")
+    if issubclass(kind, type):
+        return "a class"
+    return {"Tensor": "a tensor", "Parameter": "a parameter"}.get(kind.__name__) or _article(kind.__name__)
 
 
 def _thread_name(thread_id: int) -> str:
@@ -583,8 +687,9 @@ _ADVICE = {
     "autograd graph": "each tensor kept with its autograd graph keeps that step's activations: keep "
     "`loss.item()` for a number, or `.detach()` for a tensor",
     "view": "a slice or view keeps its whole base tensor's storage: keep `x[...].clone()` instead",
-    "traceback": "the traceback keeps its frames' locals: `sys.last_traceback = sys.last_value = None` "
-    "(in IPython, `%xdel` the names, or `%reset -f out`) drops them",
+    "traceback": "the traceback keeps its frames' locals: "
+    "`sys.last_traceback = sys.last_value = sys.last_exc = None` drops them (and, in IPython, `%xdel` "
+    "the names or `%reset -f out` the outputs that hold them)",
     "closure": "a function defined in a loop or a callback keeps what it closes over",
 }
 
@@ -596,7 +701,11 @@ _OWN = {"parameter": "parameters", "buffer": "buffers", "gradient": "gradients"}
 def _own_text(holder: Holder) -> str:
     """'the parameters and gradients of a Net', 'the state of an Adam optimizer', or ''."""
     if holder.models:
-        return "the parameters of %d model%s (%s)" % (holder.models, "" if holder.models == 1 else "s", holder.owner)
+        return "the parameters of %d model%s (%s)" % (
+            holder.models,
+            "" if holder.models == 1 else "s",
+            holder.owner,
+        )
     if not holder.owner:
         return ""
     if "optimizer state" in holder.through:
@@ -645,8 +754,7 @@ def _text(result: Why) -> str:
                 "    a model kept after its use keeps its parameters, gradients and optimizer state: keep what "
                 "you need of it (a score, a `state_dict()` copied to the CPU) and drop the model"
             )
-        elif not own:
-            lines += ["    " + _ADVICE[fact] for fact in holder.through if fact in _ADVICE]
+        lines += ["    " + _ADVICE[fact] for fact in holder.through if fact in _ADVICE]
     for site, size in result.unreached:
         where = result.sites[site].where
         if result.sites[site].purpose and not result.stopped:
@@ -662,5 +770,10 @@ def _text(result: Why) -> str:
                 if result.stopped
                 else " (held by C++ code, such as a library's workspace or cache, or by a bare pointer)",
             )
+        )
+    for site, size in result.unplaced:
+        lines.append(
+            "  %s made at %s: counted by site only in the trace (its live slots ran out: no addresses), so not "
+            "searched for" % (_report.format_bytes(size), result.sites[site].where)
         )
     return "\n".join(_report.printable(line) for line in lines)

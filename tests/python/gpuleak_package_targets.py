@@ -69,3 +69,43 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self):
         return {"shape": (self.size,), "typestr": "|u1", "data": (self.address, False), "version": 3}
+
+
+class CompiledArrayInterface:
+    """What a compiled class (CuPy's ndarray, a Cython class) has in its namespace for a property: a
+    descriptor that is not a ``property``."""
+
+    def __get__(self, array, owner=None):
+        return {"shape": (array.size,), "typestr": "|u1", "data": (array.address, False), "version": 3}
+
+
+class CompiledDeviceArray:
+    __cuda_array_interface__ = CompiledArrayInterface()
+
+    def __init__(self, size):
+        self.size = size
+        self.address = leak(size)
+
+
+class Hostile(list):
+    """A program's list that no reader of it may call into: its length, its class and its items' order."""
+
+    def __len__(self):
+        raise AssertionError("len() of the program's list was called")
+
+    def __iter__(self):
+        raise AssertionError("iter() of the program's list was called")
+
+    @property
+    def __class__(self):
+        raise AssertionError("__class__ of the program's list was read")
+
+
+class HostileKey:
+    def __repr__(self):
+        raise AssertionError("repr() of the program's key was called")
+
+    def __eq__(self, other):
+        raise AssertionError("== of the program's key was called")
+
+    __hash__ = object.__hash__

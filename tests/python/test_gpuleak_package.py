@@ -324,7 +324,7 @@ SCENARIO = textwrap.dedent(
 # only an int holds.
 WHY_SCENARIO = textwrap.dedent(
     """\
-    import json, sys
+    import gc, json, sys
     import gpuleak
     import gpuleak_package_targets as targets
 
@@ -336,12 +336,35 @@ WHY_SCENARIO = textwrap.dedent(
 
     callback = remember(targets.DeviceArray(4 << 20))
     loose = targets.leak(5 << 20)
-    answer = gpuleak.why()
+    compiled = targets.CompiledDeviceArray(6 << 20)
+    # The program's own containers, which must not be called into: the search reads them as their base types.
+    hostile = targets.Hostile([targets.DeviceArray(7 << 20)])
+    keyed = {targets.HostileKey(): targets.DeviceArray(8 << 20)}
+
+    class Registry:
+        cached = targets.DeviceArray(10 << 20)
+
+    class Slotted:
+        __slots__ = ("array",)
+
+    slotted = Slotted()
+    slotted.array = targets.DeviceArray(11 << 20)
+
+    def answer_from_a_function():
+        in_a_function = [targets.DeviceArray(9 << 20)]
+        return gpuleak.why()
+
+    def as_data(answer):
+        return {"text": answer.text, "problem": answer.problem, "stopped": answer.stopped,
+                "objects_searched": answer.objects_searched,
+                "holders": [[h.root, h.bytes, h.tensors, h.path, h.through] for h in answer.holders],
+                "unreached": [[answer.sites[site].where, size] for site, size in answer.unreached]}
+
+    answers = {"full": as_data(answer_from_a_function())}
+    answers["gc_enabled"] = gc.isenabled()
+    answers["no_time"] = as_data(gpuleak.why(time_limit_s=0))
     with open(sys.argv[1], "w") as output:
-        json.dump({"text": answer.text, "problem": answer.problem, "stopped": answer.stopped,
-                   "holders": [[h.root, h.bytes, h.tensors, h.path, h.through] for h in answer.holders],
-                   "unreached": [[answer.sites[site].where, size] for site, size in answer.unreached]},
-                  output)
+        json.dump(answers, output)
     """
 )
 
@@ -402,7 +425,8 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == ""
-    why = json.loads((tmp_path / "why.json").read_text())
+    answers = json.loads((tmp_path / "why.json").read_text())
+    why = answers["full"]
     assert why["problem"] is None and not why["stopped"], why["text"]
     holders = {root: (size, count, path, through) for root, size, count, path, through in why["holders"]}
     assert holders["`callback`, a function in __main__"] == (
@@ -411,17 +435,34 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     assert holders["`cache`, a dict with 1 item in __main__"] == (2 << 20, 1, "cache['step 1']", [])
     size, count, path, _ = holders["`kept`, a list with 3 items in __main__"]
     assert (size, count) == (3 << 20, 3) and path.startswith("kept[")
-    assert len(holders) == 3, why["text"]
+    # A compiled class's array, found by its descriptor.
+    assert holders["`compiled`, a CompiledDeviceArray in __main__"][:3] == (6 << 20, 1, "compiled")
+    # Containers whose methods raise: read as their base types, keys spelled by their type.
+    assert holders["`hostile`, a Hostile with 1 item in __main__"][:3] == (7 << 20, 1, "hostile[0]")
+    assert holders["`keyed`, a dict with 1 item in __main__"][:3] == (8 << 20, 1, "keyed[<HostileKey>]")
+    # A local of the function that asked, named with the line it was at.
+    (local,) = [root for root in holders if root.startswith("`in_a_function`, a list with 1 item, a local of ")]
+    assert local.startswith("`in_a_function`, a list with 1 item, a local of answer_from_a_function() at why_scenario.py:")
+    assert holders[local][:3] == (9 << 20, 1, "in_a_function[0]")
+    # A class attribute and a slot, spelled as Python spells them.
+    assert holders["`Registry`, a class in __main__"][:3] == (10 << 20, 1, "Registry.cached")
+    assert holders["`slotted`, a Slotted in __main__"][:3] == (11 << 20, 1, "slotted.array")
+    assert len(holders) == 9, why["text"]
     # Held by an int alone: nothing to tell it from any other int.
     ((where, unreached),) = why["unreached"]
     assert unreached == 5 << 20 and "leak" in where, why["text"]
     lines = why["text"].splitlines()
     assert lines[0].startswith("gpuleak: what keeps this process's GPU memory alive (pid ")
     # The largest first, at the line that allocated it (the program's own module's).
-    assert lines[1].startswith("  4.0 MiB in 1 array made at ") and "gpuleak_package_targets.py:" in lines[1]
-    assert lines[1].endswith(": held by `callback`, a function in __main__"), why["text"]
-    assert lines[2] == "    through callback.__closure__[0].cell_contents"
-    assert lines[3] == "    a function defined in a loop or a callback keeps what it closes over"
+    assert lines[1].startswith("  11.0 MiB in 1 array made at ") and "gpuleak_package_targets.py:" in lines[1]
+    closure = lines.index("    through callback.__closure__[0].cell_contents")
+    assert lines[closure + 1] == "    a function defined in a loop or a callback keeps what it closes over"
+    assert answers["gc_enabled"] is True
+    # No time at all: stopped at once, and said so for what it had not reached.
+    stopped = answers["no_time"]
+    assert stopped["stopped"] is True and stopped["problem"] is None
+    assert stopped["objects_searched"] < 1024
+    assert "the search stopped after" in stopped["text"], stopped["text"]
 
 
 def test_preloaded_active_and_trace_path(preloaded):
