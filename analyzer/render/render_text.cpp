@@ -173,6 +173,9 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
                  const ReportOptions& options, const Style& style) {
     out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
                        allocations_of(site.kind, site.count), when_made(report.model, site));
+    // What a library keeps it for, where its frames say so: not the program's to free.
+    if (const std::string purpose = library_purpose(report.stacks->frames(site.stack_id)); !purpose.empty())
+        out += style.dim(fmt::format("        ({})", purpose)) + "\n";
     if (site.spilled > 0)
         out += style.dim(fmt::format("        ({} of them counted by site only: when each was made is known "
                                      "to a stretch of the run)",

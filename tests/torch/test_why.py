@@ -29,7 +29,9 @@ def answers(tmp_path_factory, adapter_cache):  # noqa: F811 - the fixture
     completed = run_script(directory, SCENARIOS, adapter_cache, traced=True)
     assert completed.returncode == 0, completed.stderr[-4000:]
     lines = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
-    return {line["scenario"]: line for line in lines}
+    answers = {line["scenario"]: line for line in lines}
+    answers["report.txt"] = (directory / "run" / "report.txt").read_text()
+    return answers
 
 
 def holder(answer, name):
@@ -125,3 +127,15 @@ def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_stat
     assert len(workspaces) == 2, answer["text"]
     assert all(line.endswith("which PyTorch keeps for the rest of the process): not the program's to free") for line in workspaces)
     assert any("on PyTorch's autograd thread" in site for site in holder(answer, "model")["sites"]), answer["text"]
+
+
+def test_the_report_says_what_cublas_keeps(answers):
+    # Both of cuBLAS's workspaces (the main thread's and autograd's) are live at the end: each site's
+    # header is followed by what PyTorch keeps it for, before its frames.
+    lines = answers["report.txt"].splitlines()
+    purposes = [
+        number for number, line in enumerate(lines)
+        if line == "        (cuBLAS's workspace, which PyTorch keeps for the rest of the process)"
+    ]
+    assert len(purposes) == 2, answers["report.txt"]
+    assert all(lines[number - 1].startswith("  #") for number in purposes)
