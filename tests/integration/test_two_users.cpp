@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -56,7 +57,7 @@ class TwoUsers {
 
     // A directory of the victim's own, 0700.
     std::string victim_directory(const std::string& name) const {
-        const std::string directory = path(name);
+        std::string directory = path(name);
         REQUIRE(::mkdir(directory.c_str(), 0700) == 0);
         REQUIRE(::chown(directory.c_str(), victim_->uid, victim_->gid) == 0);
         return directory;
@@ -74,7 +75,7 @@ class TwoUsers {
 
     // A directory the other user made, open to all, as a shared project directory is.
     std::string others_open_directory() const {
-        const std::string directory = path("common/shared");
+        std::string directory = path("common/shared");
         as_other("mkdir -m 0777 " + directory);
         return directory;
     }
@@ -192,9 +193,9 @@ TEST_CASE("two users: a kernel's state directory the other user made first stops
         // The state lives in a shared directory (XDG_STATE_HOME on a team's disk), where the other user
         // made the kernels' directory before the victim's first kernel: open to all, or theirs alone.
         const std::string shared = users.path(std::string("common/shared") + mode);
-        users.as_other("mkdir -m 0777 " + shared + " && mkdir -p -m " + mode + " " + shared +
-                       "/gpuleak/kernels && chmod " + mode + " " + shared + "/gpuleak " + shared +
-                       "/gpuleak/kernels");
+        users.as_other(fmt::format("mkdir -m 0777 {0} && mkdir -p -m {1} {0}/gpuleak/kernels && chmod {1} "
+                                   "{0}/gpuleak {0}/gpuleak/kernels",
+                                   shared, mode));
         RunOptions options = without_preload();
         options.kill_after = std::chrono::seconds(60);
         options.environment = {"XDG_STATE_HOME=" + shared};
