@@ -64,13 +64,6 @@ std::set<int> reported_pids(const json& report) {
     return pids;
 }
 
-std::string read_text(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
-
 // The value of "NAME=" on its own line of the show mode's output.
 std::string shown(const std::string& out, const std::string& name) {
     std::istringstream lines(out);

@@ -117,13 +117,6 @@ RunOptions without_preload() {
     return options;
 }
 
-std::string read_text(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
-
 } // namespace
 
 TEST_CASE("two users: gpuleak run -o refuses the other user's open directory and never opens what they "

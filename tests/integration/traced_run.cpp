@@ -5,9 +5,11 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <poll.h>
 #include <spawn.h>
+#include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,4 +157,11 @@ TracedRun run_traced(const TempDir& directory, const std::string& program,
     while (waitpid(child, &run.wait_status, 0) < 0 && errno == EINTR) {
     }
     return run;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
 }

@@ -39,6 +39,8 @@ struct TracedRun {
 std::string program_path(const std::string& name);
 std::string library_path();
 std::string simdevice_directory();
+// The whole of a text file; empty when it cannot be read.
+std::string read_text(const std::string& path);
 
 // Runs `program` with `arguments`; the environment is this process's plus LD_PRELOAD (when asked),
 // LD_LIBRARY_PATH=<simdevice>, GPULEAK_OUTPUT=<dir>/trace.%p, GPULEAK_SIM_QUIET=1, then `options`
