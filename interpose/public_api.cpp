@@ -37,6 +37,14 @@ __attribute__((visibility("default"))) void gpuleak_name_source(const char* file
     gpuleak::record_source_name(file, name, text);
 }
 
+__attribute__((visibility("default"))) void gpuleak_retainers(const char* label, const char* document) {
+    gpuleak::record_retainers(label, document);
+}
+
+__attribute__((visibility("default"))) void gpuleak_out_of_memory(int device) {
+    gpuleak::note_out_of_memory(device);
+}
+
 __attribute__((visibility("default"))) int gpuleak_active(void) {
     return gpuleak::recording_active() ? 1 : 0;
 }

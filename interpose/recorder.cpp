@@ -23,6 +23,7 @@
 #include "python_frames.h"
 #include "python_process_target.h"
 #include "python_runtime.h"
+#include "python_why.h"
 #include "spill_sites.h"
 #include "stack_table.h"
 #include "timeline_sampler.h"
@@ -781,6 +782,20 @@ void record_marker(const char* label) {
     g_writer.append_notable(event);
 }
 
+namespace {
+
+// A record of the C API for the notable array only, made now by this thread.
+void append_public_note(EventRecord& event, EventType type) {
+    event.time_ns = monotonic_ns();
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(type);
+    event.api = kPublicApi;
+    event.device = kUnknownDevice;
+    g_writer.append_notable(event);
+}
+
+} // namespace
+
 void record_source_name(const char* file, const char* name, const char* text) {
     // Limits of gpuleak.h: a path, a label, and what a notebook cell's text takes, so that a few
     // thousand cells fit the strings region of a default trace.
@@ -801,12 +816,33 @@ void record_source_name(const char* file, const char* name, const char* text) {
         return;
     if (text != nullptr)
         event.stream = g_writer.add_string(text, strnlen(text, kMaxTextBytes));
-    event.time_ns = monotonic_ns();
-    event.thread_id = current_thread_id();
-    event.type = static_cast<uint16_t>(EventType::SourceName);
-    event.api = kPublicApi;
-    event.device = kUnknownDevice;
-    g_writer.append_notable(event);
+    append_public_note(event, EventType::SourceName);
+}
+
+void record_retainers(const char* label, const char* document) {
+    // Limits of gpuleak.h: a marker's label, and a document gpuleak.why() keeps to its largest holders, so
+    // that a record at every phase's end of a long run fits the strings region of a default trace.
+    constexpr size_t kMaxLabelBytes = 1023;
+    constexpr size_t kMaxDocumentBytes = 16383;
+    ErrnoGuard errno_guard;
+    if (label == nullptr || document == nullptr)
+        return;
+    const RecordingScope recording(EventSort::Note);
+    if (!recording.entered() || !ensure_active())
+        return;
+    EventRecord event{};
+    event.address = g_writer.add_string(label, strnlen(label, kMaxLabelBytes));
+    event.size = g_writer.add_string(document, strnlen(document, kMaxDocumentBytes));
+    if (event.address == 0 || event.size == 0)
+        return;
+    event.stream = __atomic_load_n(g_writer.sequence_counter(), __ATOMIC_RELAXED);
+    append_public_note(event, EventType::Retainers);
+}
+
+void note_out_of_memory(int device) {
+    // GPULEAK_PYTHON=0 leaves the interpreter alone; a process without a trace has nowhere to record.
+    if (g_config.python_stacks && has_trace(g_state.load(std::memory_order_acquire)))
+        why_at_out_of_memory(device);
 }
 
 namespace {

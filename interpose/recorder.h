@@ -71,6 +71,14 @@ void record_marker(const char* label);
 // copies of the three in the strings region and a SourceName record in the notable array.
 void record_source_name(const char* file, const char* name, const char* text);
 
+// What keeps the device memory alive, as gpuleak.why() found it (gpuleak_retainers): copies of the label
+// and the document in the strings region and a Retainers record in the notable array.
+void record_retainers(const char* label, const char* document);
+
+// A sub-allocator is about to raise an out-of-memory error on `device` (gpuleak_out_of_memory): what held
+// the memory is looked for and recorded (python_why.h) where the process records and reads Python.
+void note_out_of_memory(int device);
+
 // The process forked `child_pid` at `forked_ns` (monotonic_ns() before the fork), with what forked it
 // (recorded only when this process already has a trace).
 void record_fork(int child_pid, uint64_t forked_ns);

@@ -58,7 +58,7 @@ std::string output_pattern(const std::string& directory) {
 
 std::vector<std::string> child_environment(const std::vector<std::string>& current,
                                            const std::string& library, const std::string& pattern,
-                                           const RunRequest& request) {
+                                           const RunRequest& request, const std::string& python_package) {
     // The first of several, as getenv reads them.
     const auto preload = std::find_if(current.begin(), current.end(), [](const std::string& entry) {
         return entry.rfind("LD_PRELOAD=", 0) == 0;
@@ -79,6 +79,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& curre
         settings["GPULEAK_PYTHON"] = "0";
     if (request.quiet)
         settings["GPULEAK_QUIET"] = "1";
+    if (!python_package.empty())
+        settings["GPULEAK_PYTHON_PACKAGE"] = python_package;
 
     std::vector<std::string> environment;
     std::set<std::string> placed;

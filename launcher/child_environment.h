@@ -25,10 +25,12 @@ std::string variable(const std::vector<std::string>& environment, const std::str
 // that has RANK or LOCAL_RANK set. Throws LauncherError when the recorder could not hold the pattern.
 std::string output_pattern(const std::string& directory);
 
-// `current` (KEY=VALUE entries, in their order) with LD_PRELOAD, GPULEAK_OUTPUT and the settings
-// `request` gives replaced or appended; everything else as it was.
+// `current` (KEY=VALUE entries, in their order) with LD_PRELOAD, GPULEAK_OUTPUT, the settings `request`
+// gives and GPULEAK_PYTHON_PACKAGE (where the library imports the Python package from at an out-of-memory
+// error, when the program has not installed it; left as it was when `python_package` is empty) replaced
+// or appended; everything else as it was.
 std::vector<std::string> child_environment(const std::vector<std::string>& current,
                                            const std::string& library, const std::string& pattern,
-                                           const RunRequest& request);
+                                           const RunRequest& request, const std::string& python_package);
 
 } // namespace gpuleak::launcher

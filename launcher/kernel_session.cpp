@@ -191,8 +191,8 @@ int run_kernel(const RunRequest& request) {
     Supervision supervision(true);
     const auto started = std::chrono::steady_clock::now();
     try {
-        std::vector<std::string> environment =
-            child_environment(process_environment(), library, output_pattern(directory.path), request);
+        std::vector<std::string> environment = child_environment(
+            process_environment(), library, output_pattern(directory.path), request, package);
         set_variable(environment, "PYTHONPATH", python_path(package, variable(environment, "PYTHONPATH")));
         // Named by this launcher or by none: a value inherited from elsewhere would have the kernel
         // show whatever file it names.

@@ -16,18 +16,36 @@ std::vector<std::string> package_candidates(const std::string& executable) {
             GPULEAK_SOURCE_PYTHON_DIR};
 }
 
-std::string find_python_package() {
+namespace {
+
+// The package's directory, or why there is none.
+std::optional<std::string> look_for_python_package(std::string& why) {
     std::error_code error;
     const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-    if (error)
-        throw LauncherError(
-            fmt::format("cannot find the gpuleak Python package: /proc/self/exe: {}", error.message()));
+    if (error) {
+        why = fmt::format("/proc/self/exe: {}", error.message());
+        return std::nullopt;
+    }
     const std::vector<std::string> candidates = package_candidates(executable.string());
     for (const std::string& candidate : candidates)
         if (fs::is_regular_file(fs::path(candidate) / "gpuleak" / "__init__.py", error))
             return candidate;
-    throw LauncherError(
-        fmt::format("cannot find the gpuleak Python package (looked in {})", fmt::join(candidates, ", ")));
+    why = fmt::format("looked in {}", fmt::join(candidates, ", "));
+    return std::nullopt;
+}
+
+} // namespace
+
+std::string find_python_package() {
+    std::string why;
+    if (std::optional<std::string> found = look_for_python_package(why))
+        return *found;
+    throw LauncherError(fmt::format("cannot find the gpuleak Python package ({})", why));
+}
+
+std::optional<std::string> python_package_if_any() {
+    std::string why;
+    return look_for_python_package(why);
 }
 
 std::string python_path(const std::string& directory, const std::string& existing) {

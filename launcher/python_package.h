@@ -3,6 +3,7 @@
 // without the user installing it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ std::vector<std::string> package_candidates(const std::string& executable);
 
 // The directory to put on PYTHONPATH. Throws LauncherError (one line) when none holds the package.
 std::string find_python_package();
+
+// The same, or nothing where none holds it: for a command that runs without it.
+std::optional<std::string> python_package_if_any();
 
 // PYTHONPATH's new value: `directory` first, then the `existing` entries, less any copy of `directory`.
 std::string python_path(const std::string& directory, const std::string& existing);

@@ -12,6 +12,7 @@
 #include "launcher_error.h"
 #include "preload_library.h"
 #include "printable.h"
+#include "python_package.h"
 #include "run_directory.h"
 #include "run_summary.h"
 #include "signal_forwarding.h"
@@ -64,7 +65,8 @@ int run_command(const RunRequest& request) {
     const auto started = std::chrono::steady_clock::now();
     try {
         const std::vector<std::string> environment =
-            child_environment(process_environment(), library, output_pattern(directory.path), request);
+            child_environment(process_environment(), library, output_pattern(directory.path), request,
+                              python_package_if_any().value_or(""));
         end.oom_kills_before = cgroup_oom_kills();
         child = start_command(request.command, environment, supervision);
     } catch (const LauncherError&) {

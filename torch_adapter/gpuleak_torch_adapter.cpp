@@ -21,6 +21,10 @@
 // - Segments (SEGMENT_ALLOC/FREE/MAP/UNMAP) are already recorded by the CUDA hooks as "reserved";
 //   they only feed the model here. OOM (addr_: the device's free bytes, size_: the rounded request) is
 //   recorded as the block refused, also where no cudaMalloc failed (set_per_process_memory_fraction).
+// - Out-of-memory observers run after the OOM entry, once malloc has copied them and unlocked the device's
+//   mutex, just before it raises: gpuleak_out_of_memory runs gpuleak.why() there, which takes the GIL.
+//   attachOutOfMemoryObserver appends to each device's list without its lock; the loader attaches at the
+//   allocator's first segment, before any allocation could have run out of memory.
 #include <c10/core/AllocatorConfig.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
@@ -337,6 +341,12 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_torch_adapter_atta
         g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
         if (g_python_finalizing == nullptr)
             g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
+        // Called once the allocator gave up, with its lock released, before it raises OutOfMemoryError: in
+        // the thread that allocated, which may take the GIL there, as PyTorch's own Python observers do.
+        allocator->attachOutOfMemoryObserver(
+            [](int64_t device, size_t /*allocated*/, size_t /*device_total*/, size_t /*device_free*/) {
+                gpuleak_out_of_memory(static_cast<int>(device));
+            });
         allocator->attachAllocatorTraceTracker([](const TraceEntry& entry) {
             // A throw would unwind through the allocator with its lock held: out of memory for the
             // model's maps loses this event, not the program.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "live_objects.h"
+#include "retainers.h"
 #include "site_keys.h"
 #include "timeline_thinning.h"
 #include "trace_set.h"
@@ -114,10 +115,6 @@ class Totals {
     std::map<int, Cells> others_;
     Cell total_;
 };
-
-uint64_t since_start(uint64_t time_ns, const TraceHeader& header) {
-    return time_ns > header.start_monotonic_ns ? time_ns - header.start_monotonic_ns : 0;
-}
 
 bool process_reports_blocks(const TraceReader& trace) {
     const auto block = static_cast<size_t>(MemoryKind::Block);
@@ -654,6 +651,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
         if (model.leak_sites[i].growing && !model.leak_sites[i].segments)
             model.growth_sites.push_back(i);
+    add_retainers(trace, site_keys, model);
     Exactness& exactness = model.exactness;
     exactness.untracked = model.header.counters.live_untracked;
     exactness.live_capacity = model.header.live_capacity;

@@ -19,6 +19,11 @@ inline double seconds_of(uint64_t nanoseconds) {
     return static_cast<double>(nanoseconds) / 1e9;
 }
 
+// A time of the trace's clock as the time since the process's trace started.
+inline uint64_t since_start(uint64_t time_ns, const TraceHeader& header) {
+    return time_ns > header.start_monotonic_ns ? time_ns - header.start_monotonic_ns : 0;
+}
+
 // Kinds whose bytes were obtained from CUDA as device memory: what "reserved" counts.
 bool counts_as_reserved(format::MemoryKind kind);
 
@@ -40,13 +45,23 @@ struct Marker {
     std::string label;
 };
 
-// Live allocations at the end of one kind made at one site (site_keys.h): by one call stack, or by one
-// Python stack.
 // Where one of a site's live allocations is: what gpuleak.why() finds the program's objects by.
 struct LiveBlock {
     uint64_t address = 0;
     uint64_t size = 0;
 };
+
+// One of a site's holders: Retainer `holder` of RetainerSnapshot `snapshot` (ProcessModel::retainers) held
+// `bytes` of it, its share `share` (Retainer::sites).
+struct HeldBy {
+    size_t snapshot = 0;
+    size_t holder = 0;
+    size_t share = 0;
+    uint64_t bytes = 0;
+};
+
+// Live allocations at the end of one kind made at one site (site_keys.h): by one call stack, or by one
+// Python stack.
 
 struct LeakSite {
     uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
@@ -75,6 +90,9 @@ struct LeakSite {
     double bytes_per_second = 0;          // over the time its survivors were made in
     double bytes_per_marker_interval = 0; // when there are markers
     std::vector<LiveBlock> blocks;        // its live allocations with a slot of their own, by address
+    // What held it, most first, per the latest record of what held the memory (gpuleak.why()) that names
+    // the site; empty without one.
+    std::vector<HeldBy> held_by;
 };
 
 struct LiveSiteAt {
@@ -101,6 +119,9 @@ struct FailureSummary {
     // event ring no longer reaches back to that moment.
     std::optional<uint64_t> reserved_then;
     std::vector<LiveSiteAt> top_sites_then;
+    // What held the memory then, as gpuleak.why() found it before the error reached the program: an index
+    // into ProcessModel::retainers.
+    std::optional<size_t> retainers;
     // Memory ran out (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY: 2 in both APIs), or a
     // sub-allocator refused: not a bad argument, a missing driver or a context gone.
     [[nodiscard]] bool out_of_memory() const { return allocator_refused || error == kOutOfMemoryError; }
@@ -163,6 +184,55 @@ struct Exactness {
     }
 };
 
+// A site that a record of what held the memory names: the stack and kind gpuleak.why() searched, and the
+// leak site of the end that is the same site (site_keys.h), where there is one.
+struct RetainedSite {
+    uint32_t stack_id = 0;
+    format::MemoryKind kind = format::MemoryKind::None;
+    uint64_t bytes = 0; // live then
+    std::optional<size_t> leak_site;
+};
+
+// Bytes of one of RetainerSnapshot::sites, and for a holder's the chain to its largest storage there.
+struct SiteShare {
+    size_t site = 0;
+    uint64_t bytes = 0;
+    std::string path;
+};
+
+// One root of the program and what it held of the sites' memory, in gpuleak.why()'s words.
+struct Retainer {
+    std::string root; // "`losses`, a list in __main__ with 60 items"
+    std::string kind; // "global", "local", "traceback", "module"
+    uint64_t bytes = 0;
+    uint64_t tensors = 0;
+    std::vector<SiteShare> sites;
+    std::string path; // the chain to its largest storage, as Python spells it: "losses[59]..."
+    std::vector<std::string> through; // what the chains went through: "autograd graph", "view", ...
+    std::string own;                  // PyTorch's own holders: "the parameters of a Net"
+    std::vector<std::string> advice;  // what to change, where what it went through says
+};
+
+enum class RetainerMoment { OutOfMemory, PhaseEnd, OnDemand };
+
+// What held the program's device memory at one moment, as gpuleak.why() found it in the process and
+// recorded it (gpuleak_retainers): before an out-of-memory error reached the program, at a phase's end,
+// or when the program asked.
+struct RetainerSnapshot {
+    uint64_t time_ns = 0; // since the start
+    std::string label;    // "out of memory on device 0", "end of epoch 3", "gpuleak.why()"
+    RetainerMoment moment = RetainerMoment::OnDemand;
+    std::optional<int> device;     // of an out-of-memory error
+    std::optional<size_t> failure; // the out-of-memory error it was taken at: into ProcessModel::failures
+    double seconds = 0;            // the search took
+    uint64_t objects = 0;          // searched
+    bool stopped = false;          // the time limit ended the search
+    std::string problem;           // why there is no answer; empty when there is one
+    std::vector<RetainedSite> sites;
+    std::vector<Retainer> holders;    // most bytes first
+    std::vector<SiteShare> unreached; // what no chain reached, most first
+};
+
 struct ProcessModel {
     std::string path;
     TraceHeader header;
@@ -191,6 +261,7 @@ struct ProcessModel {
     // Indices into leak_sites of the growing ones that the program holds (not segments), largest first.
     std::vector<size_t> growth_sites;
     std::vector<FailureSummary> failures;
+    std::vector<RetainerSnapshot> retainers; // oldest first
     std::vector<TimelinePoint> timeline;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own

@@ -34,8 +34,8 @@ inline bool valid_device(int16_t device) {
 
 inline bool valid_event(const format::EventRecord& record) {
     return record.type >= static_cast<uint16_t>(format::EventType::Alloc) &&
-           record.type <= static_cast<uint16_t>(format::EventType::PythonFinalizing) &&
-           valid_kind(record.kind) && valid_device(record.device);
+           record.type <= static_cast<uint16_t>(format::EventType::Retainers) && valid_kind(record.kind) &&
+           valid_device(record.device);
 }
 
 inline Event decode_event(const format::EventRecord& record, uint64_t sequence) {

@@ -80,6 +80,21 @@ std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
         more);
 }
 
+// Who keeps the leak's top site, where a record of what held the memory names it; else what a leak is.
+std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
+    if (top.held_by.empty())
+        return "That is a real leak: the program keeps references to memory it no longer needs (a list that "
+               "grows every iteration, an unbounded cache).";
+    const HeldBy& by = top.held_by.front();
+    const RetainerSnapshot& snapshot = model.retainers[by.snapshot];
+    const Retainer& holder = snapshot.holders[by.holder];
+    const std::string advice =
+        holder.advice.empty() ? std::string() : ": " + printable(holder.advice.front());
+    const std::string share = by.bytes == top.bytes ? std::string("all of it") : bytes(by.bytes) + " of it";
+    return fmt::format("That is a real leak: {} was held by {}, {}{}.", share, retainer_name(holder),
+                       retainers_when(snapshot), advice);
+}
+
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
     const LeakSite& top = model.leak_sites[leak.sites.front()];
     const std::string sites =
@@ -88,12 +103,11 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
         leak.sites.size() == 1 ? std::string() : fmt::format(", {} of it", bytes(top.bytes));
     return fmt::format(
         "Memory the program holds kept growing: {} still alive was made {}{}{}, in {} allocation{} ({} each) "
-        "from {}.{} That is a real leak: the program keeps references to memory it no longer needs (a list "
-        "that grows every iteration, an unbounded cache). Emptying the allocator's cache will not help; fix "
-        "the code that keeps them.",
+        "from {}.{} {} Emptying the allocator's cache will not help; fix the code that keeps them.",
         bytes(leak.bytes), made_through(model, top), sites, of_it, top.count, top.count == 1 ? "" : "s",
         human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
-        printable(stacks.describe(top.stack_id)), leak.fill ? fill_sentence(top, *leak.fill) : std::string());
+        printable(stacks.describe(top.stack_id)), leak.fill ? fill_sentence(top, *leak.fill) : std::string(),
+        keeper_sentence(model, top));
 }
 
 std::string incomplete_text(const Exactness& exactness) {
@@ -174,6 +188,15 @@ std::string allocations_of(format::MemoryKind kind, uint64_t count) {
 
 std::string marker_interval_name(const ProcessModel& model, int index) {
     return index < 0 ? std::string("the start") : printable(model.markers[static_cast<size_t>(index)].label);
+}
+
+std::string retainers_when(const RetainerSnapshot& snapshot) {
+    return fmt::format("per gpuleak.why() at {:.2f} s ({})", seconds_of(snapshot.time_ns),
+                       printable(snapshot.label));
+}
+
+std::string retainer_name(const Retainer& holder) {
+    return printable(holder.own.empty() ? holder.root : holder.root + ": " + holder.own);
 }
 
 std::string human_duration(double seconds) {

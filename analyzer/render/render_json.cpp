@@ -53,6 +53,66 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
     return frames;
 }
 
+json moment_json(RetainerMoment moment) {
+    switch (moment) {
+    case RetainerMoment::OutOfMemory:
+        return "out_of_memory";
+    case RetainerMoment::PhaseEnd:
+        return "phase_end";
+    case RetainerMoment::OnDemand:
+        break;
+    }
+    return "on_demand";
+}
+
+json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks) {
+    const auto shares_json = [&](const std::vector<SiteShare>& shares) {
+        json sites = json::array();
+        for (const SiteShare& share : shares) {
+            const RetainedSite& site = snapshot.sites[share.site];
+            sites.push_back({{"bytes", share.bytes},
+                             {"kind", format::kind_name(site.kind)},
+                             {"where", stacks.describe(site.stack_id)},
+                             {"leak", site.leak_site ? json(*site.leak_site) : json()}});
+            if (!share.path.empty())
+                sites.back()["path"] = share.path;
+        }
+        return sites;
+    };
+    json holders = json::array();
+    for (const Retainer& holder : snapshot.holders)
+        holders.push_back({{"root", holder.root},
+                           {"kind", holder.kind},
+                           {"bytes", holder.bytes},
+                           {"tensors", holder.tensors},
+                           {"path", holder.path},
+                           {"through", holder.through},
+                           {"own", holder.own},
+                           {"advice", holder.advice},
+                           {"sites", shares_json(holder.sites)}});
+    return {{"t_s", seconds_of(snapshot.time_ns)},
+            {"label", snapshot.label},
+            {"moment", moment_json(snapshot.moment)},
+            {"device", snapshot.device ? json(*snapshot.device) : json()},
+            {"failure", snapshot.failure ? json(*snapshot.failure) : json()},
+            {"seconds", snapshot.seconds},
+            {"objects_searched", snapshot.objects},
+            {"stopped", snapshot.stopped},
+            {"problem", snapshot.problem.empty() ? json() : json(snapshot.problem)},
+            {"holders", std::move(holders)},
+            {"unreached", shares_json(snapshot.unreached)}};
+}
+
+json held_by_json(const ProcessModel& model, const LeakSite& site) {
+    json held = json::array();
+    for (const HeldBy& by : site.held_by)
+        held.push_back({{"root", model.retainers[by.snapshot].holders[by.holder].root},
+                        {"bytes", by.bytes},
+                        {"path", model.retainers[by.snapshot].holders[by.holder].sites[by.share].path},
+                        {"retainers", by.snapshot}});
+    return held;
+}
+
 json present_json(const HostPoint& point, format::HostField field, uint64_t value) {
     return point.has(field) ? json(value) : json();
 }
@@ -163,6 +223,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"count", site.count},
                       {"spilled", site.spilled},
                       {"kind", format::kind_name(site.kind)},
+                      {"stack_id", site.stack_id},
                       {"first_s", seconds_of(site.first_ns)},
                       {"last_s", seconds_of(site.last_ns)},
                       {"where", report.stacks->describe(site.stack_id)},
@@ -171,6 +232,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"segments", site.segments},
                       {"program_share", site.program_share},
                       {"bytes_per_second", site.bytes_per_second},
+                      {"held_by", held_by_json(model, site)},
                       {"frames", frames_json(*report.stacks, site.stack_id, options)}};
         if (site.marker_range) {
             auto label = [&](int index) -> json {
@@ -223,7 +285,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"reserved_bytes_then", optional_json(failure.reserved_then)},
                             {"t_s", seconds_of(failure.time_ns)},
                             {"frames", frames_json(*report.stacks, failure.stack_id, options)},
-                            {"top_sites_then", std::move(top_sites)}});
+                            {"top_sites_then", std::move(top_sites)},
+                            {"retainers", failure.retainers ? json(*failure.retainers) : json()}});
     }
     json timeline = json::array();
     for (const TimelinePoint& point : model.timeline)
@@ -232,6 +295,9 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"allocated_bytes", point.allocated},
                             {"device_used_bytes", nullptr},
                             {"rss_bytes", optional_json(point.rss)}});
+    json retainers = json::array();
+    for (const RetainerSnapshot& snapshot : model.retainers)
+        retainers.push_back(retainers_json(snapshot, *report.stacks));
     json markers = json::array();
     for (const Marker& marker : model.markers)
         markers.push_back({{"t_s", seconds_of(marker.time_ns)}, {"label", marker.label}});
@@ -285,6 +351,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},
                     {"failures", std::move(failures)},
+                    {"retainers", std::move(retainers)},
                     {"timeline", std::move(timeline)},
                     {"markers", std::move(markers)},
                     {"warnings", model.warnings}};

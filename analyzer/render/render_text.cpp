@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "diagnosis_text.h"
 #include "printable.h"
@@ -16,6 +17,8 @@ namespace gpuleak::analyzer {
 namespace {
 
 constexpr size_t kWrapColumn = 100;
+// A site's holders shown beside it; JSON has them all.
+constexpr size_t kHoldersShown = 3;
 
 class Style {
   public:
@@ -169,6 +172,61 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
     return fmt::format("{}, through {}: growing", during, share);
 }
 
+// "train.py:31 in train_step, train.py:23 in batch": the sites a holder held, three at most.
+std::string sites_of(const RetainerSnapshot& snapshot, const std::vector<SiteShare>& shares,
+                     StackFrames& stacks) {
+    std::vector<std::string> where;
+    for (const SiteShare& share : shares) {
+        std::string described = printable(stacks.describe(snapshot.sites[share.site].stack_id));
+        if (std::find(where.begin(), where.end(), described) == where.end())
+            where.push_back(std::move(described));
+    }
+    const size_t more = where.size() > 3 ? where.size() - 3 : 0;
+    where.resize(where.size() - more);
+    return fmt::format("{}", fmt::join(where, ", ")) +
+           (more > 0 ? fmt::format(" and {} more sites", more) : "");
+}
+
+// One chain of a holder, and what to change, under its line.
+void append_chain(std::string& out, const Retainer& holder, const std::string& path,
+                  const std::string& indent) {
+    if (!path.empty())
+        out += wrapped("through " + printable(path), indent);
+    for (const std::string& advice : holder.advice)
+        out += wrapped(printable(advice), indent);
+}
+
+// A record of what held the memory, whole: each holder with the sites it held, then what nothing reached.
+void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackFrames& stacks,
+                      const std::string& indent) {
+    if (!snapshot.problem.empty()) {
+        out += wrapped("gpuleak.why() found no answer: " + printable(snapshot.problem), indent);
+        return;
+    }
+    for (const Retainer& holder : snapshot.holders) {
+        out += wrapped(fmt::format("{} made at {}: held by {}", bytes(holder.bytes),
+                                   sites_of(snapshot, holder.sites, stacks), retainer_name(holder)),
+                       indent);
+        append_chain(out, holder, holder.path, indent + "  ");
+    }
+    for (const SiteShare& share : snapshot.unreached) {
+        const std::string where = sites_of(snapshot, {share}, stacks);
+        // The report's words for the site end with what a library keeps it for.
+        if (!snapshot.stopped && !library_purpose(stacks.frames(snapshot.sites[share.site].stack_id)).empty())
+            out += wrapped(fmt::format("{} made at {}: not the program's to free", bytes(share.bytes), where),
+                           indent);
+        else
+            out += wrapped(fmt::format("{} made at {}: not reached from the program's objects{}",
+                                       bytes(share.bytes), where,
+                                       snapshot.stopped
+                                           ? fmt::format(" (the search stopped after {:.1f} s and {} "
+                                                         "objects)",
+                                                         snapshot.seconds, snapshot.objects)
+                                           : std::string()),
+                           indent);
+    }
+}
+
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
                  const ReportOptions& options, const Style& style) {
     out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
@@ -181,6 +239,20 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
                                      "to a stretch of the run)",
                                      site.spilled)) +
                "\n";
+    if (!site.held_by.empty()) {
+        // One record names them all; the largest holder's chain and advice are shown, the rest are named.
+        const RetainerSnapshot& snapshot = report.model.retainers[site.held_by.front().snapshot];
+        std::vector<std::string> holders;
+        for (size_t i = 0; i < site.held_by.size() && i < kHoldersShown; ++i)
+            holders.push_back(fmt::format("{} {} {}", bytes(site.held_by[i].bytes), i == 0 ? "held by" : "by",
+                                          retainer_name(snapshot.holders[site.held_by[i].holder])));
+        if (site.held_by.size() > kHoldersShown)
+            holders.push_back(fmt::format("and {} more holders", site.held_by.size() - kHoldersShown));
+        out += wrapped(fmt::format("{}: {}", retainers_when(snapshot), fmt::join(holders, "; ")), "        ");
+        const HeldBy& largest = site.held_by.front();
+        const Retainer& holder = snapshot.holders[largest.holder];
+        append_chain(out, holder, holder.sites[largest.share].path, "          ");
+    }
     append_frames(out, *report.stacks, site.stack_id, options, style);
 }
 
@@ -391,6 +463,13 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
             out +=
                 fmt::format("      held then: {} in {} allocation{} from {}\n", bytes(site.bytes), site.count,
                             site.count == 1 ? "" : "s", printable(report.stacks->describe(site.stack_id)));
+        }
+        if (failure.retainers) {
+            const RetainerSnapshot& snapshot = model.retainers[*failure.retainers];
+            out += fmt::format("      what held it, as gpuleak.why() found it before the error reached the "
+                               "program ({:.1f} s):\n",
+                               snapshot.seconds);
+            append_retainers(out, snapshot, *report.stacks, "        ");
         }
     }
     for (const std::string& warning : model.warnings)

@@ -53,6 +53,20 @@ void gpuleak_block_alloc_failed(size_t size, int device, size_t free_bytes);
  * `name` up to 1023, `text` up to 65535 (lines past that read as unknown). */
 void gpuleak_name_source(const char* file, const char* name, const char* text);
 
+/* The sub-allocator is about to raise an out-of-memory error on `device` to the program (after
+ * gpuleak_block_alloc_failed), with none of its locks held. In a Python program, gpuleak then runs
+ * gpuleak.why() under the GIL and records what keeps the device memory alive (gpuleak_retainers), unless
+ * GPULEAK_WHY leaves out-of-memory errors out. The thread must be one that may take the GIL: it holds no
+ * lock that a thread holding the GIL waits for. Not from a signal handler. */
+void gpuleak_out_of_memory(int device);
+
+/* Records what keeps the device memory alive at this moment, as gpuleak.why() found it: `label` says when
+ * ("out of memory on device 0", "end of epoch 3"), `document` is the JSON that gpuleak.why() writes
+ * (README, "Python package"). The report shows it at the failure it was taken at and beside the sites it
+ * names. `label` is copied up to 1023 bytes, `document` up to 16383 (a longer one is cut, and then not
+ * read). */
+void gpuleak_retainers(const char* label, const char* document);
+
 /* 1 when gpuleak is recording in this process, 0 when it cannot (no trace file). */
 int gpuleak_active(void);
 

@@ -62,8 +62,8 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
-// counts.
-static const uint32_t kFormatVersion = 11;
+// counts. 12: EventType::Retainers.
+static const uint32_t kFormatVersion = 12;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -123,6 +123,11 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // once: what follows is no longer the program's own code. size = the ring's head then: the events
     // numbered below it are the program's.
     PythonFinalizing = 9,
+    // What kept the device memory alive, as gpuleak.why() found it in the process (gpuleak_retainers):
+    // address = string id of the label saying when ("out of memory on device 0", "end of epoch 3"), size =
+    // string id of the JSON document gpuleak.why() wrote, stream = the ring's head then. In the notable
+    // array only.
+    Retainers = 10,
 };
 
 // What forked a child, told by the recorder from the file names of the forking thread's Python frames.
@@ -562,6 +567,8 @@ constexpr const char* event_type_name(EventType type) {
         return "source_name";
     case EventType::PythonFinalizing:
         return "python_finalizing";
+    case EventType::Retainers:
+        return "retainers";
     }
     return "unknown";
 }

@@ -51,6 +51,62 @@ def _resolve():
 _mark, _active, _trace_path, _name_source = _resolve()
 
 
+def _resolve_retainers():
+    if _mark is None:
+        return None
+    try:
+        function = ctypes.PyDLL(None).gpuleak_retainers
+    except (OSError, AttributeError):  # a library older than the package
+        return None
+    function.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    function.restype = None
+    return function
+
+
+_retainers = _resolve_retainers()
+# The C side reads a document of what held the memory up to this many bytes.
+MAX_RETAINERS_BYTES = 16383
+
+# GPULEAK_WHY: the moments, besides each call of gpuleak.why(), at which what keeps the device memory
+# alive is found and recorded in the trace.
+WHY_MOMENTS = ("oom", "phase")
+DEFAULT_WHY_MOMENTS = frozenset({"oom"})
+_why_moments: Optional[frozenset] = None
+
+
+def why_moments() -> frozenset:
+    """The moments GPULEAK_WHY names: a comma-separated list of ``oom`` (before an out-of-memory error reaches
+    the program) and ``phase`` (at the end of each ``gpuleak.phase``), or ``none``; unset: ``oom``. A value
+    that is none of these is said once on stderr, and the default taken."""
+    global _why_moments
+    if _why_moments is None:
+        value = os.environ.get("GPULEAK_WHY")
+        words = [word.strip() for word in (value or "").split(",") if word.strip()]
+        if value is None:
+            _why_moments = DEFAULT_WHY_MOMENTS
+        elif words == ["none"]:
+            _why_moments = frozenset()
+        elif words and all(word in WHY_MOMENTS for word in words):
+            _why_moments = frozenset(words)
+        else:
+            sys.stderr.write(
+                "gpuleak: GPULEAK_WHY=%s: expected a comma-separated list of %s, or none; using %s\n"
+                % (value, ", ".join(WHY_MOMENTS), ",".join(sorted(DEFAULT_WHY_MOMENTS)))
+            )
+            _why_moments = DEFAULT_WHY_MOMENTS
+    return _why_moments
+
+
+def retainers(label, document: str) -> bool:
+    """Records what keeps the device memory alive (gpuleak_retainers): `document` is gpuleak.why()'s JSON.
+    False when it could not: no library, one without the function, or a document over the C side's limit."""
+    data = document.encode("utf-8")
+    if _retainers is None or len(data) > MAX_RETAINERS_BYTES:
+        return False
+    _retainers(encode_label(label), data)
+    return True
+
+
 def loaded() -> bool:
     """True when libgpuleak.so is loaded in this process (whether or not it could open a trace)."""
     return _mark is not None
@@ -110,7 +166,8 @@ class phase(ContextDecorator):
     Entering records the marker ``"epoch 3"``, leaving records ``"end of epoch 3"``; a block left by an
     exception records ``"end of epoch 3 (raised ValueError)"`` instead (the exception propagates).
     Also usable as a decorator, ``@gpuleak.phase("validation")``, marking each call. Phases may nest
-    and the object may be reused. ``__enter__`` returns the phase object, whose ``label`` is the start
+    and the object may be reused. With ``GPULEAK_WHY=phase`` (see :func:`why_moments`), leaving also runs
+    :func:`gpuleak.why` and records what keeps the device memory alive under the end's label. ``__enter__`` returns the phase object, whose ``label`` is the start
     label. Without libgpuleak.so loaded, it does nothing.
     """
 
@@ -130,10 +187,12 @@ class phase(ContextDecorator):
             if isinstance(label, (bytes, bytearray)):
                 label = label.decode("utf-8", "backslashreplace")
             label = str(label)
-            if exc_type is None:
-                _mark(encode_label("end of " + label))
-            else:
-                _mark(encode_label("end of %s (raised %s)" % (label, exc_type.__name__)))
+            end = "end of " + label if exc_type is None else "end of %s (raised %s)" % (label, exc_type.__name__)
+            _mark(encode_label(end))
+            if "phase" in why_moments():
+                from . import _why  # here: it imports this module
+
+                _why.at_phase_end(end)
         return False
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import json
 import keyword
 import os
 import sys
@@ -56,6 +57,8 @@ class Site:
     count: int
     growing: bool
     purpose: str = ""  # what a library keeps it for, where its stack says so ("cuBLAS's workspace, ...")
+    stack_id: int = 0  # the trace's stack the report shows it with, and its kind: what the report ties it by
+    kind: str = ""
 
 
 @dataclass
@@ -73,6 +76,8 @@ class Holder:
     through: List[str] = field(default_factory=list)
     owner: str = ""  # for PyTorch's own holders: "Net", "Adam"
     models: int = 0  # the modules whose parameters it holds, where it is not a module itself
+    site_bytes: Dict[int, int] = field(default_factory=dict)  # of bytes, what it holds of each site
+    site_paths: Dict[int, str] = field(default_factory=dict)  # the chain to its largest storage of each site
 
 
 @dataclass
@@ -108,12 +113,43 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
     """What keeps this process's GPU memory alive: for the tensors in the largest live sites of its
     trace, the roots of the program that hold them (a global, a local of a running function, the last
     exception's traceback), how much each holds and through what (a list, a dict, an autograd graph, a
-    view's base). ``print(gpuleak.why())`` shows it; the result's fields hold the same as data.
+    view's base). ``print(gpuleak.why())`` shows it; the result's fields hold the same as data. The answer
+    is also recorded in the trace, where the report shows it beside the sites it names.
 
     Needs libgpuleak.so loaded (``gpuleak run``, the gpuleak Jupyter kernel) and gpuleak-report (see
     :mod:`gpuleak._report`). Searches for at most ``time_limit_s`` seconds, then says what it did not
     reach.
     """
+    result = _find(time_limit_s)
+    record(result, "gpuleak.why()", "on_demand")
+    return result
+
+
+# Whether a search runs in this process: one met again (an out-of-memory error inside a phase's end, a
+# second thread's error meanwhile) is not started twice.
+_searching = threading.Lock()
+
+
+def at_out_of_memory(device: int) -> None:
+    """Called by libgpuleak.so before an out-of-memory error on `device` reaches the program (the PyTorch
+    adapter's observer), under the GIL: records what held the memory then, where GPULEAK_WHY asks for it."""
+    if "oom" in _native.why_moments() and _searching.acquire(blocking=False):
+        try:
+            record(_find(DEFAULT_TIME_LIMIT_S), "out of memory on device %d" % device, "out_of_memory", device)
+        finally:
+            _searching.release()
+
+
+def at_phase_end(label: str) -> None:
+    """Called as a ``gpuleak.phase`` ends, with GPULEAK_WHY=phase: records what holds the memory then."""
+    if _searching.acquire(blocking=False):
+        try:
+            record(_find(DEFAULT_TIME_LIMIT_S), label, "phase_end")
+        finally:
+            _searching.release()
+
+
+def _find(time_limit_s: float) -> Why:
     result = Why(pid=os.getpid(), trace=_native.trace_path())
     if result.trace is None:
         result.problem = "not recording: libgpuleak.so is not loaded in this process"
@@ -139,6 +175,8 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
                 site.get("count") or 0,
                 bool(site.get("growing")),
                 site.get("purpose") or "",
+                site.get("stack_id") or 0,
+                site.get("kind") or "",
             )
         )
     if not result.sites:
@@ -487,6 +525,7 @@ class _Search:
         by_root: Dict[int, Holder] = {}
         sizes = self.blocks.sizes
         chosen: Dict[int, Tuple[int, _Found]] = {}  # by root: its largest storage (bytes, found)
+        chosen_of_site: Dict[Tuple[int, int], Tuple[int, _Found]] = {}  # by root and site: the same
         models: Dict[int, Set[int]] = {}  # by root: the modules whose parameters it holds
         for start, found in self.found.items():
             if found.step < 0:
@@ -503,14 +542,19 @@ class _Search:
             for fact in through:
                 _add(holder.through, fact)
             holder.bytes += sizes[start]
+            holder.site_bytes[found.site] = holder.site_bytes.get(found.site, 0) + sizes[start]
             holder.tensors += 1
             if found.site not in holder.sites:
                 holder.sites.append(found.site)
             if sizes[start] > chosen.get(found.root, (-1, found))[0]:
                 chosen[found.root] = (sizes[start], found)
-        # One chain a holder, spelled out: finding each step's key takes a look through its container.
+            if sizes[start] > chosen_of_site.get((found.root, found.site), (-1, found))[0]:
+                chosen_of_site[(found.root, found.site)] = (sizes[start], found)
+        # One chain a holder and site, spelled out: finding each step's key takes a look through its container.
+        for (root, site), (_, found) in chosen_of_site.items():
+            by_root[root].site_paths[site] = found.path if found.step < 0 else self.chain_text(found.step)
         for root, (_, found) in chosen.items():
-            by_root[root].path = found.path if found.step < 0 else self.chain_text(found.step)
+            by_root[root].path = by_root[root].site_paths[found.site]
         for root, held in models.items():
             by_root[root].models = len(held)
         self.result.holders = sorted(by_root.values(), key=lambda holder: -holder.bytes)
@@ -698,6 +742,17 @@ _ADVICE = {
 _OWN = {"parameter": "parameters", "buffer": "buffers", "gradient": "gradients"}
 
 
+def _advice(holder: Holder) -> List[str]:
+    """What to change, where what the holder's chains went through says."""
+    advice = []
+    if holder.models:
+        advice.append(
+            "a model kept after its use keeps its parameters, gradients and optimizer state: keep what you need "
+            "of it (a score, a `state_dict()` copied to the CPU) and drop the model"
+        )
+    return advice + [_ADVICE[fact] for fact in holder.through if fact in _ADVICE]
+
+
 def _own_text(holder: Holder) -> str:
     """'the parameters and gradients of a Net', 'the state of an Adam optimizer', or ''."""
     if holder.models:
@@ -749,12 +804,7 @@ def _text(result: Why) -> str:
         )
         if holder.path:
             lines.append("    through %s" % holder.path)
-        if holder.models:
-            lines.append(
-                "    a model kept after its use keeps its parameters, gradients and optimizer state: keep what "
-                "you need of it (a score, a `state_dict()` copied to the CPU) and drop the model"
-            )
-        lines += ["    " + _ADVICE[fact] for fact in holder.through if fact in _ADVICE]
+        lines += ["    " + advice for advice in _advice(holder)]
     for site, size in result.unreached:
         where = result.sites[site].where
         if result.sites[site].purpose and not result.stopped:
@@ -777,3 +827,57 @@ def _text(result: Why) -> str:
             "searched for" % (_report.format_bytes(size), result.sites[site].where)
         )
     return "\n".join(_report.printable(line) for line in lines)
+
+
+# The record in the trace.
+
+# A chain longer than this is cut in the record (the text above shows it whole).
+_PATH_CHARACTERS = 1000
+
+
+def document(result: Why, moment: str, device: Optional[int] = None) -> str:
+    """The JSON of `result` that the trace records (gpuleak_retainers) and gpuleak-report reads: the sites by
+    the stack and kind the report showed them with, each holder's words, the sites it held with their bytes
+    and the chain to its largest storage there.
+    `moment`: "out_of_memory" (with `device`), "phase_end" or "on_demand". Holders past what the C side
+    keeps (``_native.MAX_RETAINERS_BYTES``) are left out, the smallest first."""
+    holders = [
+        {
+            "root": holder.root,
+            "kind": holder.kind,
+            "bytes": holder.bytes,
+            "tensors": holder.tensors,
+            "sites": [
+                [site, size, holder.site_paths.get(site, "")[:_PATH_CHARACTERS]]
+                for site, size in sorted(holder.site_bytes.items(), key=lambda item: -item[1])
+            ],
+            "path": holder.path[:_PATH_CHARACTERS],
+            "through": holder.through,
+            "own": _own_text(holder),
+            "advice": _advice(holder),
+        }
+        for holder in result.holders
+    ]
+    body = {
+        "moment": moment,
+        "seconds": round(result.seconds, 3),
+        "objects_searched": result.objects_searched,
+        "stopped": result.stopped,
+        "problem": result.problem or "",
+        "sites": [{"stack_id": site.stack_id, "kind": site.kind, "bytes": site.bytes} for site in result.sites],
+        "holders": holders,
+        "unreached": result.unreached,
+    }
+    if device is not None:
+        body["device"] = device
+    while True:
+        text = json.dumps(body, separators=(",", ":"))
+        if len(text.encode("utf-8")) <= _native.MAX_RETAINERS_BYTES or not holders:
+            return text
+        holders.pop()
+
+
+def record(result: Why, label: str, moment: str, device: Optional[int] = None) -> None:
+    """Records `result` in this process's trace under `label`; nothing where there is no trace."""
+    if result.trace is not None:
+        _native.retainers(label, document(result, moment, device))

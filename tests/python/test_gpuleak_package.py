@@ -360,7 +360,7 @@ WHY_SCENARIO = textwrap.dedent(
                 "holders": [[h.root, h.bytes, h.tensors, h.path, h.through] for h in answer.holders],
                 "unreached": [[answer.sites[site].where, size] for site, size in answer.unreached]}
 
-    answers = {"full": as_data(answer_from_a_function())}
+    answers = {"full": as_data(answer_from_a_function()), "trace": gpuleak.trace_path()}
     answers["gc_enabled"] = gc.isenabled()
     answers["no_time"] = as_data(gpuleak.why(time_limit_s=0))
     with open(sys.argv[1], "w") as output:
@@ -463,6 +463,96 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     assert stopped["stopped"] is True and stopped["problem"] is None
     assert stopped["objects_searched"] < 1024
     assert "the search stopped after" in stopped["text"], stopped["text"]
+    # Each answer is recorded in the trace, where the report shows it beside the sites it names.
+    (process,) = report(answers["trace"])["processes"]
+    full, no_time = process["retainers"]
+    assert [full["moment"], full["label"], no_time["moment"]] == ["on_demand", "gpuleak.why()", "on_demand"]
+    assert sorted(holder["root"] for holder in full["holders"]) == sorted(holders)
+    assert no_time["stopped"] is True
+    (kept,) = [holder for holder in full["holders"] if holder["root"].startswith("`kept`")]
+    assert kept["through"] == [] and kept["advice"] == [] and kept["bytes"] == 3 << 20
+    (site,) = kept["sites"]
+    assert site["path"].startswith("kept[") and site["bytes"] == 3 << 20
+    leak = process["leaks"][site["leak"]]
+    # Per the latest record that names it (the search without time may have reached it too).
+    (held,) = leak["held_by"]
+    assert (held["root"], held["bytes"]) == (kept["root"], 3 << 20) and held["path"].startswith("kept[")
+
+
+MOMENTS_SCENARIO = textwrap.dedent(
+    """\
+    import ctypes, json, sys
+    import gpuleak_package_targets as targets
+
+    kept = [targets.DeviceArray(1 << 20) for _ in range(3)]
+    library = ctypes.PyDLL(None)
+    # What the PyTorch adapter does before an out-of-memory error reaches the program: twice, as a program
+    # that catches its errors meets them.
+    library.gpuleak_out_of_memory(0)
+    library.gpuleak_out_of_memory(0)
+    if "gpuleak" in sys.modules:
+        import gpuleak
+
+        for epoch in range(2):
+            with gpuleak.phase("epoch %d" % epoch):
+                kept.append(targets.DeviceArray(1 << 20))
+    path = ctypes.create_string_buffer(4096)
+    library.gpuleak_trace_path(path, 4096)
+    with open(sys.argv[1], "w") as output:
+        json.dump({"trace": path.value.decode(), "imported": "gpuleak" in sys.modules}, output)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "why, package, moments, said",
+    [
+        # The package is not on the program's path: the library imports it from where `gpuleak run` says.
+        (None, True, ["out_of_memory", "out_of_memory"], ""),
+        ("oom,phase", True, ["out_of_memory", "out_of_memory", "phase_end", "phase_end"], ""),
+        ("none", True, [], ""),
+        ("sometimes", True, ["out_of_memory", "out_of_memory"], "gpuleak: GPULEAK_WHY=sometimes: expected"),
+        # Nowhere to import it from: said once, and the program goes on.
+        (None, False, [], "gpuleak: the gpuleak Python package is not installed"),
+    ],
+)
+def test_preloaded_out_of_memory_errors_and_phase_ends_record_what_held_the_memory(tmp_path, why, package, moments, said):
+    script = tmp_path / "moments_scenario.py"
+    script.write_text(MOMENTS_SCENARIO)
+    environment = preloaded_environment(tmp_path)
+    environment["PYTHONPATH"] = str(HERE)
+    if package:
+        environment["GPULEAK_PYTHON_PACKAGE"] = str(PACKAGE_DIR)
+    if why is not None:
+        environment["GPULEAK_WHY"] = why
+    completed = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out.json")],
+        env=environment, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == ""
+    said_lines = completed.stderr.splitlines()
+    if said:
+        (line,) = said_lines
+        assert line.startswith(said), completed.stderr
+    else:
+        assert said_lines == [], completed.stderr
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["imported"] is package
+    (process,) = report(out["trace"])["processes"]
+    records = process["retainers"]
+    assert [record["moment"] for record in records] == moments
+    for record in records:
+        assert record["problem"] is None
+        kept = record["holders"][0]
+        assert kept["root"] == "`kept`, a list with %d items in __main__" % (kept["bytes"] >> 20)
+    if moments[:1] == ["out_of_memory"]:
+        assert [records[0]["label"], records[0]["device"]] == ["out of memory on device 0", 0]
+        assert records[0]["holders"][0]["bytes"] == 3 << 20
+    if "phase_end" in moments:
+        assert [record["label"] for record in records[2:]] == ["end of epoch 0", "end of epoch 1"]
+        assert records[-1]["holders"][0]["bytes"] == 5 << 20
 
 
 def test_preloaded_active_and_trace_path(preloaded):

@@ -16,6 +16,7 @@ from test_workloads import pytestmark as workload_marks
 
 pytestmark = workload_marks
 SCENARIOS = os.path.join(HERE, "why", "scenarios.py")
+OUT_OF_MEMORY = os.path.join(HERE, "why", "out_of_memory.py")
 STEPS = 12
 # A forward pass of the scenarios' model on a batch: the input (512 x 256), the first layer's output and
 # its ReLU (512 x 1024 each), in float32.
@@ -127,6 +128,55 @@ def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_stat
     assert len(workspaces) == 2, answer["text"]
     assert all(line.endswith("which PyTorch keeps for the rest of the process): not the program's to free") for line in workspaces)
     assert any("on PyTorch's autograd thread" in site for site in holder(answer, "model")["sites"]), answer["text"]
+
+
+def test_every_answer_is_in_the_trace(answers):
+    text = " ".join(answers["report.txt"].split())
+    # The last answer of all, the correct loop's: its model is held by `model`, per gpuleak.why().
+    assert "held by `model`, a Sequential in __main__: the parameters and gradients of a Sequential" in text, text
+
+
+@pytest.mark.parametrize("killed", [False, True], ids=["raised", "killed"])
+def test_an_out_of_memory_error_records_what_held_the_memory(tmp_path, adapter_cache, killed):  # noqa: F811
+    completed = run_script(
+        tmp_path, OUT_OF_MEMORY, adapter_cache, traced=True, capacity=256 * MiB, arguments=["--killed"] if killed else []
+    )
+    # The program's own ending, unchanged: its error, or the signal that killed it (128 + 9 from gpuleak run).
+    assert completed.returncode == (137 if killed else 1), completed.stderr[-4000:]
+    assert killed or "torch.OutOfMemoryError: CUDA out of memory" in completed.stderr
+    assert completed.stdout == ""
+    with open(tmp_path / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    assert process["ended"]["how"] == ("killed" if killed else "exit")
+    (failure,) = [failure for failure in process["failures"] if failure["out_of_memory"]]
+    record = process["retainers"][failure["retainers"]]
+    assert record["moment"] == "out_of_memory" and record["label"] == "out of memory on device 0"
+    assert record["t_s"] >= failure["t_s"] and record["problem"] is None and not record["stopped"]
+    outputs = record["holders"][0]
+    assert outputs["root"].startswith("`outputs`, a list with ") and outputs["root"].endswith(" items in __main__")
+    # Each batch's input, hidden activations and output: nearly the whole device.
+    assert outputs["bytes"] >= 200 * MiB, record
+    assert "autograd graph" in outputs["through"]
+    assert any("`.detach()`" in advice for advice in outputs["advice"])
+    assert all(site["where"].startswith(OUT_OF_MEMORY) for site in outputs["sites"][:2]), outputs["sites"]
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = report.read()
+    failures = text[text.index("Failed allocations:"):]
+    assert "what held it, as gpuleak.why() found it before the error reached the program" in failures
+    assert ": held by " + outputs["root"] in " ".join(failures.split())
+    diagnosis = " ".join(text.split("\n\n", 2)[1].split())
+    assert "was held by " + outputs["root"] + ", per gpuleak.why() at " in diagnosis, diagnosis
+
+
+def test_out_of_memory_errors_left_out_by_gpuleak_why_record_nothing(tmp_path, adapter_cache):  # noqa: F811
+    completed = run_script(
+        tmp_path, OUT_OF_MEMORY, adapter_cache, traced=True, capacity=256 * MiB, settings={"GPULEAK_WHY": "none"}
+    )
+    assert completed.returncode == 1, completed.stderr[-4000:]
+    with open(tmp_path / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    assert process["failures"] and process["retainers"] == []
+    assert all(failure["retainers"] is None for failure in process["failures"])
 
 
 def test_the_report_says_what_cublas_keeps(answers):

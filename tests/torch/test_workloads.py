@@ -87,17 +87,19 @@ COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|m
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
 
 
-def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=()):
+def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=(), arguments=(),
+               settings=None):
     """Runs `script` as a user would, alone or under `gpuleak run -o directory/run`; `launch`: what comes
-    between the interpreter and the script (`-m torch.distributed.run ...`)."""
-    environment = dict(os.environ)
+    between the interpreter and the script (`-m torch.distributed.run ...`); `arguments`: the script's;
+    `settings`: more environment variables."""
+    environment = dict(os.environ, **(settings or {}))
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment["PYTHONWARNINGS"] = "ignore"
     if not REAL_DEVICE:
         environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, capacity))
     # As if the user had installed the package.
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE, environment.get("PYTHONPATH")]))
-    command = [TORCH_PYTHON, *launch, script]
+    command = [TORCH_PYTHON, *launch, script, *arguments]
     if traced:
         environment["GPULEAK_TORCH_ADAPTER_DIR"] = adapter_cache
         command = [LAUNCHER, "run", "--quiet", "-o", str(directory / "run"), "--", *command]

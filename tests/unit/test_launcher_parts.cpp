@@ -115,10 +115,19 @@ TEST_CASE("the command's environment changes only what the launcher sets") {
     const Strings environment =
         child_environment({"HOME=/h", "LD_PRELOAD=liba.so", "GPULEAK_OUTPUT=old", "PATH=/bin",
                            "LD_PRELOAD=libz.so", "GPULEAK_STACK_DEPTH=9"},
-                          "/g/libgpuleak.so", "/r/gpuleak.%r%p.trace", request);
+                          "/g/libgpuleak.so", "/r/gpuleak.%r%p.trace", request, "");
     CHECK(environment == Strings{"HOME=/h", "LD_PRELOAD=/g/libgpuleak.so:liba.so",
                                  "GPULEAK_OUTPUT=/r/gpuleak.%r%p.trace", "PATH=/bin", "GPULEAK_STACK_DEPTH=9",
                                  "GPULEAK_MAX_MB=16", "GPULEAK_PYTHON=0"});
+}
+
+TEST_CASE(
+    "the command's environment names the Python package the library imports at an out-of-memory error") {
+    const Strings environment =
+        child_environment({"GPULEAK_PYTHON_PACKAGE=/elsewhere", "PATH=/bin"}, "/g/libgpuleak.so", "/r/p",
+                          RunRequest{}, "/g/share/gpuleak/python");
+    CHECK(environment == Strings{"GPULEAK_PYTHON_PACKAGE=/g/share/gpuleak/python", "PATH=/bin",
+                                 "GPULEAK_OUTPUT=/r/p", "LD_PRELOAD=/g/libgpuleak.so"});
 }
 
 TEST_CASE("GPULEAK_OUTPUT escapes the directory's % and fits the recorder") {

@@ -1,0 +1,211 @@
+#include "retainers.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+using nlohmann::json;
+
+// The document is the process's own writing, but a trace is read as untrusted input: every field is
+// checked for its type, and a document that breaks the shape below is not half-read.
+struct Malformed {
+    const char* what;
+};
+
+const json& member(const json& object, const char* name, json::value_t type) {
+    const auto found = object.find(name);
+    if (found == object.end() || found->type() != type)
+        throw Malformed{name};
+    return *found;
+}
+
+std::string text(const json& object, const char* name) {
+    return member(object, name, json::value_t::string).get<std::string>();
+}
+
+uint64_t count(const json& object, const char* name) {
+    const auto found = object.find(name);
+    if (found == object.end() || !found->is_number_unsigned())
+        throw Malformed{name};
+    return found->get<uint64_t>();
+}
+
+double number(const json& object, const char* name) {
+    const auto found = object.find(name);
+    if (found == object.end() || !found->is_number())
+        throw Malformed{name};
+    return found->get<double>();
+}
+
+std::vector<std::string> texts(const json& object, const char* name) {
+    std::vector<std::string> values;
+    for (const json& value : member(object, name, json::value_t::array)) {
+        if (!value.is_string())
+            throw Malformed{name};
+        values.push_back(value.get<std::string>());
+    }
+    return values;
+}
+
+format::MemoryKind kind_named(const std::string& name) {
+    for (uint8_t kind = 0; kind < format::kKindCount; ++kind)
+        if (name == format::kind_name(static_cast<format::MemoryKind>(kind)))
+            return static_cast<format::MemoryKind>(kind);
+    throw Malformed{"kind"};
+}
+
+RetainerMoment moment_named(const std::string& name) {
+    if (name == "out_of_memory")
+        return RetainerMoment::OutOfMemory;
+    if (name == "phase_end")
+        return RetainerMoment::PhaseEnd;
+    if (name == "on_demand")
+        return RetainerMoment::OnDemand;
+    throw Malformed{"moment"};
+}
+
+// [[site, bytes], ...] or, with `paths`, [[site, bytes, path], ...]; each site an index into the document's
+// sites.
+std::vector<SiteShare> shares(const json& object, const char* name, size_t sites, bool paths) {
+    std::vector<SiteShare> values;
+    for (const json& entry : member(object, name, json::value_t::array)) {
+        if (!entry.is_array() || entry.size() != (paths ? 3U : 2U) || !entry[0].is_number_unsigned() ||
+            !entry[1].is_number_unsigned() || entry[0].get<uint64_t>() >= sites ||
+            (paths && !entry[2].is_string()))
+            throw Malformed{name};
+        values.push_back(
+            {entry[0].get<size_t>(), entry[1].get<uint64_t>(), paths ? entry[2].get<std::string>() : ""});
+    }
+    return values;
+}
+
+RetainerSnapshot parse_snapshot(const std::string& document) {
+    const json root = json::parse(document, nullptr, false);
+    if (!root.is_object())
+        throw Malformed{"the document"};
+    RetainerSnapshot snapshot;
+    snapshot.moment = moment_named(text(root, "moment"));
+    if (snapshot.moment == RetainerMoment::OutOfMemory) {
+        const uint64_t device = count(root, "device");
+        if (device > INT16_MAX)
+            throw Malformed{"device"};
+        snapshot.device = static_cast<int>(device);
+    }
+    snapshot.seconds = number(root, "seconds");
+    snapshot.objects = count(root, "objects_searched");
+    snapshot.stopped = member(root, "stopped", json::value_t::boolean).get<bool>();
+    snapshot.problem = text(root, "problem");
+    for (const json& site : member(root, "sites", json::value_t::array)) {
+        const uint64_t stack_id = count(site, "stack_id");
+        if (stack_id > UINT32_MAX)
+            throw Malformed{"stack_id"};
+        snapshot.sites.push_back(
+            {static_cast<uint32_t>(stack_id), kind_named(text(site, "kind")), count(site, "bytes"), {}});
+    }
+    for (const json& holder : member(root, "holders", json::value_t::array)) {
+        Retainer retainer;
+        retainer.root = text(holder, "root");
+        retainer.kind = text(holder, "kind");
+        retainer.bytes = count(holder, "bytes");
+        retainer.tensors = count(holder, "tensors");
+        retainer.sites = shares(holder, "sites", snapshot.sites.size(), true);
+        retainer.path = text(holder, "path");
+        retainer.through = texts(holder, "through");
+        retainer.own = text(holder, "own");
+        retainer.advice = texts(holder, "advice");
+        snapshot.holders.push_back(std::move(retainer));
+    }
+    snapshot.unreached = shares(root, "unreached", snapshot.sites.size(), false);
+    return snapshot;
+}
+
+// The out-of-memory error a record at `time_ns` on `device` was taken at: the latest one of that
+// device before it that has no record yet (the process raised it once the record was written).
+std::optional<size_t> failure_of(const ProcessModel& model, uint64_t time_ns, int device) {
+    for (size_t i = model.failures.size(); i-- > 0;) {
+        const FailureSummary& failure = model.failures[i];
+        if (failure.time_ns <= time_ns && failure.out_of_memory() && failure.device == device &&
+            !failure.retainers)
+            return i;
+    }
+    return std::nullopt;
+}
+
+void tie_to_sites(ProcessModel& model) {
+    for (size_t snapshot_index = model.retainers.size(); snapshot_index-- > 0;) {
+        const RetainerSnapshot& snapshot = model.retainers[snapshot_index];
+        if (!snapshot.problem.empty())
+            continue;
+        // By leak site, what each holder held of it.
+        std::map<size_t, std::vector<HeldBy>> held;
+        for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
+            const std::vector<SiteShare>& shares = snapshot.holders[holder].sites;
+            for (size_t share = 0; share < shares.size(); ++share)
+                if (const std::optional<size_t> leak = snapshot.sites[shares[share].site].leak_site)
+                    held[*leak].push_back({snapshot_index, holder, share, shares[share].bytes});
+        }
+        for (auto& [leak, holders] : held) {
+            LeakSite& site = model.leak_sites[leak];
+            if (!site.held_by.empty() && site.held_by.front().snapshot != snapshot_index)
+                continue; // a later record named it
+            site.held_by.insert(site.held_by.end(), holders.begin(), holders.end());
+            std::stable_sort(site.held_by.begin(), site.held_by.end(),
+                             [](const HeldBy& a, const HeldBy& b) { return a.bytes > b.bytes; });
+        }
+    }
+}
+
+} // namespace
+
+void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
+    const std::map<uint32_t, std::string>& strings = trace.strings();
+    const auto string_of = [&](uint64_t id) -> const std::string* {
+        const auto found = id <= UINT32_MAX ? strings.find(static_cast<uint32_t>(id)) : strings.end();
+        return found == strings.end() ? nullptr : &found->second;
+    };
+    // The leak sites by their site (site_keys.h) and kind: what a record's stacks are matched with.
+    std::map<std::pair<uint64_t, format::MemoryKind>, size_t> leak_sites;
+    for (size_t i = 0; i < model.leak_sites.size(); ++i)
+        leak_sites.emplace(std::pair{site_keys.of(model.leak_sites[i].stack_id), model.leak_sites[i].kind},
+                           i);
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != format::EventType::Retainers)
+            continue;
+        const uint64_t time_ns = since_start(event.time_ns, model.header);
+        const std::string* label = string_of(event.address);
+        const std::string* document = string_of(event.size);
+        if (label == nullptr || document == nullptr) {
+            model.warnings.push_back(
+                fmt::format("a record of what held the memory at {:.2f} s lost its text in the trace",
+                            seconds_of(time_ns)));
+            continue;
+        }
+        try {
+            RetainerSnapshot snapshot = parse_snapshot(*document);
+            snapshot.time_ns = time_ns;
+            snapshot.label = *label;
+            for (RetainedSite& site : snapshot.sites) {
+                const auto found = leak_sites.find({site_keys.of(site.stack_id), site.kind});
+                if (found != leak_sites.end())
+                    site.leak_site = found->second;
+            }
+            if (snapshot.device)
+                snapshot.failure = failure_of(model, time_ns, *snapshot.device);
+            if (snapshot.failure)
+                model.failures[*snapshot.failure].retainers = model.retainers.size();
+            model.retainers.push_back(std::move(snapshot));
+        } catch (const Malformed& malformed) {
+            model.warnings.push_back(fmt::format("the record of what held the memory at {:.2f} s ({}) is not "
+                                                 "gpuleak.why()'s: its {} is missing or wrong",
+                                                 seconds_of(time_ns), *label, malformed.what));
+        }
+    }
+    tie_to_sites(model);
+}
+
+} // namespace gpuleak::analyzer

@@ -1,0 +1,17 @@
+// gpuleak.why() run inside the program at an out-of-memory error: the gpuleak Python package, called
+// through the interpreter's C API under the GIL, finds what keeps the device memory alive and records it
+// in the trace (gpuleak_retainers) before the error reaches the program.
+#pragma once
+
+namespace gpuleak {
+
+// Called by a sub-allocator (gpuleak_out_of_memory: the PyTorch adapter's out-of-memory observer) before
+// it raises the error, with none of its locks held. In a Python program whose interpreter runs and is not
+// finalizing, and unless GPULEAK_PYTHON=0, imports the package (as the program would, else from the
+// directory GPULEAK_PYTHON_PACKAGE names, which `gpuleak run` sets) and calls its out-of-memory hook, which
+// says whether GPULEAK_WHY asks for it. Whatever Python raises is cleared, and an exception the thread had
+// pending is put back. Takes the GIL: the caller must not hold a lock that a thread holding the GIL waits
+// for.
+void why_at_out_of_memory(int device);
+
+} // namespace gpuleak

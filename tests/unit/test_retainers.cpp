@@ -1,0 +1,222 @@
+// Records of what held the memory (format 12, gpuleak_retainers: gpuleak.why()'s answers in the trace): read
+// into the model, tied to the out-of-memory error they were taken at and to the sites they name, shown by
+// the renderers and used by the diagnosis; a record that is not gpuleak.why()'s is left out, with a warning.
+#include <catch2/catch.hpp>
+
+#include "diagnosis.h"
+#include "diagnosis_text.h"
+#include "in_memory_report.h"
+#include "process_model.h"
+#include "render_json.h"
+#include "render_text.h"
+#include "trace_builder.h"
+#include "trace_reader.h"
+
+namespace format = gpuleak::format;
+using gpuleak::analyzer::ProcessReport;
+using gpuleak::analyzer::ReportOptions;
+using gpuleak::analyzer::TraceReader;
+using gpuleak::test::TraceBuilder;
+using gpuleak::test::TraceLayout;
+
+namespace {
+
+constexpr uint64_t kBlock = 1024;
+
+// The losses' document: three blocks of stack 1 held by `losses` through their graphs, stack 2's block
+// reached by nothing.
+const char* const kLosses =
+    R"({"moment":"out_of_memory","device":0,"seconds":0.5,"objects_searched":1000,"stopped":false,"problem":"",)"
+    R"("sites":[{"stack_id":1,"kind":"block","bytes":3072},{"stack_id":2,"kind":"block","bytes":512}],)"
+    R"("holders":[{"root":"`losses`, a list with 3 items in __main__","kind":"global","bytes":3072,"tensors":3,)"
+    R"("sites":[[0,3072,"losses[2].grad_fn._saved_self"]],"path":"losses[2].grad_fn._saved_self",)"
+    R"("through":["autograd graph"],"own":"","advice":["keep `loss.item()` for a number"]}],)"
+    R"("unreached":[[1,512]]})";
+
+format::EventRecord retainers(uint64_t label, uint64_t document, uint64_t time_ns) {
+    format::EventRecord record{};
+    record.type = static_cast<uint16_t>(format::EventType::Retainers);
+    record.address = label;
+    record.size = document;
+    record.time_ns = time_ns;
+    record.device = -2;
+    return record;
+}
+
+// A PyTorch-like process: stack 1 holds three blocks, stack 2 one, and the allocator refused a block on
+// device 0 at 100 ns.
+TraceBuilder out_of_memory() {
+    TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
+    builder.add_stack(1, {0x401000});
+    builder.add_stack(2, {0x402000});
+    uint64_t slot = 0;
+    for (const auto& [stack, count] : {std::pair{1U, 3U}, std::pair{2U, 1U}})
+        for (uint32_t i = 0; i < count; ++i, ++slot) {
+            format::LiveSlot live{};
+            live.state = format::kSlotLive;
+            live.stack_id = stack;
+            live.address = 0x10000 + slot * kBlock;
+            live.size = stack == 1 ? kBlock : 512;
+            live.time_ns = 10 + slot;
+            live.kind = static_cast<uint8_t>(format::MemoryKind::Block);
+            live.sequence = slot;
+            builder.set_live(slot, live);
+        }
+    builder.header().accounting.live_bytes[0][static_cast<size_t>(format::MemoryKind::Block)] =
+        3 * kBlock + 512;
+    builder.header().accounting.peak_bytes[0][static_cast<size_t>(format::MemoryKind::Block)] =
+        3 * kBlock + 512;
+    format::EventRecord refused{};
+    refused.type = static_cast<uint16_t>(format::EventType::AllocFailed);
+    refused.kind = static_cast<uint8_t>(format::MemoryKind::Block);
+    refused.size = 2 * kBlock;
+    refused.address = 0; // free bytes
+    refused.result = format::kAllocatorRefused;
+    refused.time_ns = 100;
+    builder.add_notable(refused);
+    builder.add_string(1, "out of memory on device 0");
+    builder.add_string(2, kLosses);
+    builder.add_notable(retainers(1, 2, 150));
+    return builder;
+}
+
+std::vector<ProcessReport> reports_of(const TraceReader& trace) {
+    std::vector<ProcessReport> reports;
+    reports.push_back(gpuleak::test::report_of(trace));
+    return reports;
+}
+
+size_t site_of_stack(const gpuleak::analyzer::ProcessModel& model, uint32_t stack_id) {
+    for (size_t i = 0; i < model.leak_sites.size(); ++i)
+        if (model.leak_sites[i].stack_id == stack_id)
+            return i;
+    FAIL("no leak site of stack " << stack_id);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("a record taken at an out-of-memory error is tied to the error and to the sites it names") {
+    TraceBuilder builder = out_of_memory();
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const gpuleak::analyzer::ProcessModel& model = reports[0].model;
+    REQUIRE(model.retainers.size() == 1);
+    const gpuleak::analyzer::RetainerSnapshot& snapshot = model.retainers[0];
+    CHECK(snapshot.moment == gpuleak::analyzer::RetainerMoment::OutOfMemory);
+    CHECK(snapshot.label == "out of memory on device 0");
+    CHECK(snapshot.time_ns == 150);
+    CHECK(snapshot.device == 0);
+    CHECK(snapshot.failure == 0);
+    REQUIRE(model.failures.size() == 1);
+    CHECK(model.failures[0].retainers == 0);
+    REQUIRE(snapshot.holders.size() == 1);
+    CHECK(snapshot.holders[0].through == std::vector<std::string>{"autograd graph"});
+    const size_t held = site_of_stack(model, 1);
+    const size_t reached_by_none = site_of_stack(model, 2);
+    REQUIRE(model.leak_sites[held].held_by.size() == 1);
+    CHECK(model.leak_sites[held].held_by[0].bytes == 3072);
+    CHECK(model.leak_sites[reached_by_none].held_by.empty());
+    CHECK(model.warnings.empty());
+
+    const ReportOptions options;
+    const std::string text = gpuleak::analyzer::render_text(reports, options);
+    CHECK_THAT(text,
+               Catch::Contains("      what held it, as gpuleak.why() found it before the error reached the "
+                               "program (0.5 s):\n"
+                               "        3.0 KiB made at "));
+    CHECK_THAT(text, Catch::Contains(": held by `losses`, a list with 3 items in __main__\n"
+                                     "          through losses[2].grad_fn._saved_self\n"
+                                     "          keep `loss.item()` for a number\n"));
+    CHECK_THAT(text, Catch::Contains(": not reached from the program's objects\n"));
+    // Beside the site, with when it was found.
+    CHECK_THAT(text, Catch::Contains(
+                         "        per gpuleak.why() at 0.00 s (out of memory on device 0): 3.0 KiB held by "
+                         "`losses`, a list\n"
+                         "        with 3 items in __main__\n"
+                         "          through losses[2].grad_fn._saved_self\n"));
+
+    const nlohmann::json process = gpuleak::analyzer::render_json(reports, options)["processes"][0];
+    CHECK(process["failures"][0]["retainers"] == 0);
+    const nlohmann::json& record = process["retainers"][0];
+    CHECK(record["moment"] == "out_of_memory");
+    CHECK(record["label"] == "out of memory on device 0");
+    CHECK(record["failure"] == 0);
+    CHECK(record["holders"][0]["root"] == "`losses`, a list with 3 items in __main__");
+    CHECK(record["holders"][0]["sites"][0]["leak"] == held);
+    CHECK(record["holders"][0]["sites"][0]["path"] == "losses[2].grad_fn._saved_self");
+    CHECK(record["unreached"][0]["bytes"] == 512);
+    CHECK(process["leaks"][held]["held_by"][0]["root"] == "`losses`, a list with 3 items in __main__");
+    CHECK(process["leaks"][held]["stack_id"] == 1);
+    CHECK(process["leaks"][reached_by_none]["held_by"].empty());
+}
+
+TEST_CASE("the diagnosis of a leak names what held it") {
+    TraceBuilder builder = out_of_memory();
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ProcessModel& model = reports[0].model;
+    // As if its blocks had been made through the program's work.
+    const size_t held = site_of_stack(model, 1);
+    model.leak_sites[held].growing = true;
+    model.growth_sites = {held};
+    const gpuleak::analyzer::Diagnosis diagnosis = gpuleak::analyzer::diagnose(model);
+    REQUIRE(diagnosis.kind == gpuleak::analyzer::DiagnosisKind::Leak);
+    CHECK_THAT(gpuleak::analyzer::diagnosis_text(model, diagnosis, *reports[0].stacks),
+               Catch::Contains("That is a real leak: all of it was held by `losses`, a list with 3 items in "
+                               "__main__, per gpuleak.why() at 0.00 s (out of memory on device 0): keep "
+                               "`loss.item()` for a number. Emptying"));
+}
+
+TEST_CASE("the latest record that names a site says what holds it") {
+    TraceBuilder builder = out_of_memory();
+    std::string later = kLosses;
+    later.replace(later.find("out_of_memory"), 13, "phase_end");
+    later.replace(later.find("`losses`, a list with 3 items"), 29, "`cache`, a dict with 3 items");
+    builder.add_string(3, "end of epoch 2");
+    builder.add_string(4, later);
+    builder.add_notable(retainers(3, 4, 200));
+    // Latest of all, but naming none of the sites: what held them before still stands.
+    builder.add_string(5, "gpuleak.why()");
+    builder.add_string(6, R"({"moment":"on_demand","seconds":0,"objects_searched":0,"stopped":false,)"
+                          R"("problem":"","sites":[],"holders":[],"unreached":[]})");
+    builder.add_notable(retainers(5, 6, 300));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    REQUIRE(model.retainers.size() == 3);
+    CHECK(model.retainers[1].moment == gpuleak::analyzer::RetainerMoment::PhaseEnd);
+    CHECK_FALSE(model.retainers[1].failure);
+    CHECK(model.retainers[2].moment == gpuleak::analyzer::RetainerMoment::OnDemand);
+    const gpuleak::analyzer::LeakSite& site = model.leak_sites[site_of_stack(model, 1)];
+    REQUIRE(site.held_by.size() == 1);
+    CHECK(site.held_by[0].snapshot == 1);
+    CHECK(model.retainers[1].holders[site.held_by[0].holder].root ==
+          "`cache`, a dict with 3 items in __main__");
+    // The error's record is still the error's.
+    CHECK(model.failures[0].retainers == 0);
+}
+
+TEST_CASE("a record that is not gpuleak.why()'s is left out, with a warning") {
+    const std::string document =
+        GENERATE(as<std::string>{}, "not json", R"({"moment":"later"})",
+                 // A holder's site past the document's sites.
+                 std::string(kLosses).replace(std::string(kLosses).find("[[0,3072"), 3, "[[7"),
+                 // A kind no trace has.
+                 std::string(kLosses).replace(std::string(kLosses).find("\"block\""), 7, "\"tensor\""));
+    TraceBuilder builder = out_of_memory();
+    builder.add_string(3, "gpuleak.why()");
+    builder.add_string(4, document);
+    builder.add_notable(retainers(3, 4, 200));
+    // Its strings lost.
+    builder.add_notable(retainers(3, 99, 250));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    // The good record is still read.
+    REQUIRE(model.retainers.size() == 1);
+    CHECK(model.retainers[0].label == "out of memory on device 0");
+    REQUIRE(model.warnings.size() == 2);
+    CHECK_THAT(model.warnings[0],
+               Catch::StartsWith("the record of what held the memory at 0.00 s (gpuleak.why()) "
+                                 "is not gpuleak.why()'s: its "));
+    CHECK(model.warnings[1] == "a record of what held the memory at 0.00 s lost its text in the trace");
+}
