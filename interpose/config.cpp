@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unistd.h>
 
+#include "gpuleak/gpuleak.h"
 #include "printable.h"
 
 namespace gpuleak {
@@ -101,7 +102,47 @@ Config read_config() {
     config.quiet = flag_setting("GPULEAK_QUIET", false);
     config.python_stacks = flag_setting("GPULEAK_PYTHON", true);
     config.all_processes = flag_setting("GPULEAK_ALL_PROCESSES", true);
+    config.why_moments = why_moments_setting(std::getenv("GPULEAK_WHY"));
     return config;
+}
+
+uint32_t why_moments_setting(const char* value) {
+    constexpr uint32_t kDefault = GPULEAK_WHY_OUT_OF_MEMORY;
+    if (value == nullptr || value[0] == '\0')
+        return kDefault;
+    const auto is = [](std::string_view word, const char* name) {
+        return word.size() == std::strlen(name) && strncasecmp(word.data(), name, word.size()) == 0;
+    };
+    uint32_t moments = 0;
+    bool none = false;
+    const std::string_view text(value);
+    for (size_t start = 0; start <= text.size();) {
+        size_t end = text.find(',', start);
+        if (end == std::string_view::npos)
+            end = text.size();
+        std::string_view word = text.substr(start, end - start);
+        while (!word.empty() && word.front() == ' ')
+            word.remove_prefix(1);
+        while (!word.empty() && word.back() == ' ')
+            word.remove_suffix(1);
+        if (is(word, "oom"))
+            moments |= GPULEAK_WHY_OUT_OF_MEMORY;
+        else if (is(word, "phase"))
+            moments |= GPULEAK_WHY_PHASE_END;
+        else if (is(word, "none") || is(word, "off") || is(word, "0"))
+            none = true;
+        else {
+            warn("GPULEAK_WHY=%s: expected a comma-separated list of oom and phase, or none; using oom",
+                 value);
+            return kDefault;
+        }
+        start = end + 1;
+    }
+    if (none && moments != 0) {
+        warn("GPULEAK_WHY=%s: none with other moments; using oom", value);
+        return kDefault;
+    }
+    return moments;
 }
 
 const char* rank_from_environment() {

@@ -17,6 +17,9 @@ struct Config {
     // GPULEAK_ALL_PROCESSES: Python programs and the forked children of recorded processes are recorded
     // from their start for host memory, also when they never use CUDA.
     bool all_processes;
+    // GPULEAK_WHY: the moments (GPULEAK_WHY_* bits of gpuleak.h) at which what holds the device memory is
+    // found and recorded, besides each call of gpuleak.why().
+    uint32_t why_moments;
 };
 
 inline constexpr uint64_t kDefaultMaxMb = 256;
@@ -34,6 +37,10 @@ Config read_config();
 
 // One line on stderr, prefixed "gpuleak: ". Never allocates; safe in any thread.
 void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// GPULEAK_WHY's value as GPULEAK_WHY_* bits: a comma-separated list of "oom" and "phase", or "none" (also
+// "off" or "0"), in any case; unset or empty: "oom". A malformed value gets one warning and the default.
+uint32_t why_moments_setting(const char* value);
 
 // RANK, else LOCAL_RANK, when it is a number of at most kMaxRankDigits digits; nullptr otherwise.
 const char* rank_from_environment();

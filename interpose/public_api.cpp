@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "recorder.h"
+#include "saved_tensor_hooks.h"
 
 extern "C" {
 
@@ -39,6 +40,14 @@ __attribute__((visibility("default"))) void gpuleak_name_source(const char* file
 
 __attribute__((visibility("default"))) void gpuleak_retainers(const char* label, const char* document) {
     gpuleak::record_retainers(label, document);
+}
+
+__attribute__((visibility("default"))) int gpuleak_saved_tensor_hooks(void) {
+    return static_cast<int>(gpuleak::saved_tensor_hooks());
+}
+
+__attribute__((visibility("default"))) int gpuleak_why_moments(void) {
+    return static_cast<int>(gpuleak::why_moments());
 }
 
 __attribute__((visibility("default"))) void gpuleak_out_of_memory(int device) {

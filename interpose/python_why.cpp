@@ -22,6 +22,7 @@ struct PythonCalls {
     void (*error_clear)();
     PyObject* (*dict_new)();
     int (*dict_set_item)(PyObject*, const char*, PyObject*);
+    void (*dict_clear)(PyObject*);
     PyObject* (*builtins)();
     PyObject* (*run_string)(const char*, int, PyObject*, PyObject*, void*);
     PyObject* (*decode_file_name)(const char*);
@@ -41,7 +42,8 @@ bool look_up_all(PythonCalls& calls) {
            look_up(calls.gil_release, "PyGILState_Release") && look_up(calls.error_fetch, "PyErr_Fetch") &&
            look_up(calls.error_restore, "PyErr_Restore") && look_up(calls.error_clear, "PyErr_Clear") &&
            look_up(calls.dict_new, "PyDict_New") && look_up(calls.dict_set_item, "PyDict_SetItemString") &&
-           look_up(calls.builtins, "PyEval_GetBuiltins") && look_up(calls.run_string, "PyRun_StringFlags") &&
+           look_up(calls.dict_clear, "PyDict_Clear") && look_up(calls.builtins, "PyEval_GetBuiltins") &&
+           look_up(calls.run_string, "PyRun_StringFlags") &&
            look_up(calls.decode_file_name, "PyUnicode_DecodeFSDefault") &&
            look_up(calls.from_long, "PyLong_FromLong") && look_up(calls.decref, "Py_DecRef");
 }
@@ -60,8 +62,8 @@ def _gpuleak_at_out_of_memory(package, device):
             if not package:
                 if tell:
                     sys.stderr.write(
-                        "gpuleak: the gpuleak Python package is not installed (pip install it, or start the "
-                        "program with gpuleak run): what held the memory at out-of-memory errors is not recorded\n"
+                        "gpuleak: the program cannot import the gpuleak Python package and GPULEAK_PYTHON_PACKAGE "
+                        "names none: what held the memory at out-of-memory errors is not recorded\n"
                     )
                 return
             import importlib.util
@@ -85,6 +87,11 @@ def _gpuleak_at_out_of_memory(package, device):
 
 try:
     _gpuleak_at_out_of_memory(package, device)
+except KeyboardInterrupt:
+    # Ctrl-C while it searched: the program gets it, as soon as this returns.
+    import _thread
+
+    _thread.interrupt_main()
 except Exception as error:
     import sys
 
@@ -95,20 +102,28 @@ except Exception as error:
         )
 )";
 
-void set_item(const PythonCalls& calls, PyObject* namespace_, const char* name, PyObject* value) {
+// False, with no exception left set, when `value` could not be made or set.
+bool set_item(const PythonCalls& calls, PyObject* namespace_, const char* name, PyObject* value) {
     if (value == nullptr) {
         calls.error_clear();
-        return;
+        return false;
     }
-    calls.dict_set_item(namespace_, name, value);
+    const bool set = calls.dict_set_item(namespace_, name, value) == 0;
     calls.decref(value);
+    if (!set)
+        calls.error_clear();
+    return set;
 }
 
 } // namespace
 
 void why_at_out_of_memory(int device) {
-    // Never during finalization: PyGILState_Ensure would end the calling thread there.
-    if (python_runtime(true) == nullptr || !python_initialized() || python_finalizing())
+    // Never during finalization: PyGILState_Ensure would end the calling thread there. Only in a thread
+    // that has run Python (the program's threads, PyTorch's autograd threads): a thread of C++ code alone
+    // may be one that a thread holding the GIL waits for, and would wait for the GIL in turn.
+    const PythonRuntime* python = python_runtime(true);
+    if (python == nullptr || !python_initialized() || python_finalizing() ||
+        python->this_thread_state() == nullptr)
         return;
     static PythonCalls calls{};
     static const bool found = look_up_all(calls);
@@ -118,17 +133,24 @@ void why_at_out_of_memory(int device) {
     PyObject* pending[3] = {nullptr, nullptr, nullptr};
     calls.error_fetch(&pending[0], &pending[1], &pending[2]);
     if (PyObject* namespace_ = calls.dict_new()) {
-        if (PyObject* builtins = calls.builtins())
-            calls.dict_set_item(namespace_, "__builtins__", builtins);
+        PyObject* builtins = calls.builtins();
         const char* package = std::getenv("GPULEAK_PYTHON_PACKAGE");
-        set_item(calls, namespace_, "package", calls.decode_file_name(package != nullptr ? package : ""));
-        set_item(calls, namespace_, "device", calls.from_long(device));
         // What went wrong is said once: a program that catches its out-of-memory errors may meet many.
         static std::atomic<bool> first{true};
-        set_item(calls, namespace_, "tell", calls.from_long(first.exchange(false) ? 1 : 0));
-        if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
-            calls.decref(result);
+        const bool ready =
+            builtins != nullptr && calls.dict_set_item(namespace_, "__builtins__", builtins) == 0 &&
+            set_item(calls, namespace_, "package",
+                     calls.decode_file_name(package != nullptr ? package : "")) &&
+            set_item(calls, namespace_, "device", calls.from_long(device)) &&
+            set_item(calls, namespace_, "tell", calls.from_long(first.exchange(false) ? 1 : 0));
+        if (ready) {
+            if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
+                calls.decref(result);
+        }
         calls.error_clear();
+        // The function the code defined and the namespace refer to each other: broken here, not left to
+        // the cyclic collector.
+        calls.dict_clear(namespace_);
         calls.decref(namespace_);
     }
     calls.error_clear();

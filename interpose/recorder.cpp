@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "gpuleak/gpuleak.h"
 #include "host_memory.h"
 #include "live_table.h"
 #include "module_map.h"
@@ -820,8 +821,7 @@ void record_source_name(const char* file, const char* name, const char* text) {
 }
 
 void record_retainers(const char* label, const char* document) {
-    // Limits of gpuleak.h: a marker's label, and a document gpuleak.why() keeps to its largest holders, so
-    // that a record at every phase's end of a long run fits the strings region of a default trace.
+    // Limits of gpuleak.h: a marker's label, and a document gpuleak.why() keeps to its largest holders.
     constexpr size_t kMaxLabelBytes = 1023;
     constexpr size_t kMaxDocumentBytes = 16383;
     ErrnoGuard errno_guard;
@@ -830,18 +830,30 @@ void record_retainers(const char* label, const char* document) {
     const RecordingScope recording(EventSort::Note);
     if (!recording.entered() || !ensure_active())
         return;
+    // The strings region's second half is left to markers and notebook cells: records taken at every phase's
+    // end of a long run stop there, counted among the strings dropped.
+    format::FileHeader& header = *g_writer.header();
+    const size_t document_bytes = strnlen(document, kMaxDocumentBytes);
+    if (__atomic_load_n(&header.strings_used, __ATOMIC_RELAXED) + document_bytes > header.strings.size / 2) {
+        __atomic_fetch_add(&header.strings_dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
     EventRecord event{};
     event.address = g_writer.add_string(label, strnlen(label, kMaxLabelBytes));
-    event.size = g_writer.add_string(document, strnlen(document, kMaxDocumentBytes));
+    event.size = g_writer.add_string(document, document_bytes);
     if (event.address == 0 || event.size == 0)
         return;
     event.stream = __atomic_load_n(g_writer.sequence_counter(), __ATOMIC_RELAXED);
     append_public_note(event, EventType::Retainers);
 }
 
+uint32_t why_moments() {
+    return has_trace(g_state.load(std::memory_order_acquire)) ? g_config.why_moments : 0;
+}
+
 void note_out_of_memory(int device) {
     // GPULEAK_PYTHON=0 leaves the interpreter alone; a process without a trace has nowhere to record.
-    if (g_config.python_stacks && has_trace(g_state.load(std::memory_order_acquire)))
+    if (g_config.python_stacks && (why_moments() & GPULEAK_WHY_OUT_OF_MEMORY) != 0)
         why_at_out_of_memory(device);
 }
 

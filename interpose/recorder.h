@@ -75,6 +75,9 @@ void record_source_name(const char* file, const char* name, const char* text);
 // and the document in the strings region and a Retainers record in the notable array.
 void record_retainers(const char* label, const char* document);
 
+// GPULEAK_WHY's moments (GPULEAK_WHY_* bits) in a process that records; 0 before it records.
+uint32_t why_moments();
+
 // A sub-allocator is about to raise an out-of-memory error on `device` (gpuleak_out_of_memory): what held
 // the memory is looked for and recorded (python_why.h) where the process records and reads Python.
 void note_out_of_memory(int device);

@@ -43,6 +43,34 @@ readonly requirements=(
     packaging==26.4
     pluggy==1.7.0
     pygments==2.21.0
+    # A notebook with PyTorch in gpuleak's kernel (tests/torch/test_notebook.py): the ipykernel, IPython
+    # and jupyter_client that scripts/setup.sh pins for tests/jupyter, and what they import.
+    ipykernel==7.4.0
+    ipython==9.18.1
+    jupyter_client==8.10.0
+    asttokens==3.0.2
+    comm==0.2.3
+    debugpy==1.8.22
+    executing==2.3.0
+    ipython_pygments_lexers==1.1.1
+    jedi==0.20.1
+    jupyter_core==5.9.1
+    matplotlib-inline==0.2.2
+    nest-asyncio2==1.7.4
+    parso==0.8.7
+    pexpect==4.9.0
+    platformdirs==4.14.9
+    prompt_toolkit==3.0.53
+    psutil==7.2.2
+    ptyprocess==0.7.0
+    pure_eval==0.2.4
+    python-dateutil==4.0.0
+    pyzmq==27.3.0
+    stack-data==0.6.3
+    tornado==6.6.1
+    traitlets==5.16.1
+    tzdata==2026.6
+    wcwidth==0.9.4
 )
 
 find_python() {

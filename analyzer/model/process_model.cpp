@@ -419,7 +419,6 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
 // of them where it has none of its own.
 std::vector<FailureSummary> collect_failures(const TraceReader& trace, const TraceHeader& header) {
     std::vector<FailureSummary> failures;
-    std::vector<uint32_t> threads; // of each failure
     for (const Event& event : trace.notable_events().events) {
         if (event.type != EventType::AllocFailed)
             continue;
@@ -432,6 +431,7 @@ std::vector<FailureSummary> collect_failures(const TraceReader& trace, const Tra
         failure.kind = event.kind;
         failure.time_ns = since_start(event.time_ns, header);
         failure.stack_id = event.stack_id;
+        failure.thread_id = event.thread_id;
         if (event.kind == MemoryKind::Block) {
             failure.allocator_refused = true;
             failure.failed_cuda_allocations = event.stream;
@@ -440,7 +440,7 @@ std::vector<FailureSummary> collect_failures(const TraceReader& trace, const Tra
             uint64_t to_take = event.stream;
             for (size_t i = failures.size(); i-- > 0 && to_take > 0;) {
                 const FailureSummary& earlier = failures[i];
-                if (threads[i] != event.thread_id)
+                if (earlier.thread_id != event.thread_id)
                     continue;
                 if (earlier.device != event.device || earlier.allocator_refused)
                     break;
@@ -450,12 +450,10 @@ std::vector<FailureSummary> collect_failures(const TraceReader& trace, const Tra
                         failure.free_bytes = earlier.free_bytes;
                 }
                 failures.erase(failures.begin() + static_cast<std::ptrdiff_t>(i));
-                threads.erase(threads.begin() + static_cast<std::ptrdiff_t>(i));
                 --to_take;
             }
         }
         failures.push_back(failure);
-        threads.push_back(event.thread_id);
     }
     return failures;
 }

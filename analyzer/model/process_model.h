@@ -91,7 +91,7 @@ struct LeakSite {
     double bytes_per_marker_interval = 0; // when there are markers
     std::vector<LiveBlock> blocks;        // its live allocations with a slot of their own, by address
     // What held it, most first, per the latest record of what held the memory (gpuleak.why()) that names
-    // the site; empty without one.
+    // the site; empty without one, or where that record found nothing holding it.
     std::vector<HeldBy> held_by;
 };
 
@@ -115,6 +115,7 @@ struct FailureSummary {
     format::MemoryKind kind = format::MemoryKind::None;
     uint64_t time_ns = 0;
     uint32_t stack_id = 0;
+    uint32_t thread_id = 0;
     // Reserved bytes on that device when it failed, and the largest live sites then; absent when the
     // event ring no longer reaches back to that moment.
     std::optional<uint64_t> reserved_then;
@@ -228,6 +229,9 @@ struct RetainerSnapshot {
     uint64_t objects = 0;          // searched
     bool stopped = false;          // the time limit ended the search
     std::string problem;           // why there is no answer; empty when there is one
+    // The tensors autograd saved were read: not at a moment the program did not ask about where it had set
+    // saved-tensor hooks, which reading them would have run.
+    bool saved_tensors_read = true;
     std::vector<RetainedSite> sites;
     std::vector<Retainer> holders;    // most bytes first
     std::vector<SiteShare> unreached; // what no chain reached, most first

@@ -100,6 +100,7 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
     snapshot.objects = count(root, "objects_searched");
     snapshot.stopped = member(root, "stopped", json::value_t::boolean).get<bool>();
     snapshot.problem = text(root, "problem");
+    snapshot.saved_tensors_read = member(root, "saved_tensors_read", json::value_t::boolean).get<bool>();
     for (const json& site : member(root, "sites", json::value_t::array)) {
         const uint64_t stack_id = count(site, "stack_id");
         if (stack_id > UINT32_MAX)
@@ -124,37 +125,45 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
     return snapshot;
 }
 
-// The out-of-memory error a record at `time_ns` on `device` was taken at: the latest one of that
-// device before it that has no record yet (the process raised it once the record was written).
-std::optional<size_t> failure_of(const ProcessModel& model, uint64_t time_ns, int device) {
+// The out-of-memory error a record at `time_ns` by `thread` on `device` was taken at: the latest one of
+// that thread and device before it that has no record yet (the thread that failed searched before it
+// raised the error).
+std::optional<size_t> failure_of(const ProcessModel& model, uint64_t time_ns, uint32_t thread, int device) {
     for (size_t i = model.failures.size(); i-- > 0;) {
         const FailureSummary& failure = model.failures[i];
-        if (failure.time_ns <= time_ns && failure.out_of_memory() && failure.device == device &&
-            !failure.retainers)
+        if (failure.time_ns <= time_ns && failure.out_of_memory() && failure.thread_id == thread &&
+            failure.device == device && !failure.retainers)
             return i;
     }
     return std::nullopt;
 }
 
+// Each leak site's holders in the latest record that searched for it (none where that record found
+// nothing holding it).
 void tie_to_sites(ProcessModel& model) {
+    std::vector<bool> told(model.leak_sites.size(), false);
     for (size_t snapshot_index = model.retainers.size(); snapshot_index-- > 0;) {
         const RetainerSnapshot& snapshot = model.retainers[snapshot_index];
         if (!snapshot.problem.empty())
             continue;
-        // By leak site, what each holder held of it.
-        std::map<size_t, std::vector<HeldBy>> held;
+        std::vector<bool> named(model.leak_sites.size(), false);
+        for (const RetainedSite& site : snapshot.sites)
+            if (site.leak_site && !told[*site.leak_site])
+                named[*site.leak_site] = true;
         for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
             const std::vector<SiteShare>& shares = snapshot.holders[holder].sites;
             for (size_t share = 0; share < shares.size(); ++share)
-                if (const std::optional<size_t> leak = snapshot.sites[shares[share].site].leak_site)
-                    held[*leak].push_back({snapshot_index, holder, share, shares[share].bytes});
+                if (const std::optional<size_t> leak = snapshot.sites[shares[share].site].leak_site;
+                    leak && named[*leak])
+                    model.leak_sites[*leak].held_by.push_back(
+                        {snapshot_index, holder, share, shares[share].bytes});
         }
-        for (auto& [leak, holders] : held) {
-            LeakSite& site = model.leak_sites[leak];
-            if (!site.held_by.empty() && site.held_by.front().snapshot != snapshot_index)
-                continue; // a later record named it
-            site.held_by.insert(site.held_by.end(), holders.begin(), holders.end());
-            std::stable_sort(site.held_by.begin(), site.held_by.end(),
+        for (size_t leak = 0; leak < named.size(); ++leak) {
+            if (!named[leak])
+                continue;
+            told[leak] = true;
+            std::vector<HeldBy>& held_by = model.leak_sites[leak].held_by;
+            std::stable_sort(held_by.begin(), held_by.end(),
                              [](const HeldBy& a, const HeldBy& b) { return a.bytes > b.bytes; });
         }
     }
@@ -195,7 +204,7 @@ void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessM
                     site.leak_site = found->second;
             }
             if (snapshot.device)
-                snapshot.failure = failure_of(model, time_ns, *snapshot.device);
+                snapshot.failure = failure_of(model, time_ns, event.thread_id, *snapshot.device);
             if (snapshot.failure)
                 model.failures[*snapshot.failure].retainers = model.retainers.size();
             model.retainers.push_back(std::move(snapshot));

@@ -90,9 +90,8 @@ std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
     const Retainer& holder = snapshot.holders[by.holder];
     const std::string advice =
         holder.advice.empty() ? std::string() : ": " + printable(holder.advice.front());
-    const std::string share = by.bytes == top.bytes ? std::string("all of it") : bytes(by.bytes) + " of it";
-    return fmt::format("That is a real leak: {} was held by {}, {}{}.", share, retainer_name(holder),
-                       retainers_when(snapshot), advice);
+    return fmt::format("That is a real leak: {} of it was held by {}, {}{}.", bytes(by.bytes),
+                       retainer_name(holder), retainers_when(snapshot), advice);
 }
 
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {

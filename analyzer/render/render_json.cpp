@@ -65,7 +65,13 @@ json moment_json(RetainerMoment moment) {
     return "on_demand";
 }
 
-json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks) {
+// An index into an array the JSON has cut to `shown` entries (--top, --min-bytes): null past them.
+json shown_index(const std::optional<size_t>& index, size_t shown) {
+    return index && *index < shown ? json(*index) : json();
+}
+
+// `leaks` and `failures`: how many entries of each the JSON has.
+json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_t leaks, size_t failures) {
     const auto shares_json = [&](const std::vector<SiteShare>& shares) {
         json sites = json::array();
         for (const SiteShare& share : shares) {
@@ -73,7 +79,7 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks) {
             sites.push_back({{"bytes", share.bytes},
                              {"kind", format::kind_name(site.kind)},
                              {"where", stacks.describe(site.stack_id)},
-                             {"leak", site.leak_site ? json(*site.leak_site) : json()}});
+                             {"leak", shown_index(site.leak_site, leaks)}});
             if (!share.path.empty())
                 sites.back()["path"] = share.path;
         }
@@ -94,11 +100,12 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks) {
             {"label", snapshot.label},
             {"moment", moment_json(snapshot.moment)},
             {"device", snapshot.device ? json(*snapshot.device) : json()},
-            {"failure", snapshot.failure ? json(*snapshot.failure) : json()},
+            {"failure", shown_index(snapshot.failure, failures)},
             {"seconds", snapshot.seconds},
             {"objects_searched", snapshot.objects},
             {"stopped", snapshot.stopped},
             {"problem", snapshot.problem.empty() ? json() : json(snapshot.problem)},
+            {"saved_tensors_read", snapshot.saved_tensors_read},
             {"holders", std::move(holders)},
             {"unreached", shares_json(snapshot.unreached)}};
 }
@@ -297,7 +304,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"rss_bytes", optional_json(point.rss)}});
     json retainers = json::array();
     for (const RetainerSnapshot& snapshot : model.retainers)
-        retainers.push_back(retainers_json(snapshot, *report.stacks));
+        retainers.push_back(retainers_json(snapshot, *report.stacks, leaks.size(), failures.size()));
     json markers = json::array();
     for (const Marker& marker : model.markers)
         markers.push_back({{"t_s", seconds_of(marker.time_ns)}, {"label", marker.label}});

@@ -469,6 +469,11 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
             out += fmt::format("      what held it, as gpuleak.why() found it before the error reached the "
                                "program ({:.1f} s):\n",
                                snapshot.seconds);
+            if (!snapshot.saved_tensors_read)
+                out +=
+                    wrapped("(the tensors autograd saved were not looked into: the program set saved-tensor "
+                            "hooks, which reading them would have run)",
+                            "        ");
             append_retainers(out, snapshot, *report.stacks, "        ");
         }
     }

@@ -60,6 +60,18 @@ void gpuleak_name_source(const char* file, const char* name, const char* text);
  * lock that a thread holding the GIL waits for. Not from a signal handler. */
 void gpuleak_out_of_memory(int device);
 
+/* The moments GPULEAK_WHY asks for, besides each call of gpuleak.why(): GPULEAK_WHY_* bits. */
+#define GPULEAK_WHY_OUT_OF_MEMORY 1
+#define GPULEAK_WHY_PHASE_END 2
+int gpuleak_why_moments(void);
+
+/* Whether PyTorch's saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks: torch.utils.checkpoint,
+ * save_on_cpu) were ever set in this process, which gpuleak sees by standing in for the libtorch_cpu.so
+ * functions that set them: 0 never, 1 they were (reading a tensor autograd saved runs the program's hook),
+ * -1 unknown (this PyTorch lacks those functions, or is not loaded). gpuleak.why() reads saved tensors at
+ * an out-of-memory error or a phase's end only at 0. */
+int gpuleak_saved_tensor_hooks(void);
+
 /* Records what keeps the device memory alive at this moment, as gpuleak.why() found it: `label` says when
  * ("out of memory on device 0", "end of epoch 3"), `document` is the JSON that gpuleak.why() writes
  * (README, "Python package"). The report shows it at the failure it was taken at and beside the sites it

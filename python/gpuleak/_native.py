@@ -51,56 +51,52 @@ def _resolve():
 _mark, _active, _trace_path, _name_source = _resolve()
 
 
-def _resolve_retainers():
+def _resolve_later_functions():
+    """gpuleak_retainers, gpuleak_why_moments and gpuleak_saved_tensor_hooks, which a library older than the
+    package lacks (None each)."""
     if _mark is None:
-        return None
+        return None, None, None
+    image = ctypes.PyDLL(None)
     try:
-        function = ctypes.PyDLL(None).gpuleak_retainers
-    except (OSError, AttributeError):  # a library older than the package
-        return None
-    function.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    function.restype = None
-    return function
+        functions = image.gpuleak_retainers, image.gpuleak_why_moments, image.gpuleak_saved_tensor_hooks
+    except AttributeError:
+        return None, None, None
+    functions[0].argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    functions[0].restype = None
+    for function in functions[1:]:
+        function.argtypes = []
+        function.restype = ctypes.c_int
+    return functions
 
 
-_retainers = _resolve_retainers()
+_retainers, _why_moments, _saved_tensor_hooks = _resolve_later_functions()
 # The C side reads a document of what held the memory up to this many bytes.
 MAX_RETAINERS_BYTES = 16383
-
-# GPULEAK_WHY: the moments, besides each call of gpuleak.why(), at which what keeps the device memory
-# alive is found and recorded in the trace.
-WHY_MOMENTS = ("oom", "phase")
-DEFAULT_WHY_MOMENTS = frozenset({"oom"})
-_why_moments: Optional[frozenset] = None
+# gpuleak.h's GPULEAK_WHY_* bits, by the names GPULEAK_WHY gives them.
+_WHY_MOMENTS = {"oom": 1, "phase": 2}
 
 
 def why_moments() -> frozenset:
-    """The moments GPULEAK_WHY names: a comma-separated list of ``oom`` (before an out-of-memory error reaches
-    the program) and ``phase`` (at the end of each ``gpuleak.phase``), or ``none``; unset: ``oom``. A value
-    that is none of these is said once on stderr, and the default taken."""
-    global _why_moments
+    """The moments GPULEAK_WHY asks for, as the library read it: ``oom`` (before an out-of-memory error
+    reaches the program) and ``phase`` (at the end of each ``gpuleak.phase``); empty without the library."""
     if _why_moments is None:
-        value = os.environ.get("GPULEAK_WHY")
-        words = [word.strip() for word in (value or "").split(",") if word.strip()]
-        if value is None:
-            _why_moments = DEFAULT_WHY_MOMENTS
-        elif words == ["none"]:
-            _why_moments = frozenset()
-        elif words and all(word in WHY_MOMENTS for word in words):
-            _why_moments = frozenset(words)
-        else:
-            sys.stderr.write(
-                "gpuleak: GPULEAK_WHY=%s: expected a comma-separated list of %s, or none; using %s\n"
-                % (value, ", ".join(WHY_MOMENTS), ",".join(sorted(DEFAULT_WHY_MOMENTS)))
-            )
-            _why_moments = DEFAULT_WHY_MOMENTS
-    return _why_moments
+        return frozenset()
+    bits = _why_moments()
+    return frozenset(name for name, bit in _WHY_MOMENTS.items() if bits & bit)
 
 
-def retainers(label, document: str) -> bool:
-    """Records what keeps the device memory alive (gpuleak_retainers): `document` is gpuleak.why()'s JSON.
-    False when it could not: no library, one without the function, or a document over the C side's limit."""
-    data = document.encode("utf-8")
+def saved_tensor_hooks_never_set() -> bool:
+    """True where the library saw that PyTorch's saved-tensor hooks were never set in this process (so that
+    reading a tensor autograd saved runs none of the program's code); False where they were, or it cannot
+    tell."""
+    return _saved_tensor_hooks is not None and _saved_tensor_hooks() == 0
+
+
+def retainers(label, document: bytes) -> bool:
+    """Records what keeps the device memory alive (gpuleak_retainers): `document` is gpuleak.why()'s JSON, as
+    UTF-8. False when it could not: no library, one without the function, or a document over the C side's
+    limit."""
+    data = document
     if _retainers is None or len(data) > MAX_RETAINERS_BYTES:
         return False
     _retainers(encode_label(label), data)
@@ -190,9 +186,12 @@ class phase(ContextDecorator):
             end = "end of " + label if exc_type is None else "end of %s (raised %s)" % (label, exc_type.__name__)
             _mark(encode_label(end))
             if "phase" in why_moments():
-                from . import _why  # here: it imports this module
+                try:
+                    from . import _why  # here: it imports this module
 
-                _why.at_phase_end(end)
+                    _why.at_phase_end(end)
+                except Exception:  # the block's own outcome is what leaves it, whatever the search met
+                    pass
         return False
 
     def __repr__(self) -> str:

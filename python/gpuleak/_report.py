@@ -58,7 +58,7 @@ def _environment_without_preload():
     return environment
 
 
-def _run_report(arguments) -> Tuple[Optional[str], str]:
+def _run_report(arguments, timeout_s: float = REPORT_TIMEOUT_S) -> Tuple[Optional[str], str]:
     """(what gpuleak-report printed, "") or (None, why there is nothing)."""
     report, why = find_report()
     if report is None:
@@ -70,7 +70,7 @@ def _run_report(arguments) -> Tuple[Optional[str], str]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_environment_without_preload(),
-            timeout=REPORT_TIMEOUT_S,
+            timeout=timeout_s,
         )
     except (OSError, subprocess.SubprocessError) as error:
         return None, "%s could not be run: %s" % (report, error)
@@ -84,9 +84,9 @@ def _run_report(arguments) -> Tuple[Optional[str], str]:
     return completed.stdout.decode("utf-8", "replace"), ""
 
 
-def run_report(trace: str, options=()) -> Tuple[Optional[dict], str]:
+def run_report(trace: str, options=(), timeout_s: float = REPORT_TIMEOUT_S) -> Tuple[Optional[dict], str]:
     """(parsed JSON document, "") or (None, why there is none); `options`: more of gpuleak-report's."""
-    text, why = _run_report(["--format", "json", *options, trace])
+    text, why = _run_report(["--format", "json", *options, trace], timeout_s)
     if text is None:
         return None, why
     try:

@@ -16,7 +16,8 @@ with ``repr`` only when it is a str, a number or None; tensor subclasses' ``__to
 switched off while it reads them. What it cannot avoid: reading a running function's locals
 (``frame.f_locals``) leaves CPython 3.10-3.12's snapshot of them on the frame until they are read again or
 the function returns, and reading a tensor an autograd node saved runs the saved-tensor hooks the program
-registered (``torch.autograd.graph.saved_tensors_hooks``). It keeps no object once it returns (the result
+registered (``torch.autograd.graph.saved_tensors_hooks``), which is why a search the program did not ask
+for (at an out-of-memory error, at a phase's end) reads them only where the program never set any. It keeps no object once it returns (the result
 holds only text and numbers), runs where it is called, under the GIL, with the cyclic garbage collector
 paused, and stops after a time limit, saying what it did not search.
 """
@@ -97,6 +98,9 @@ class Why:
     seconds: float = 0.0
     stopped: bool = False  # the time limit ended the search
     problem: Optional[str] = None  # why there is no answer
+    # The tensors autograd's nodes saved were read; not at a moment the program did not ask about where
+    # it set saved-tensor hooks, which reading them would run.
+    saved_tensors_read: bool = True
 
     @property
     def text(self) -> str:
@@ -125,36 +129,56 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
     return result
 
 
-# Whether a search runs in this process: one met again (an out-of-memory error inside a phase's end, a
-# second thread's error meanwhile) is not started twice.
-_searching = threading.Lock()
+# A search the program did not ask for (at an out-of-memory error, at a phase's end) runs once at a time:
+# one met meanwhile, in another thread, is left out; one met in the thread that searches (an error raised
+# inside a search) too.
+_implicit = threading.Lock()
+_thread_state = threading.local()
+# What a search the program did not ask for waits for gpuleak-report, at most.
+IMPLICIT_REPORT_TIMEOUT_S = 30
 
 
 def at_out_of_memory(device: int) -> None:
     """Called by libgpuleak.so before an out-of-memory error on `device` reaches the program (the PyTorch
-    adapter's observer), under the GIL: records what held the memory then, where GPULEAK_WHY asks for it."""
-    if "oom" in _native.why_moments() and _searching.acquire(blocking=False):
-        try:
-            record(_find(DEFAULT_TIME_LIMIT_S), "out of memory on device %d" % device, "out_of_memory", device)
-        finally:
-            _searching.release()
+    adapter's observer), under the GIL, where GPULEAK_WHY asks for it: records what held the memory then."""
+    _implicitly(lambda result: record(result, "out of memory on device %d" % device, "out_of_memory", device))
 
 
 def at_phase_end(label: str) -> None:
     """Called as a ``gpuleak.phase`` ends, with GPULEAK_WHY=phase: records what holds the memory then."""
-    if _searching.acquire(blocking=False):
-        try:
-            record(_find(DEFAULT_TIME_LIMIT_S), label, "phase_end")
-        finally:
-            _searching.release()
+    _implicitly(lambda result: record(result, label, "phase_end"))
 
 
-def _find(time_limit_s: float) -> Why:
+def _implicitly(then) -> None:
+    if getattr(_thread_state, "searching", False) or not _implicit.acquire(blocking=False):
+        return
+    try:
+        then(_find(DEFAULT_TIME_LIMIT_S, implicit=True))
+    finally:
+        _implicit.release()
+
+
+def _find(time_limit_s: float, implicit: bool = False) -> Why:
+    """The answer; `implicit`: for a moment the program did not ask about (gpuleak-report gets
+    IMPLICIT_REPORT_TIMEOUT_S, and the tensors autograd saved are not unpacked where unpacking could run
+    the program's code)."""
+    _thread_state.searching = True
+    try:
+        return _search(time_limit_s, implicit)
+    finally:
+        _thread_state.searching = False
+
+
+def _search(time_limit_s: float, implicit: bool) -> Why:
     result = Why(pid=os.getpid(), trace=_native.trace_path())
     if result.trace is None:
         result.problem = "not recording: libgpuleak.so is not loaded in this process"
         return result
-    document, problem = _report.run_report(result.trace, ["--live-blocks", "--top", str(SITES * 2)])
+    document, problem = _report.run_report(
+        result.trace,
+        ["--live-blocks", "--top", str(SITES * 2)],
+        IMPLICIT_REPORT_TIMEOUT_S if implicit else _report.REPORT_TIMEOUT_S,
+    )
     process = _report.process_entry(document, result.pid, result.trace)
     if process is None:
         result.problem = problem or "the report has no entry for this process"
@@ -181,11 +205,12 @@ def _find(time_limit_s: float) -> Why:
         )
     if not result.sites:
         return result
+    result.saved_tensors_read = not implicit or _native.saved_tensor_hooks_never_set()
     started = time.monotonic()
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with _without_torch_function():
+        with _without_torch_function(), _without_dispatch_modes():
             _Search(blocks, result, started + time_limit_s).run()
     except Exception as error:  # the program asked a question: it goes on, whatever the answer
         result.problem = "the search failed: %s: %s" % (type(error).__name__, error)
@@ -200,6 +225,14 @@ def _without_torch_function():
     """Tensor subclasses' ``__torch_function__`` off, where PyTorch can (2.0 and later)."""
     torch = sys.modules.get("torch")
     disable = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
+    return disable() if disable is not None else contextlib.nullcontext()
+
+
+def _without_dispatch_modes():
+    """The program's TorchDispatchModes off (a search at an out-of-memory error may run inside one), where
+    PyTorch has the switch."""
+    dispatch = sys.modules.get("torch.utils._python_dispatch")
+    disable = getattr(dispatch, "_disable_current_modes", None)
     return disable() if disable is not None else contextlib.nullcontext()
 
 
@@ -322,6 +355,16 @@ class _Search:
                     "traceback",
                     "sys." + name,
                 )
+        # IPython's traceback printer keeps the last traceback it showed, whatever becomes of sys's.
+        traceback = _ipython_traceback()
+        if traceback is not None:
+            self.root(
+                traceback,
+                "IPython's copy of the last exception's traceback (get_ipython().InteractiveTB.tb), which keeps "
+                "the locals of every frame it went through",
+                "traceback",
+                "get_ipython().InteractiveTB.tb",
+            )
 
     def module_roots(self) -> None:
         for module_name, module in list(sys.modules.items()):
@@ -507,7 +550,8 @@ class _Search:
         # A custom Function's node is its context, a Python object: what the program set on it.
         yield from ((child, "") for child in gc.get_referents(node))
         for name in object.__dir__(node):
-            if not (name.startswith("_saved_") or name in ("variable", "saved_tensors")):
+            saved = name.startswith("_saved_") or name == "saved_tensors"
+            if not (saved and self.result.saved_tensors_read or name == "variable"):
                 continue
             try:
                 saved = getattr(node, name)
@@ -716,6 +760,21 @@ def _describe(value) -> str:
     return {"Tensor": "a tensor", "Parameter": "a parameter"}.get(kind.__name__) or _article(kind.__name__)
 
 
+def _ipython_traceback():
+    """The traceback IPython's shell keeps in its traceback printer (``InteractiveTB.tb``), or None; read
+    from the objects' own dicts, so that no property runs."""
+    getipython = sys.modules.get("IPython.core.getipython")
+    try:
+        shell = getipython.get_ipython() if getipython is not None else None
+        if shell is None:
+            return None
+        printer = object.__getattribute__(shell, "__dict__").get("InteractiveTB")
+        traceback = object.__getattribute__(printer, "__dict__").get("tb") if printer is not None else None
+    except (AttributeError, TypeError):
+        return None
+    return traceback if issubclass(type(traceback), types.TracebackType) else None
+
+
 def _thread_name(thread_id: int) -> str:
     if thread_id == threading.main_thread().ident:
         return ""
@@ -732,8 +791,9 @@ _ADVICE = {
     "`loss.item()` for a number, or `.detach()` for a tensor",
     "view": "a slice or view keeps its whole base tensor's storage: keep `x[...].clone()` instead",
     "traceback": "the traceback keeps its frames' locals: "
-    "`sys.last_traceback = sys.last_value = sys.last_exc = None` drops them (and, in IPython, `%xdel` "
-    "the names or `%reset -f out` the outputs that hold them)",
+    "`sys.last_traceback = sys.last_value = sys.last_exc = None` drops them; in IPython also "
+    "`get_ipython().InteractiveTB.tb = None`, which drops its copy (and `%xdel` the names or `%reset -f out` the "
+    "outputs that hold them)",
     "closure": "a function defined in a loop or a callback keeps what it closes over",
 }
 
@@ -831,11 +891,15 @@ def _text(result: Why) -> str:
 
 # The record in the trace.
 
-# A chain longer than this is cut in the record (the text above shows it whole).
-_PATH_CHARACTERS = 1000
+# A chain, a root's words or a problem longer than this is cut in the record (the text above shows it whole).
+_RECORD_CHARACTERS = 1000
 
 
-def document(result: Why, moment: str, device: Optional[int] = None) -> str:
+def _cut(text: str) -> str:
+    return text[:_RECORD_CHARACTERS]
+
+
+def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
     """The JSON of `result` that the trace records (gpuleak_retainers) and gpuleak-report reads: the sites by
     the stack and kind the report showed them with, each holder's words, the sites it held with their bytes
     and the chain to its largest storage there.
@@ -843,15 +907,15 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> str:
     keeps (``_native.MAX_RETAINERS_BYTES``) are left out, the smallest first."""
     holders = [
         {
-            "root": holder.root,
+            "root": _cut(holder.root),
             "kind": holder.kind,
             "bytes": holder.bytes,
             "tensors": holder.tensors,
             "sites": [
-                [site, size, holder.site_paths.get(site, "")[:_PATH_CHARACTERS]]
+                [site, size, _cut(holder.site_paths.get(site, ""))]
                 for site, size in sorted(holder.site_bytes.items(), key=lambda item: -item[1])
             ],
-            "path": holder.path[:_PATH_CHARACTERS],
+            "path": _cut(holder.path),
             "through": holder.through,
             "own": _own_text(holder),
             "advice": _advice(holder),
@@ -863,7 +927,8 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> str:
         "seconds": round(result.seconds, 3),
         "objects_searched": result.objects_searched,
         "stopped": result.stopped,
-        "problem": result.problem or "",
+        "problem": _cut(result.problem or ""),
+        "saved_tensors_read": result.saved_tensors_read,
         "sites": [{"stack_id": site.stack_id, "kind": site.kind, "bytes": site.bytes} for site in result.sites],
         "holders": holders,
         "unreached": result.unreached,
@@ -871,9 +936,11 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> str:
     if device is not None:
         body["device"] = device
     while True:
-        text = json.dumps(body, separators=(",", ":"))
-        if len(text.encode("utf-8")) <= _native.MAX_RETAINERS_BYTES or not holders:
-            return text
+        # What UTF-8 cannot hold (a file name's undecodable bytes, as surrogates) becomes "?": the report
+        # reads the document as UTF-8.
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+        if len(data) <= _native.MAX_RETAINERS_BYTES or not holders:
+            return data
         holders.pop()
 
 

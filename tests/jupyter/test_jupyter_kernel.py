@@ -24,6 +24,7 @@ jupyter_client = pytest.importorskip(
     "jupyter_client", reason="jupyter_client is not installed for this interpreter (scripts/setup.sh pins it)"
 )
 pytest.importorskip("ipykernel", reason="ipykernel is not installed for this interpreter (scripts/setup.sh pins it)")
+from run_cells import add_output  # noqa: E402 - it imports jupyter_client
 
 KERNEL = "gpuleak-test"
 TIMEOUT = 60
@@ -166,17 +167,9 @@ class Kernel:
     def run(self, code):
         """The text of the cell's stream and result outputs; fails on an error."""
         texts = []
-
-        def output(message):
-            content = message["content"]
-            if message["msg_type"] == "stream":
-                texts.append(content["text"])
-            elif message["msg_type"] in ("execute_result", "display_data"):
-                texts.append(content["data"].get("text/plain", ""))
-            elif message["msg_type"] == "error":
-                texts.append("\n".join(content["traceback"]))
-
-        reply = self.client.execute_interactive(code, output_hook=output, timeout=TIMEOUT)
+        reply = self.client.execute_interactive(
+            code, output_hook=lambda message: add_output(texts, message), timeout=TIMEOUT
+        )
         text = "".join(texts)
         assert reply["content"]["status"] == "ok", text
         return text

@@ -152,6 +152,7 @@ def test_an_out_of_memory_error_records_what_held_the_memory(tmp_path, adapter_c
     record = process["retainers"][failure["retainers"]]
     assert record["moment"] == "out_of_memory" and record["label"] == "out of memory on device 0"
     assert record["t_s"] >= failure["t_s"] and record["problem"] is None and not record["stopped"]
+    assert record["saved_tensors_read"] is True
     outputs = record["holders"][0]
     assert outputs["root"].startswith("`outputs`, a list with ") and outputs["root"].endswith(" items in __main__")
     # Each batch's input, hidden activations and output: nearly the whole device.
@@ -166,6 +167,24 @@ def test_an_out_of_memory_error_records_what_held_the_memory(tmp_path, adapter_c
     assert ": held by " + outputs["root"] in " ".join(failures.split())
     diagnosis = " ".join(text.split("\n\n", 2)[1].split())
     assert "was held by " + outputs["root"] + ", per gpuleak.why() at " in diagnosis, diagnosis
+
+
+def test_saved_tensors_behind_the_programs_hooks_are_not_read_at_an_out_of_memory_error(tmp_path, adapter_cache):  # noqa: F811
+    completed = run_script(
+        tmp_path, OUT_OF_MEMORY, adapter_cache, traced=True, capacity=256 * MiB, arguments=["--hooks"]
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    # Reading them would have run the program's unpack hook: checkpointing recomputes, offloading copies.
+    assert completed.stdout == "unpacked 0 saved tensors\n"
+    with open(tmp_path / "run" / "report.json") as report:
+        (process,) = json.load(report)["processes"]
+    (record,) = process["retainers"]
+    assert record["moment"] == "out_of_memory" and record["saved_tensors_read"] is False
+    # The outputs themselves are still found, and said to be held by the list.
+    assert record["holders"][0]["root"].startswith("`outputs`, a list with ")
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = " ".join(report.read().split())
+    assert "the tensors autograd saved were not looked into: the program set saved-tensor hooks" in text
 
 
 def test_out_of_memory_errors_left_out_by_gpuleak_why_record_nothing(tmp_path, adapter_cache):  # noqa: F811

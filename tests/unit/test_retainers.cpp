@@ -3,6 +3,8 @@
 // the renderers and used by the diagnosis; a record that is not gpuleak.why()'s is left out, with a warning.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include "diagnosis.h"
 #include "diagnosis_text.h"
 #include "in_memory_report.h"
@@ -27,6 +29,7 @@ constexpr uint64_t kBlock = 1024;
 // reached by nothing.
 const char* const kLosses =
     R"({"moment":"out_of_memory","device":0,"seconds":0.5,"objects_searched":1000,"stopped":false,"problem":"",)"
+    R"("saved_tensors_read":true,)"
     R"("sites":[{"stack_id":1,"kind":"block","bytes":3072},{"stack_id":2,"kind":"block","bytes":512}],)"
     R"("holders":[{"root":"`losses`, a list with 3 items in __main__","kind":"global","bytes":3072,"tensors":3,)"
     R"("sites":[[0,3072,"losses[2].grad_fn._saved_self"]],"path":"losses[2].grad_fn._saved_self",)"
@@ -44,8 +47,8 @@ format::EventRecord retainers(uint64_t label, uint64_t document, uint64_t time_n
 }
 
 // A PyTorch-like process: stack 1 holds three blocks, stack 2 one, and the allocator refused a block on
-// device 0 at 100 ns.
-TraceBuilder out_of_memory() {
+// device 0 at 100 ns; `document` recorded at 150 ns.
+TraceBuilder out_of_memory(const std::string& document = kLosses) {
     TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
     builder.add_stack(1, {0x401000});
     builder.add_stack(2, {0x402000});
@@ -75,7 +78,7 @@ TraceBuilder out_of_memory() {
     refused.time_ns = 100;
     builder.add_notable(refused);
     builder.add_string(1, "out of memory on device 0");
-    builder.add_string(2, kLosses);
+    builder.add_string(2, document);
     builder.add_notable(retainers(1, 2, 150));
     return builder;
 }
@@ -162,10 +165,11 @@ TEST_CASE("the diagnosis of a leak names what held it") {
     model.growth_sites = {held};
     const gpuleak::analyzer::Diagnosis diagnosis = gpuleak::analyzer::diagnose(model);
     REQUIRE(diagnosis.kind == gpuleak::analyzer::DiagnosisKind::Leak);
-    CHECK_THAT(gpuleak::analyzer::diagnosis_text(model, diagnosis, *reports[0].stacks),
-               Catch::Contains("That is a real leak: all of it was held by `losses`, a list with 3 items in "
-                               "__main__, per gpuleak.why() at 0.00 s (out of memory on device 0): keep "
-                               "`loss.item()` for a number. Emptying"));
+    CHECK_THAT(
+        gpuleak::analyzer::diagnosis_text(model, diagnosis, *reports[0].stacks),
+        Catch::Contains("That is a real leak: 3.0 KiB of it was held by `losses`, a list with 3 items in "
+                        "__main__, per gpuleak.why() at 0.00 s (out of memory on device 0): keep "
+                        "`loss.item()` for a number. Emptying"));
 }
 
 TEST_CASE("the latest record that names a site says what holds it") {
@@ -178,8 +182,9 @@ TEST_CASE("the latest record that names a site says what holds it") {
     builder.add_notable(retainers(3, 4, 200));
     // Latest of all, but naming none of the sites: what held them before still stands.
     builder.add_string(5, "gpuleak.why()");
-    builder.add_string(6, R"({"moment":"on_demand","seconds":0,"objects_searched":0,"stopped":false,)"
-                          R"("problem":"","sites":[],"holders":[],"unreached":[]})");
+    builder.add_string(6,
+                       R"({"moment":"on_demand","seconds":0,"objects_searched":0,"stopped":false,)"
+                       R"("problem":"","saved_tensors_read":true,"sites":[],"holders":[],"unreached":[]})");
     builder.add_notable(retainers(5, 6, 300));
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
     const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
@@ -219,4 +224,62 @@ TEST_CASE("a record that is not gpuleak.why()'s is left out, with a warning") {
                Catch::StartsWith("the record of what held the memory at 0.00 s (gpuleak.why()) "
                                  "is not gpuleak.why()'s: its "));
     CHECK(model.warnings[1] == "a record of what held the memory at 0.00 s lost its text in the trace");
+}
+
+TEST_CASE("a later record that searched for a site and found nothing holding it clears its holders") {
+    TraceBuilder builder = out_of_memory();
+    // Stack 1's blocks searched for again, at the end of a phase, and reached by nothing.
+    builder.add_string(3, "end of epoch 2");
+    builder.add_string(
+        4, R"({"moment":"phase_end","seconds":1,"objects_searched":10,"stopped":false,"problem":"",)"
+           R"("saved_tensors_read":true,"sites":[{"stack_id":1,"kind":"block","bytes":3072}],)"
+           R"("holders":[],"unreached":[[0,3072]]})");
+    builder.add_notable(retainers(3, 4, 200));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    REQUIRE(model.retainers.size() == 2);
+    CHECK(model.leak_sites[site_of_stack(model, 1)].held_by.empty());
+}
+
+TEST_CASE("an out-of-memory record is the error's of its own thread") {
+    TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
+    format::EventRecord refused{};
+    refused.type = static_cast<uint16_t>(format::EventType::AllocFailed);
+    refused.kind = static_cast<uint8_t>(format::MemoryKind::Block);
+    refused.result = format::kAllocatorRefused;
+    refused.device = 0;
+    refused.time_ns = 100;
+    refused.thread_id = 7;
+    builder.add_notable(refused);
+    refused.time_ns = 110;
+    refused.thread_id = 8;
+    builder.add_notable(refused);
+    builder.add_string(1, "out of memory on device 0");
+    builder.add_string(2, kLosses);
+    // Thread 7 searched while thread 8's error came and went.
+    format::EventRecord record = retainers(1, 2, 150);
+    record.thread_id = 7;
+    builder.add_notable(record);
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    REQUIRE(model.failures.size() == 2);
+    CHECK(model.failures[0].retainers == 0);
+    CHECK_FALSE(model.failures[1].retainers);
+}
+
+TEST_CASE("a record that did not read what autograd saved says so under its error") {
+    std::string document = kLosses;
+    document.replace(document.find("\"saved_tensors_read\":true"), 25, "\"saved_tensors_read\":false");
+    TraceBuilder builder = out_of_memory(document);
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    REQUIRE(reports[0].model.retainers.size() == 1);
+    CHECK_FALSE(reports[0].model.retainers[0].saved_tensors_read);
+    // Wrapped as the text wraps it: compared word by word.
+    std::istringstream words(gpuleak::analyzer::render_text(reports, ReportOptions{}));
+    std::string text;
+    for (std::string word; words >> word;)
+        text += word + " ";
+    CHECK_THAT(text, Catch::Contains("(the tensors autograd saved were not looked into: the program set "
+                                     "saved-tensor hooks, which reading them would have run)"));
 }
