@@ -100,7 +100,9 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
     snapshot.objects = count(root, "objects_searched");
     snapshot.stopped = member(root, "stopped", json::value_t::boolean).get<bool>();
     snapshot.problem = text(root, "problem");
-    snapshot.saved_tensors_read = member(root, "saved_tensors_read", json::value_t::boolean).get<bool>();
+    // Absent from the documents of packages that read them always.
+    if (root.contains("saved_tensors_read"))
+        snapshot.saved_tensors_read = member(root, "saved_tensors_read", json::value_t::boolean).get<bool>();
     for (const json& site : member(root, "sites", json::value_t::array)) {
         const uint64_t stack_id = count(site, "stack_id");
         if (stack_id > UINT32_MAX)

@@ -191,7 +191,7 @@ std::string sites_of(const RetainerSnapshot& snapshot, const std::vector<SiteSha
 void append_chain(std::string& out, const Retainer& holder, const std::string& path,
                   const std::string& indent) {
     if (!path.empty())
-        out += wrapped("through " + printable(path), indent);
+        out += indent + "through " + printable(path) + "\n"; // one expression: never broken, however long
     for (const std::string& advice : holder.advice)
         out += wrapped(printable(advice), indent);
 }

@@ -4,14 +4,19 @@ interpreter that has jupyter_client: tests/torch/test_notebook.py runs it with t
 (scripts/setup-torch.sh), whose kernel it starts. test_jupyter_kernel.py takes `add_output` from here.
 
     python run_cells.py KERNEL_NAME < cells.json      (a JSON list of the cells' sources)
+
+A cell whose source starts with KILLS is one that kills its kernel: it is sent, and its line says "died"
+once the kernel is gone; the cells after it run in the kernel Jupyter starts next, as after a restart.
 """
 
 import json
 import sys
+import time
 
 import jupyter_client
 
 TIMEOUT = 120
+KILLS = "# kills its kernel"
 
 
 def add_output(texts, message):
@@ -35,6 +40,18 @@ def main():
     try:
         client.wait_for_ready(timeout=TIMEOUT)
         for code in cells:
+            if code.startswith(KILLS):
+                client.execute(code)
+                deadline = time.monotonic() + TIMEOUT
+                while manager.is_alive() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                print(json.dumps({"status": "alive" if manager.is_alive() else "died", "text": ""}), flush=True)
+                client.stop_channels()
+                manager.restart_kernel(now=True)
+                client = manager.client()
+                client.start_channels()
+                client.wait_for_ready(timeout=TIMEOUT)
+                continue
             texts = []
             reply = client.execute_interactive(
                 code, output_hook=lambda message: add_output(texts, message), timeout=TIMEOUT

@@ -1,17 +1,20 @@
 """A notebook with real PyTorch in the "Python 3 (gpuleak)" kernel (`gpuleak kernel install --python` of the
 PyTorch environment, which scripts/setup-torch.sh gives ipykernel): a cell's exception keeps the
 activations of the function it went through alive in IPython's last traceback, `%gpuleak why` names that
-traceback with how to drop it, and dropping it as it says gives the memory back.
+traceback with how to drop it, and dropping it as it says gives the memory back; a notebook that keeps
+slices of large tensors, runs out of memory and is killed is told, after its death, a leak held by its
+list through the slices' bases.
 
 Environment: that of test_workloads.py.
 """
 
+import glob
 import json
 import os
 import subprocess
 
 import pytest
-from test_torch_adapter import CUDA_LIB_DIR, SIMDEVICE_DIR, TORCH_PYTHON, adapter_cache  # noqa: F401 - a fixture
+from test_torch_adapter import CUDA_LIB_DIR, SIMDEVICE_DIR, TORCH_PYTHON, MiB, adapter_cache  # noqa: F401 - a fixture
 from test_workloads import HERE, LAUNCHER
 from test_workloads import pytestmark as workload_marks
 from torch_environment import simulated_device_environment
@@ -40,7 +43,9 @@ def evaluate():
 """
 
 
-def test_a_cells_exception_keeps_activations_until_its_traceback_is_dropped(tmp_path, adapter_cache):  # noqa: F811
+def install_and_run(tmp_path, adapter_cache, cells):
+    """Installs the kernelspec for the PyTorch environment and runs `cells` in its kernel: what each
+    printed, and the environment (Jupyter's and gpuleak's directories under tmp_path)."""
     environment = dict(os.environ)
     environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, 1 << 30))
     environment.update(
@@ -54,6 +59,15 @@ def test_a_cells_exception_keeps_activations_until_its_traceback_is_dropped(tmp_
         env=environment, capture_output=True, text=True, timeout=60,
     )
     assert installed.returncode == 0, installed.stderr
+    completed = subprocess.run(
+        [TORCH_PYTHON, RUN_CELLS, KERNEL], input=json.dumps(cells), env=environment, capture_output=True,
+        text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return [json.loads(line) for line in completed.stdout.splitlines()], environment
+
+
+def test_a_cells_exception_keeps_activations_until_its_traceback_is_dropped(tmp_path, adapter_cache):  # noqa: F811
     cells = [
         MODEL,  # cell [1]
         "evaluate()",  # cell [2]: raises
@@ -64,12 +78,7 @@ def test_a_cells_exception_keeps_activations_until_its_traceback_is_dropped(tmp_
         "gc.collect()\nprint(torch.cuda.memory_allocated())",
         "%gpuleak why",
     ]
-    completed = subprocess.run(
-        [TORCH_PYTHON, RUN_CELLS, KERNEL], input=json.dumps(cells), env=environment, capture_output=True,
-        text=True, timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    outputs = [json.loads(line) for line in completed.stdout.splitlines()]
+    outputs, _ = install_and_run(tmp_path, adapter_cache, cells)
     assert [output["status"] for output in outputs] == ["ok", "error", "ok", "ok", "ok", "ok"], outputs
     assert "a bad batch" in outputs[1]["text"]
     held, why, released, after = (
@@ -86,3 +95,39 @@ def test_a_cells_exception_keeps_activations_until_its_traceback_is_dropped(tmp_
     assert "`sys.last_traceback = sys.last_value = sys.last_exc = None` drops them" in why
     assert "in IPython also `get_ipython().InteractiveTB.tb = None`" in why
     assert "last exception's traceback" not in after, after
+
+
+def test_a_notebook_that_keeps_slices_runs_out_of_memory_and_dies_is_told_a_leak_held_by_its_list(
+    tmp_path, adapter_cache  # noqa: F811
+):
+    cells = [
+        "import torch\nkept = []",  # cell [1]
+        # Each slice keeps its whole 16 MiB tensor: 800 MiB of the 1 GiB device.
+        'for step in range(50):\n    x = torch.randn(2048, 2048, device="cuda")\n    kept.append(x[:1])',
+        "%gpuleak",
+        'big = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")',  # out of memory
+        "# kills its kernel, as the OOM killer would\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+        "print('restarted')",
+    ]
+    outputs, environment = install_and_run(tmp_path, adapter_cache, cells)
+    assert [output["status"] for output in outputs] == ["ok", "ok", "ok", "error", "died", "ok"], outputs
+    # The memory once, at the line that made the tensors, not again for the segments made for them.
+    live = outputs[2]["text"]
+    assert live.count("800.0 MiB in 50 allocations") == 1, live
+    assert '800.0 MiB in 50 allocations: cell [2], line 2 (`x = torch.randn(2048, 2048, device="cuda")`)' in live
+    # The next kernel's first cell shows the death, and the verdict.
+    shown = outputs[5]["text"]
+    assert "gpuleak: the previous kernel of this notebook died." in shown and "diagnosis: leak:" in shown, shown
+    (dead,) = glob.glob(os.path.join(environment["XDG_STATE_HOME"], "gpuleak", "kernels", "*", "gpuleak-*", "kernel-death.txt"))
+    with open(os.path.join(os.path.dirname(dead), "report.json")) as report:
+        (process,) = json.load(report)["processes"]
+    assert process["diagnosis"]["kind"] == "leak"
+    assert process["growth"][0]["kind"] == "block"
+    (failure,) = process["failures"]
+    record = process["retainers"][failure["retainers"]]
+    kept = record["holders"][0]
+    assert kept["root"] == "`kept`, a list with 50 items in __main__"
+    assert kept["bytes"] >= 49 * 16 * MiB and "view" in kept["through"]
+    assert any("`x[...].clone()`" in advice for advice in kept["advice"])
+    diagnosis = " ".join(process["diagnosis"]["text"].split())
+    assert "was held by `kept`, a list with 50 items in __main__, per gpuleak.why() at " in diagnosis, diagnosis
