@@ -654,6 +654,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     exactness.untracked = model.header.counters.live_untracked;
     exactness.live_capacity = model.header.live_capacity;
     exactness.stacks_dropped = model.header.counters.stacks_dropped;
+    exactness.strings_dropped = model.header.counters.strings_dropped;
     exactness.notable_dropped = trace.notable_events().dropped;
     exactness.reentry_dropped = model.header.counters.reentry_dropped;
     exactness.reentry_dropped_notes = model.header.counters.reentry_dropped_notes;

@@ -160,6 +160,9 @@ struct Exactness {
     uint64_t stacks_dropped = 0;
     // Failures, markers, forks and notebook cells the trace had no room for.
     uint64_t notable_dropped = 0;
+    // Marker labels, notebook cells' sources and records of what held the memory whose text did not fit
+    // in the trace's strings (those records also stop at half of it).
+    uint64_t strings_dropped = 0;
     // Events the C API was asked for from a signal handler that interrupted gpuleak on its thread: dropped.
     // Allocations, frees and failures, which the totals and the sites may be off by; then markers, source
     // names and forks, which only the markers and names are short of.

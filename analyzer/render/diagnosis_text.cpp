@@ -175,6 +175,12 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
             fmt::format("The last {} failures, markers, forks and notebook cells did not fit in the "
                         "trace: what they would say is missing. A larger GPULEAK_MAX_MB keeps them.",
                         exactness.notable_dropped));
+    if (exactness.strings_dropped > 0)
+        notes.push_back(
+            fmt::format("The text of {} marker labels, notebook cells or records of what held the "
+                        "memory (gpuleak.why()) did not fit in the trace: they are missing. A larger "
+                        "GPULEAK_MAX_MB keeps them.",
+                        exactness.strings_dropped));
     return notes;
 }
 

@@ -344,6 +344,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"unattributed_bytes", model.exactness.unattributed().bytes},
                         {"live_capacity", model.exactness.live_capacity},
                         {"stacks_dropped", model.exactness.stacks_dropped},
+                        {"strings_dropped", model.exactness.strings_dropped},
                         {"notable_dropped", model.exactness.notable_dropped},
                         {"reentry_dropped", model.exactness.reentry_dropped},
                         {"reentry_dropped_notes", model.exactness.reentry_dropped_notes},

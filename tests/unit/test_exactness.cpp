@@ -121,15 +121,19 @@ TEST_CASE("call stacks and notable records the trace had no room for are said be
     TraceBuilder builder = spilled_program({1});
     builder.header().stacks_dropped = 2;
     builder.header().notable_count = builder.header().notable_capacity + 3;
+    builder.header().strings_dropped = 4;
     const ProcessModel model = model_of(builder);
     CHECK(model.exactness.stacks_dropped == 2);
     CHECK(model.exactness.notable_dropped == 3);
+    CHECK(model.exactness.strings_dropped == 4);
     CHECK_FALSE(model.exactness.lost());
     const std::vector<std::string> notes = exactness_notes(model);
-    REQUIRE(notes.size() == 3);
+    REQUIRE(notes.size() == 4);
     CHECK(notes[0].starts_with("1 block (512 B) live at the end found no slot of their own"));
     CHECK(notes[1].starts_with("2 call stacks did not fit in the trace"));
     CHECK(notes[2].starts_with("The last 3 failures, markers, forks and notebook cells did not fit"));
+    CHECK(notes[3].starts_with(
+        "The text of 4 marker labels, notebook cells or records of what held the memory"));
 }
 
 TEST_CASE("events dropped because a signal handler recorded inside gpuleak leave no verdict, and say why") {
