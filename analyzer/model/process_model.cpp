@@ -244,9 +244,9 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     for (const Event& event : trace.notable_events().events) {
         if (event.type != EventType::Marker)
             continue;
-        auto label = trace.strings().find(static_cast<uint32_t>(event.address));
-        markers.push_back({since_start(event.time_ns, trace.header()),
-                           label != trace.strings().end() ? label->second : std::string("?")});
+        const std::string* label = trace.string(event.address);
+        markers.push_back(
+            {since_start(event.time_ns, trace.header()), label != nullptr ? *label : std::string("?")});
     }
     std::stable_sort(markers.begin(), markers.end(),
                      [](const Marker& a, const Marker& b) { return a.time_ns < b.time_ns; });
@@ -669,6 +669,18 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
                         "(the live set and totals are still exact)",
                         model.events_overwritten, model.events));
     return model;
+}
+
+const char* retainer_moment_name(RetainerMoment moment) {
+    switch (moment) {
+    case RetainerMoment::OutOfMemory:
+        return "out_of_memory";
+    case RetainerMoment::PhaseEnd:
+        return "phase_end";
+    case RetainerMoment::OnDemand:
+        break;
+    }
+    return "on_demand";
 }
 
 std::string cuda_error_meaning(int32_t error) {

@@ -219,6 +219,10 @@ struct Retainer {
 
 enum class RetainerMoment { OutOfMemory, PhaseEnd, OnDemand };
 
+// The moment as gpuleak.why()'s document and the report's JSON name it: "out_of_memory", "phase_end",
+// "on_demand".
+const char* retainer_moment_name(RetainerMoment moment);
+
 // What held the program's device memory at one moment, as gpuleak.why() found it in the process and
 // recorded it (gpuleak_retainers): before an out-of-memory error reached the program, at a phase's end,
 // or when the program asked.

@@ -60,12 +60,10 @@ format::MemoryKind kind_named(const std::string& name) {
 }
 
 RetainerMoment moment_named(const std::string& name) {
-    if (name == "out_of_memory")
-        return RetainerMoment::OutOfMemory;
-    if (name == "phase_end")
-        return RetainerMoment::PhaseEnd;
-    if (name == "on_demand")
-        return RetainerMoment::OnDemand;
+    for (const RetainerMoment moment :
+         {RetainerMoment::OutOfMemory, RetainerMoment::PhaseEnd, RetainerMoment::OnDemand})
+        if (name == retainer_moment_name(moment))
+            return moment;
     throw Malformed{"moment"};
 }
 
@@ -174,11 +172,6 @@ void tie_to_sites(ProcessModel& model) {
 } // namespace
 
 void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
-    const std::map<uint32_t, std::string>& strings = trace.strings();
-    const auto string_of = [&](uint64_t id) -> const std::string* {
-        const auto found = id <= UINT32_MAX ? strings.find(static_cast<uint32_t>(id)) : strings.end();
-        return found == strings.end() ? nullptr : &found->second;
-    };
     // The leak sites by their site (site_keys.h) and kind: what a record's stacks are matched with.
     std::map<std::pair<uint64_t, format::MemoryKind>, size_t> leak_sites;
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
@@ -188,8 +181,8 @@ void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessM
         if (event.type != format::EventType::Retainers)
             continue;
         const uint64_t time_ns = since_start(event.time_ns, model.header);
-        const std::string* label = string_of(event.address);
-        const std::string* document = string_of(event.size);
+        const std::string* label = trace.string(event.address);
+        const std::string* document = trace.string(event.size);
         if (label == nullptr || document == nullptr) {
             model.warnings.push_back(
                 fmt::format("a record of what held the memory at {:.2f} s lost its text in the trace",

@@ -28,20 +28,15 @@ std::string trimmed(const std::string& text) {
 } // namespace
 
 NamedSources::NamedSources(const TraceReader& trace) {
-    const std::map<uint32_t, std::string>& strings = trace.strings();
-    const auto string_of = [&](uint64_t id) -> const std::string* {
-        const auto found = id <= UINT32_MAX ? strings.find(static_cast<uint32_t>(id)) : strings.end();
-        return found == strings.end() ? nullptr : &found->second;
-    };
     for (const Event& event : trace.notable_events().events) {
         if (event.type != format::EventType::SourceName)
             continue;
-        const std::string* file = string_of(event.address);
-        const std::string* name = string_of(event.size);
+        const std::string* file = trace.string(event.address);
+        const std::string* name = trace.string(event.size);
         // A record whose strings were lost (a torn strings region) names nothing.
         if (file == nullptr || name == nullptr)
             continue;
-        const std::string* text = string_of(event.stream);
+        const std::string* text = trace.string(event.stream);
         by_file_[*file] = Source{*name, text != nullptr ? split_lines(*text) : std::vector<std::string>{}};
     }
 }

@@ -208,6 +208,12 @@ class TraceReader {
     [[nodiscard]] const TraceHeader& header() const { return header_; }
     [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
     [[nodiscard]] const std::map<uint32_t, std::string>& strings() const { return strings_; }
+    // The string a record names by `id` (an event's field, 64 bits wide); nullptr when the trace has none of
+    // that id (lost with a torn strings region, or not an id at all).
+    [[nodiscard]] const std::string* string(uint64_t id) const {
+        const auto found = id <= UINT32_MAX ? strings_.find(static_cast<uint32_t>(id)) : strings_.end();
+        return found == strings_.end() ? nullptr : &found->second;
+    }
     // Each stack's native return addresses, innermost first.
     [[nodiscard]] const std::map<uint32_t, std::vector<uint64_t>>& stacks() const { return stacks_; }
     // The Python frames of the stacks that have any, innermost first, by stack id.

@@ -53,18 +53,6 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
     return frames;
 }
 
-json moment_json(RetainerMoment moment) {
-    switch (moment) {
-    case RetainerMoment::OutOfMemory:
-        return "out_of_memory";
-    case RetainerMoment::PhaseEnd:
-        return "phase_end";
-    case RetainerMoment::OnDemand:
-        break;
-    }
-    return "on_demand";
-}
-
 // An index into an array the JSON has cut to `shown` entries (--top, --min-bytes): null past them.
 json shown_index(const std::optional<size_t>& index, size_t shown) {
     return index && *index < shown ? json(*index) : json();
@@ -98,7 +86,7 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
                            {"sites", shares_json(holder.sites)}});
     return {{"t_s", seconds_of(snapshot.time_ns)},
             {"label", snapshot.label},
-            {"moment", moment_json(snapshot.moment)},
+            {"moment", retainer_moment_name(snapshot.moment)},
             {"device", snapshot.device ? json(*snapshot.device) : json()},
             {"failure", shown_index(snapshot.failure, failures)},
             {"seconds", snapshot.seconds},
@@ -293,7 +281,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                             {"t_s", seconds_of(failure.time_ns)},
                             {"frames", frames_json(*report.stacks, failure.stack_id, options)},
                             {"top_sites_then", std::move(top_sites)},
-                            {"retainers", failure.retainers ? json(*failure.retainers) : json()}});
+                            {"retainers", optional_json(failure.retainers)}});
     }
     json timeline = json::array();
     for (const TimelinePoint& point : model.timeline)

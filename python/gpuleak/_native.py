@@ -96,10 +96,9 @@ def retainers(label, document: bytes) -> bool:
     """Records what keeps the device memory alive (gpuleak_retainers): `document` is gpuleak.why()'s JSON, as
     UTF-8. False when it could not: no library, one without the function, or a document over the C side's
     limit."""
-    data = document
-    if _retainers is None or len(data) > MAX_RETAINERS_BYTES:
+    if _retainers is None or len(document) > MAX_RETAINERS_BYTES:
         return False
-    _retainers(encode_label(label), data)
+    _retainers(encode_label(label), document)
     return True
 
 
@@ -163,8 +162,9 @@ class phase(ContextDecorator):
     exception records ``"end of epoch 3 (raised ValueError)"`` instead (the exception propagates).
     Also usable as a decorator, ``@gpuleak.phase("validation")``, marking each call. Phases may nest
     and the object may be reused. With ``GPULEAK_WHY=phase`` (see :func:`why_moments`), leaving also runs
-    :func:`gpuleak.why` and records what keeps the device memory alive under the end's label. ``__enter__`` returns the phase object, whose ``label`` is the start
-    label. Without libgpuleak.so loaded, it does nothing.
+    :func:`gpuleak.why` and records what keeps the device memory alive under the end's label.
+    ``__enter__`` returns the phase object, whose ``label`` is the start label. Without libgpuleak.so
+    loaded, it does nothing.
     """
 
     __slots__ = ("label",)

@@ -17,9 +17,10 @@ switched off while it reads them. What it cannot avoid: reading a running functi
 (``frame.f_locals``) leaves CPython 3.10-3.12's snapshot of them on the frame until they are read again or
 the function returns, and reading a tensor an autograd node saved runs the saved-tensor hooks the program
 registered (``torch.autograd.graph.saved_tensors_hooks``), which is why a search the program did not ask
-for (at an out-of-memory error, at a phase's end) reads them only where the program never set any. It keeps no object once it returns (the result
-holds only text and numbers), runs where it is called, under the GIL, with the cyclic garbage collector
-paused, and stops after a time limit, saying what it did not search.
+for (at an out-of-memory error, at a phase's end) reads them only where the program never set any. It
+keeps no object once it returns (the result holds only text and numbers), runs where it is called, under
+the GIL, with the cyclic garbage collector paused, and stops after a time limit, saying what it did not
+search.
 """
 
 from __future__ import annotations
@@ -550,8 +551,8 @@ class _Search:
         # A custom Function's node is its context, a Python object: what the program set on it.
         yield from ((child, "") for child in gc.get_referents(node))
         for name in object.__dir__(node):
-            saved = name.startswith("_saved_") or name == "saved_tensors"
-            if not (saved and self.result.saved_tensors_read or name == "variable"):
+            unpacks = name.startswith("_saved_") or name == "saved_tensors"
+            if not (unpacks and self.result.saved_tensors_read or name == "variable"):
                 continue
             try:
                 saved = getattr(node, name)

@@ -87,8 +87,8 @@ void print_events(const char* title, const EventLog& log) {
 // SourceName records with their strings resolved: the event lines show only their ids.
 void print_source_names(const TraceReader& trace) {
     const auto string_of = [&](uint64_t id) {
-        const auto found = trace.strings().find(static_cast<uint32_t>(id));
-        return found == trace.strings().end() ? std::string("?") : found->second;
+        const std::string* text = trace.string(id);
+        return text != nullptr ? *text : std::string("?");
     };
     for (const Event& e : trace.notable_events().events)
         if (e.type == format::EventType::SourceName)
