@@ -107,7 +107,7 @@ Config read_config() {
 }
 
 uint32_t why_moments_setting(const char* value) {
-    constexpr uint32_t kDefault = GPULEAK_WHY_OUT_OF_MEMORY;
+    constexpr uint32_t kDefault = GPULEAK_WHY_OUT_OF_MEMORY | GPULEAK_WHY_EXIT;
     if (value == nullptr || value[0] == '\0')
         return kDefault;
     const auto is = [](std::string_view word, const char* name) {
@@ -129,17 +129,20 @@ uint32_t why_moments_setting(const char* value) {
             moments |= GPULEAK_WHY_OUT_OF_MEMORY;
         else if (is(word, "phase"))
             moments |= GPULEAK_WHY_PHASE_END;
+        else if (is(word, "exit"))
+            moments |= GPULEAK_WHY_EXIT;
         else if (is(word, "none") || is(word, "off") || is(word, "0"))
             none = true;
         else {
-            warn("GPULEAK_WHY=%s: expected a comma-separated list of oom and phase, or none; using oom",
+            warn("GPULEAK_WHY=%s: expected a comma-separated list of oom, phase and exit, or none; using "
+                 "oom,exit",
                  value);
             return kDefault;
         }
         start = end + 1;
     }
     if (none && moments != 0) {
-        warn("GPULEAK_WHY=%s: none with other moments; using oom", value);
+        warn("GPULEAK_WHY=%s: none with other moments; using oom,exit", value);
         return kDefault;
     }
     return moments;

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 
 #include "python_frames.h"
@@ -27,8 +28,20 @@ struct PythonCalls {
     PyObject* (*run_string)(const char*, int, PyObject*, PyObject*, void*);
     PyObject* (*decode_file_name)(const char*);
     PyObject* (*from_long)(long);
+    PyObject* (*function_new)(void*, PyObject*, PyObject*); // PyCFunction_NewEx, of a PyMethodDef
+    PyObject* none;
+    void (*incref)(PyObject*);
     void (*decref)(PyObject*);
 };
+
+// CPython's PyMethodDef, whose layout is the stable ABI's; METH_NOARGS.
+struct MethodDefinition {
+    const char* name;
+    PyObject* (*function)(PyObject*, PyObject*);
+    int flags;
+    const char* doc;
+};
+constexpr int kNoArguments = 0x0004;
 
 constexpr int kFileInput = 257; // Py_file_input
 
@@ -45,27 +58,32 @@ bool look_up_all(PythonCalls& calls) {
            look_up(calls.dict_clear, "PyDict_Clear") && look_up(calls.builtins, "PyEval_GetBuiltins") &&
            look_up(calls.run_string, "PyRun_StringFlags") &&
            look_up(calls.decode_file_name, "PyUnicode_DecodeFSDefault") &&
-           look_up(calls.from_long, "PyLong_FromLong") && look_up(calls.decref, "Py_DecRef");
+           look_up(calls.from_long, "PyLong_FromLong") && look_up(calls.function_new, "PyCFunction_NewEx") &&
+           look_up(calls.none, "_Py_NoneStruct") && look_up(calls.incref, "Py_IncRef") &&
+           look_up(calls.decref, "Py_DecRef");
 }
 
 // Runs in a namespace of its own, so that nothing it binds lands in the program's modules; `package`,
-// `device` and `tell` (say what went wrong on stderr) are set there. The package is
+// `moment` ("out_of_memory", "exit", or "register_exit" to register `search_at_exit` with atexit),
+// `device`, `tell` (say what went wrong on stderr) and `search_at_exit` are set there. The package is
 // imported as the program would import it; where it is not installed, from the directory `gpuleak run`
-// named, under its own name, so that a later `import gpuleak` of the program finds the same module.
+// named, under its own name, so that a later `import gpuleak` of the program finds the same module. For
+// the search at exit, only then: a program that never ends normally never imports it.
 constexpr const char* kBootstrap = R"(
-def _gpuleak_at_out_of_memory(package, device):
+def _gpuleak_why(moment):
     import sys
     if "gpuleak" not in sys.modules:
         try:
             import gpuleak
         except ImportError:
             if not package:
-                if tell:
+                # At exit, the program that was run without the package goes unrecorded, quietly.
+                if tell and moment != "exit":
                     sys.stderr.write(
                         "gpuleak: the program cannot import the gpuleak Python package and GPULEAK_PYTHON_PACKAGE "
-                        "names none: what held the memory at out-of-memory errors is not recorded\n"
+                        "names none: what held the memory at out-of-memory errors and at exit is not recorded\n"
                     )
-                return
+                return None
             import importlib.util
             import os
 
@@ -82,24 +100,39 @@ def _gpuleak_at_out_of_memory(package, device):
                 raise
     from gpuleak import _why
 
-    _why.at_out_of_memory(device)
+    return _why
 
 
-try:
-    _gpuleak_at_out_of_memory(package, device)
-except KeyboardInterrupt:
-    # Ctrl-C while it searched: the program gets it, as soon as this returns.
-    import _thread
+def _gpuleak_at(moment, *arguments):
+    try:
+        why = _gpuleak_why(moment)
+        if why is not None:
+            getattr(why, "at_" + moment)(*arguments)
+    except KeyboardInterrupt:
+        # Ctrl-C while it searched: the program gets it, as soon as this returns; at exit, it is exiting.
+        if moment != "exit":
+            import _thread
 
-    _thread.interrupt_main()
-except Exception as error:
-    import sys
+            _thread.interrupt_main()
+    except Exception as error:
+        import sys
 
-    if tell:
-        sys.stderr.write(
-            "gpuleak: what held the memory at an out-of-memory error was not found: %s: %s\n"
-            % (type(error).__name__, error)
-        )
+        if tell:
+            sys.stderr.write(
+                "gpuleak: what held the memory %s was not found: %s: %s\n"
+                % ("at the program's exit" if moment == "exit" else "at an out-of-memory error",
+                   type(error).__name__, error)
+            )
+
+
+if moment == "register_exit":
+    import atexit
+
+    atexit.register(search_at_exit)
+elif moment == "exit":
+    _gpuleak_at(moment)
+else:
+    _gpuleak_at(moment, device)
 )";
 
 // False, with no exception left set, when `value` could not be made or set.
@@ -115,6 +148,72 @@ bool set_item(const PythonCalls& calls, PyObject* namespace_, const char* name, 
     return set;
 }
 
+PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/);
+
+// What went wrong is said once, whichever moment met it first: a program that catches its out-of-memory
+// errors may meet many.
+std::atomic<bool> g_tell{true};
+
+// The search at exit was asked for (once a process: a forked child inherits what its parent registered),
+// and what to call as it starts.
+std::atomic<bool> g_exit_search_asked{false};
+std::atomic<void (*)()> g_program_ended{nullptr};
+
+// Runs the bootstrap for `moment` under the GIL, which the caller holds.
+void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
+    static MethodDefinition at_exit{"gpuleak_search_at_exit", search_at_exit, kNoArguments, nullptr};
+    const bool tell = std::strcmp(moment, "register_exit") != 0 && g_tell.exchange(false);
+    PyObject* pending[3] = {nullptr, nullptr, nullptr};
+    calls.error_fetch(&pending[0], &pending[1], &pending[2]);
+    if (PyObject* namespace_ = calls.dict_new()) {
+        PyObject* builtins = calls.builtins();
+        const char* package = std::getenv("GPULEAK_PYTHON_PACKAGE");
+        const bool ready =
+            builtins != nullptr && calls.dict_set_item(namespace_, "__builtins__", builtins) == 0 &&
+            set_item(calls, namespace_, "package",
+                     calls.decode_file_name(package != nullptr ? package : "")) &&
+            set_item(calls, namespace_, "moment", calls.decode_file_name(moment)) &&
+            set_item(calls, namespace_, "device", calls.from_long(device)) &&
+            set_item(calls, namespace_, "tell", calls.from_long(tell ? 1 : 0)) &&
+            set_item(calls, namespace_, "search_at_exit", calls.function_new(&at_exit, nullptr, nullptr));
+        if (ready) {
+            if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
+                calls.decref(result);
+        }
+        calls.error_clear();
+        // The functions the code defined and the namespace refer to each other: broken here, not left to
+        // the cyclic collector.
+        calls.dict_clear(namespace_);
+        calls.decref(namespace_);
+    }
+    calls.error_clear();
+    calls.error_restore(pending[0], pending[1], pending[2]);
+}
+
+const PythonCalls* python_calls() {
+    static PythonCalls calls{};
+    static const bool found = look_up_all(calls);
+    return found ? &calls : nullptr;
+}
+
+// Called by atexit, under the GIL, before the interpreter finalizes.
+PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/) {
+    if (void (*program_ended)() = g_program_ended.load(std::memory_order_relaxed))
+        program_ended();
+    const PythonCalls* calls = python_calls();
+    run_bootstrap(*calls, "exit", 0);
+    calls->incref(calls->none);
+    return calls->none;
+}
+
+// Py_AddPendingCall's function: the interpreter's main thread runs it, holding the GIL, between two
+// bytecodes.
+int register_search_at_exit(void* /*unused*/) {
+    if (const PythonCalls* calls = python_calls(); calls != nullptr && !python_finalizing())
+        run_bootstrap(*calls, "register_exit", 0);
+    return 0;
+}
+
 } // namespace
 
 void why_at_out_of_memory(int device) {
@@ -125,37 +224,29 @@ void why_at_out_of_memory(int device) {
     if (python == nullptr || !python_initialized() || python_finalizing() ||
         python->this_thread_state() == nullptr)
         return;
-    static PythonCalls calls{};
-    static const bool found = look_up_all(calls);
-    if (!found)
+    const PythonCalls* calls = python_calls();
+    if (calls == nullptr)
         return;
-    const int gil = calls.gil_ensure();
-    PyObject* pending[3] = {nullptr, nullptr, nullptr};
-    calls.error_fetch(&pending[0], &pending[1], &pending[2]);
-    if (PyObject* namespace_ = calls.dict_new()) {
-        PyObject* builtins = calls.builtins();
-        const char* package = std::getenv("GPULEAK_PYTHON_PACKAGE");
-        // What went wrong is said once: a program that catches its out-of-memory errors may meet many.
-        static std::atomic<bool> first{true};
-        const bool ready =
-            builtins != nullptr && calls.dict_set_item(namespace_, "__builtins__", builtins) == 0 &&
-            set_item(calls, namespace_, "package",
-                     calls.decode_file_name(package != nullptr ? package : "")) &&
-            set_item(calls, namespace_, "device", calls.from_long(device)) &&
-            set_item(calls, namespace_, "tell", calls.from_long(first.exchange(false) ? 1 : 0));
-        if (ready) {
-            if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
-                calls.decref(result);
-        }
-        calls.error_clear();
-        // The function the code defined and the namespace refer to each other: broken here, not left to
-        // the cyclic collector.
-        calls.dict_clear(namespace_);
-        calls.decref(namespace_);
-    }
-    calls.error_clear();
-    calls.error_restore(pending[0], pending[1], pending[2]);
-    calls.gil_release(gil);
+    const int gil = calls->gil_ensure();
+    run_bootstrap(*calls, "out_of_memory", device);
+    calls->gil_release(gil);
+}
+
+void why_at_exit_once_holding(void (*program_ended)()) {
+    if (g_exit_search_asked.load(std::memory_order_relaxed))
+        return;
+    g_program_ended.store(program_ended, std::memory_order_relaxed);
+    const PythonRuntime* python = python_runtime(true);
+    if (python == nullptr || !python_initialized() || python_finalizing())
+        return;
+    using AddPendingCall = int (*)(int (*)(void*), void*);
+    static const auto add_pending_call =
+        reinterpret_cast<AddPendingCall>(dlsym(RTLD_DEFAULT, "Py_AddPendingCall"));
+    if (add_pending_call == nullptr || g_exit_search_asked.exchange(true))
+        return;
+    // Its queue is full: a later allocation asks again.
+    if (add_pending_call(register_search_at_exit, nullptr) != 0)
+        g_exit_search_asked.store(false);
 }
 
 } // namespace gpuleak

@@ -1,6 +1,6 @@
-// gpuleak.why() run inside the program at an out-of-memory error: the gpuleak Python package, called
-// through the interpreter's C API under the GIL, finds what keeps the device memory alive and records it
-// in the trace (gpuleak_retainers) before the error reaches the program.
+// gpuleak.why() run inside the program at an out-of-memory error and at its exit: the gpuleak Python
+// package, called through the interpreter's C API under the GIL, finds what keeps the device memory alive
+// and records it in the trace (gpuleak_retainers), before the error reaches the program.
 #pragma once
 
 namespace gpuleak {
@@ -13,5 +13,14 @@ namespace gpuleak {
 // pending is put back. Takes the GIL: the caller must not hold a lock that a thread holding the GIL waits
 // for.
 void why_at_out_of_memory(int device);
+
+// Called as the process comes to hold device memory (each allocation of it; only the first call that
+// finds a running interpreter acts): in a Python program, asks the interpreter's main thread, through
+// Py_AddPendingCall (callable from any thread, with no lock of Python's held), to register with atexit a
+// search for what keeps the device memory alive at the program's exit (the package's at_exit hook).
+// Nothing is imported until then. Never blocks, never calls into Python itself. `program_ended` is called
+// as that search starts, before it allocates anything: the program's own code is over (atexit runs as the
+// interpreter finalizes), and what the search does is not the program's.
+void why_at_exit_once_holding(void (*program_ended)());
 
 } // namespace gpuleak

@@ -622,6 +622,9 @@ void record_alloc(const Allocation& allocation) {
     EventRecord event = event_of(EventType::Alloc, entry);
     g_writer.append_event(event, sequences.alloc);
     t_failed_attempts.count = 0;
+    if (g_config.python_stacks && (g_config.why_moments & GPULEAK_WHY_EXIT) != 0 &&
+        (format::occupies_device_memory(allocation.kind) || allocation.kind == MemoryKind::Block))
+        why_at_exit_once_holding(note_python_finalizing);
 }
 
 namespace {

@@ -123,6 +123,12 @@ std::optional<std::string> top_leak_origin(ProcessReport& process) {
     const analyzer::ProcessModel& model = process.model;
     if (const auto& leak = process.diagnosis.leak) {
         const analyzer::LeakSite& site = model.leak_sites[leak->sites.front()];
+        if (leak->cause == analyzer::LeakCause::KeptForBackward)
+            return fmt::format("top leak origin: {}, held at exit by an autograd graph no backward() used",
+                               site_text(process, site));
+        if (leak->cause == analyzer::LeakCause::SpentGraphs)
+            return fmt::format("top leak origin: {}, a tensor that keeps the autograd graphs of every step",
+                               site_text(process, site));
         return fmt::format("top leak origin: {}, made through {:.0f}% of the program's work",
                            site_text(process, site), 100 * site.program_share);
     }

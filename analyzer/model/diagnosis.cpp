@@ -254,6 +254,18 @@ const char* host_growth_cause_name(HostGrowthCause cause) {
     return "allocations";
 }
 
+const char* leak_cause_name(LeakCause cause) {
+    switch (cause) {
+    case LeakCause::SpentGraphs:
+        return "spent_graphs";
+    case LeakCause::KeptForBackward:
+        return "kept_for_backward";
+    case LeakCause::Growth:
+        break;
+    }
+    return "growth";
+}
+
 const char* diagnosis_kind_name(DiagnosisKind kind) {
     switch (kind) {
     case DiagnosisKind::Leak:
@@ -306,6 +318,28 @@ Diagnosis diagnose(const ProcessModel& model) {
         for (size_t index : leak.sites)
             leak.bytes += model.leak_sites[index].bytes;
         leak.fill = fill_estimate(model, model.leak_sites[leak.sites.front()]);
+        diagnosis.kind = DiagnosisKind::Leak;
+        diagnosis.leak = std::move(leak);
+    } else if (!model.spent_graphs.empty()) {
+        // Its device memory may be a scalar's; what grows is the graph, in host memory, each step.
+        LeakFacts leak;
+        leak.cause = LeakCause::SpentGraphs;
+        for (const SpentGraph& spent : model.spent_graphs)
+            if (std::find(leak.sites.begin(), leak.sites.end(), spent.site) == leak.sites.end()) {
+                leak.sites.push_back(spent.site);
+                leak.bytes += model.leak_sites[spent.site].bytes;
+            }
+        diagnosis.kind = DiagnosisKind::Leak;
+        diagnosis.leak = std::move(leak);
+    } else if (!model.kept_for_backward.empty()) {
+        // Not growth, but memory no code could use: what one forward pass left with its graph, which
+        // grows with the data that pass is given (a validation set), however small it was in this run.
+        LeakFacts leak;
+        leak.cause = LeakCause::KeptForBackward;
+        for (const KeptForBackward& kept : model.kept_for_backward) {
+            leak.sites.push_back(kept.site);
+            leak.bytes += kept.bytes;
+        }
         diagnosis.kind = DiagnosisKind::Leak;
         diagnosis.leak = std::move(leak);
     } else if ((diagnosis.cache = cache_growth(model))) {

@@ -25,10 +25,27 @@ struct FillEstimate {
     double allocations = 0;  // at the site's bytes per allocation
 };
 
+enum class LeakCause {
+    Growth, // memory the program holds kept growing (ProcessModel::growth_sites)
+    // A kept tensor's autograd graph joins the graphs of many backward passes, which can never be used
+    // again (ProcessModel::spent_graphs): a running total of losses, growing each step in host memory.
+    SpentGraphs,
+    // As the program ended, an autograd graph that no backward() could use any more kept the tensors it
+    // saved for one (ProcessModel::kept_for_backward): outputs of forward passes kept with their graph,
+    // where they were meant to be computed under torch.no_grad().
+    KeptForBackward,
+};
+// The JSON names, which are also those of the lists of their sites: "growth", "spent_graphs",
+// "kept_for_backward".
+const char* leak_cause_name(LeakCause cause);
+
 struct LeakFacts {
-    std::vector<size_t> sites; // ProcessModel::growth_sites: into leak_sites, largest first
-    uint64_t bytes = 0;        // held by them at the end
-    std::optional<FillEstimate> fill;
+    LeakCause cause = LeakCause::Growth;
+    // Into leak_sites, largest first: ProcessModel::growth_sites, or the sites of spent_graphs (the most
+    // passes first) or of kept_for_backward.
+    std::vector<size_t> sites;
+    uint64_t bytes = 0;               // held by them at the end; for KeptForBackward, so held
+    std::optional<FillEstimate> fill; // growth only
 };
 
 // Reserved memory the caching allocator holds beyond what the program ever needed at once.

@@ -677,6 +677,8 @@ const char* retainer_moment_name(RetainerMoment moment) {
         return "out_of_memory";
     case RetainerMoment::PhaseEnd:
         return "phase_end";
+    case RetainerMoment::Exit:
+        return "exit";
     case RetainerMoment::OnDemand:
         break;
     }

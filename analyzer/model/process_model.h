@@ -204,6 +204,18 @@ struct SiteShare {
     std::string path;
 };
 
+// The autograd graph of a tensor a holder kept, as gpuleak.why() read it.
+struct KeptGraph {
+    std::string path; // to the tensor, as Python spells it: "running_loss"
+    uint64_t nodes = 0;
+    // The separate forward passes it joins: one per step for a running total of losses, one per batch for
+    // outputs kept and concatenated.
+    uint64_t passes = 0;
+    bool spent = false;   // backward() ran through it (it freed what its nodes saved)
+    uint64_t address = 0; // of the tensor's storage on the device; 0 elsewhere
+    uint64_t bytes = 0;
+};
+
 // One root of the program and what it held of the sites' memory, in gpuleak.why()'s words.
 struct Retainer {
     std::string root; // "`losses`, a list in __main__ with 60 items"
@@ -213,19 +225,22 @@ struct Retainer {
     std::vector<SiteShare> sites;
     std::string path; // the chain to its largest storage, as Python spells it: "losses[59]..."
     std::vector<std::string> through; // what the chains went through: "autograd graph", "view", ...
-    std::string own;                  // PyTorch's own holders: "the parameters of a Net"
-    std::vector<std::string> advice;  // what to change, where what it went through says
+    // Of sites, what it held through tensors autograd saved for a backward pass (activations).
+    std::vector<SiteShare> saved;
+    std::vector<KeptGraph> graphs;   // of its tensors that join passes, the most first
+    std::string own;                 // PyTorch's own holders: "the parameters of a Net"
+    std::vector<std::string> advice; // what to change, where what it went through says
 };
 
-enum class RetainerMoment { OutOfMemory, PhaseEnd, OnDemand };
+enum class RetainerMoment { OutOfMemory, PhaseEnd, Exit, OnDemand };
 
 // The moment as gpuleak.why()'s document and the report's JSON name it: "out_of_memory", "phase_end",
-// "on_demand".
+// "exit", "on_demand".
 const char* retainer_moment_name(RetainerMoment moment);
 
 // What held the program's device memory at one moment, as gpuleak.why() found it in the process and
 // recorded it (gpuleak_retainers): before an out-of-memory error reached the program, at a phase's end,
-// or when the program asked.
+// as the program ended (atexit), or when the program asked.
 struct RetainerSnapshot {
     uint64_t time_ns = 0; // since the start
     std::string label;    // "out of memory on device 0", "end of epoch 3", "gpuleak.why()"
@@ -243,6 +258,31 @@ struct RetainerSnapshot {
     std::vector<Retainer> holders;    // most bytes first
     std::vector<SiteShare> unreached; // what no chain reached, most first
 };
+
+// A leak site that the record taken as the program ended found held through tensors autograd saved for a
+// backward pass, by a holder whose graph joins kMinPasses forward passes or more: a graph that no backward()
+// can use any more (the program is ending) kept them alive, the activations of forward passes run outside
+// torch.no_grad() and kept.
+struct KeptForBackward {
+    size_t site = 0;     // into ProcessModel::leak_sites
+    uint64_t bytes = 0;  // of it held so
+    size_t snapshot = 0; // the record: into ProcessModel::retainers
+    size_t holder = 0;   // the holder of most of those bytes: into its holders
+};
+
+// A tensor the program kept whose autograd graph joins kMinPasses backward passes or more, which backward()
+// already ran through: a running total of losses (`total += loss`), whose graph grows each step in host
+// memory and can never be used again. Its site is where the tensor's own storage was made.
+struct SpentGraph {
+    size_t site = 0;     // into ProcessModel::leak_sites
+    size_t snapshot = 0; // the record: into ProcessModel::retainers
+    size_t holder = 0;   // into its holders
+    size_t graph = 0;    // into the holder's graphs
+};
+
+// The passes a graph must join to be kept in vain: a few kept on purpose (a loss summing two models')
+// are bounded; a running total adds one per step.
+constexpr uint64_t kMinPasses = 3;
 
 struct ProcessModel {
     std::string path;
@@ -272,7 +312,9 @@ struct ProcessModel {
     // Indices into leak_sites of the growing ones that the program holds (not segments), largest first.
     std::vector<size_t> growth_sites;
     std::vector<FailureSummary> failures;
-    std::vector<RetainerSnapshot> retainers; // oldest first
+    std::vector<RetainerSnapshot> retainers;        // oldest first
+    std::vector<KeptForBackward> kept_for_backward; // the program's own sites (not segments), most first
+    std::vector<SpentGraph> spent_graphs;           // per the latest record that found any, most passes first
     std::vector<TimelinePoint> timeline;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own

@@ -60,8 +60,8 @@ format::MemoryKind kind_named(const std::string& name) {
 }
 
 RetainerMoment moment_named(const std::string& name) {
-    for (const RetainerMoment moment :
-         {RetainerMoment::OutOfMemory, RetainerMoment::PhaseEnd, RetainerMoment::OnDemand})
+    for (const RetainerMoment moment : {RetainerMoment::OutOfMemory, RetainerMoment::PhaseEnd,
+                                        RetainerMoment::Exit, RetainerMoment::OnDemand})
         if (name == retainer_moment_name(moment))
             return moment;
     throw Malformed{"moment"};
@@ -117,6 +117,17 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
         retainer.sites = shares(holder, "sites", snapshot.sites.size(), true);
         retainer.path = text(holder, "path");
         retainer.through = texts(holder, "through");
+        // Absent from the documents of packages older than the record at exit.
+        if (holder.contains("saved"))
+            retainer.saved = shares(holder, "saved", snapshot.sites.size(), false);
+        if (holder.contains("graphs"))
+            for (const json& graph : member(holder, "graphs", json::value_t::array)) {
+                if (!graph.is_object())
+                    throw Malformed{"graphs"};
+                retainer.graphs.push_back({text(graph, "path"), count(graph, "nodes"), count(graph, "passes"),
+                                           member(graph, "spent", json::value_t::boolean).get<bool>(),
+                                           count(graph, "address"), count(graph, "bytes")});
+            }
         retainer.own = text(holder, "own");
         retainer.advice = texts(holder, "advice");
         snapshot.holders.push_back(std::move(retainer));
@@ -169,6 +180,86 @@ void tie_to_sites(ProcessModel& model) {
     }
 }
 
+bool joins_passes(const Retainer& holder, bool spent) {
+    return std::any_of(holder.graphs.begin(), holder.graphs.end(), [&](const KeptGraph& graph) {
+        return graph.spent == spent && graph.passes >= kMinPasses;
+    });
+}
+
+// The sites the latest record at the program's exit found held through tensors autograd saved by holders
+// whose graphs join passes, and how much of each, by the holder of the most.
+void find_kept_for_backward(ProcessModel& model) {
+    for (size_t snapshot_index = model.retainers.size(); snapshot_index-- > 0;) {
+        const RetainerSnapshot& snapshot = model.retainers[snapshot_index];
+        if (snapshot.moment != RetainerMoment::Exit || !snapshot.problem.empty())
+            continue;
+        std::map<size_t, KeptForBackward> by_site;
+        std::map<size_t, uint64_t> most_of_one_holder;
+        for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
+            if (!joins_passes(snapshot.holders[holder], false))
+                continue;
+            for (const SiteShare& share : snapshot.holders[holder].saved) {
+                const std::optional<size_t> leak = snapshot.sites[share.site].leak_site;
+                if (!leak || model.leak_sites[*leak].segments)
+                    continue;
+                KeptForBackward& kept = by_site[*leak];
+                kept.site = *leak;
+                kept.snapshot = snapshot_index;
+                kept.bytes += share.bytes;
+                if (share.bytes > most_of_one_holder[*leak]) {
+                    most_of_one_holder[*leak] = share.bytes;
+                    kept.holder = holder;
+                }
+            }
+        }
+        for (const auto& [site, kept] : by_site)
+            model.kept_for_backward.push_back(kept);
+        std::stable_sort(
+            model.kept_for_backward.begin(), model.kept_for_backward.end(),
+            [](const KeptForBackward& a, const KeptForBackward& b) { return a.bytes > b.bytes; });
+        return;
+    }
+}
+
+// The leak site of the program's (not a sub-allocator's segments, which hold its blocks) whose live block
+// holds `address`, if any.
+std::optional<size_t> site_holding(const ProcessModel& model, uint64_t address) {
+    for (size_t i = 0; i < model.leak_sites.size(); ++i) {
+        if (model.leak_sites[i].segments)
+            continue;
+        const std::vector<LiveBlock>& blocks = model.leak_sites[i].blocks;
+        auto after =
+            std::upper_bound(blocks.begin(), blocks.end(), address,
+                             [](uint64_t value, const LiveBlock& block) { return value < block.address; });
+        if (after != blocks.begin() && address - std::prev(after)->address < std::prev(after)->size)
+            return i;
+    }
+    return std::nullopt;
+}
+
+// The spent graphs of the latest record that found any whose tensors are still live at the end.
+void find_spent_graphs(ProcessModel& model) {
+    for (size_t snapshot_index = model.retainers.size(); snapshot_index-- > 0;) {
+        const RetainerSnapshot& snapshot = model.retainers[snapshot_index];
+        for (size_t holder = 0; holder < snapshot.holders.size(); ++holder)
+            for (size_t graph = 0; graph < snapshot.holders[holder].graphs.size(); ++graph) {
+                const KeptGraph& kept = snapshot.holders[holder].graphs[graph];
+                if (!kept.spent || kept.passes < kMinPasses || kept.address == 0)
+                    continue;
+                if (const std::optional<size_t> site = site_holding(model, kept.address))
+                    model.spent_graphs.push_back({*site, snapshot_index, holder, graph});
+            }
+        if (!model.spent_graphs.empty()) {
+            const auto passes = [&](const SpentGraph& spent) {
+                return model.retainers[spent.snapshot].holders[spent.holder].graphs[spent.graph].passes;
+            };
+            std::stable_sort(model.spent_graphs.begin(), model.spent_graphs.end(),
+                             [&](const SpentGraph& a, const SpentGraph& b) { return passes(a) > passes(b); });
+            return;
+        }
+    }
+}
+
 } // namespace
 
 void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
@@ -210,6 +301,8 @@ void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessM
         }
     }
     tie_to_sites(model);
+    find_kept_for_backward(model);
+    find_spent_graphs(model);
 }
 
 } // namespace gpuleak::analyzer

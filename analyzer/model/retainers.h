@@ -1,5 +1,5 @@
 // The records of what held the program's device memory (EventType::Retainers: gpuleak.why()'s answers,
-// written by the process itself at an out-of-memory error, at a phase's end or on demand), read into
+// written by the process itself at an out-of-memory error, at a phase's end, at exit or on demand), read into
 // the model and tied to its failures and sites.
 #pragma once
 
@@ -11,7 +11,8 @@ namespace gpuleak::analyzer {
 
 // Fills model.retainers from the trace's records, oldest first, and ties them to what the model has
 // already found: an out-of-memory record to its failure (FailureSummary::retainers), each leak site to
-// its holders in the latest record that names it (LeakSite::held_by). A record that cannot be read (its
+// its holders in the latest record that names it (LeakSite::held_by), and the sites the record at exit
+// found kept for a backward pass (ProcessModel::kept_for_backward). A record that cannot be read (its
 // strings lost, a document that is not gpuleak.why()'s) is left out with a warning.
 void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model);
 

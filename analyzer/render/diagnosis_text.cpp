@@ -94,7 +94,44 @@ std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
                        retainer_name(holder), retainers_when(snapshot), advice);
 }
 
+std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
+    const KeptForBackward& kept = model.kept_for_backward.front();
+    const LeakSite& top = model.leak_sites[kept.site];
+    const Retainer& holder = model.retainers[kept.snapshot].holders[kept.holder];
+    const std::string sites =
+        leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());
+    const std::string of_it =
+        leak.sites.size() == 1 ? std::string("It was") : fmt::format("{} of it was", bytes(kept.bytes));
+    return fmt::format(
+        "As the program ended, an autograd graph held {}{}: tensors autograd saved for a backward() that "
+        "never ran, which no code could use any more. {} made at {} and held by {}. That is a leak: the "
+        "outputs of a forward pass run outside torch.no_grad() keep its activations alive, as many as it "
+        "was given inputs. Compute what is only read (validation, metrics, predictions) under "
+        "`with torch.no_grad():` or `torch.inference_mode()`, or keep `.detach()`ed results. Emptying the "
+        "allocator's cache will not help.",
+        bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)), retainer_name(holder));
+}
+
+std::string spent_graphs_text(const ProcessModel& model, StackFrames& stacks) {
+    const SpentGraph& spent = model.spent_graphs.front();
+    const RetainerSnapshot& snapshot = model.retainers[spent.snapshot];
+    const Retainer& holder = snapshot.holders[spent.holder];
+    const KeptGraph& graph = holder.graphs[spent.graph];
+    const LeakSite& site = model.leak_sites[spent.site];
+    return fmt::format(
+        "{}, keeps the autograd graphs of {} backward passes ({} nodes), {}: backward() already ran through "
+        "them, so they can never be used again, and each step adds its own. That is a leak, of host memory "
+        "that grows with every step, however little device memory the tensor holds ({}, made at {}). A "
+        "running total of losses adds `loss.item()` (a number) or `loss.detach()`, not `loss`.",
+        retainer_name(holder), graph.passes, graph.nodes, retainers_when(snapshot), bytes(site.bytes),
+        printable(stacks.describe(site.stack_id)));
+}
+
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
+    if (leak.cause == LeakCause::SpentGraphs)
+        return spent_graphs_text(model, stacks);
+    if (leak.cause == LeakCause::KeptForBackward)
+        return kept_for_backward_text(model, leak, stacks);
     const LeakSite& top = model.leak_sites[leak.sites.front()];
     const std::string sites =
         leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());

@@ -74,7 +74,13 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
         return sites;
     };
     json holders = json::array();
-    for (const Retainer& holder : snapshot.holders)
+    for (const Retainer& holder : snapshot.holders) {
+        json graphs = json::array();
+        for (const KeptGraph& graph : holder.graphs)
+            graphs.push_back({{"path", graph.path},
+                              {"nodes", graph.nodes},
+                              {"passes", graph.passes},
+                              {"spent", graph.spent}});
         holders.push_back({{"root", holder.root},
                            {"kind", holder.kind},
                            {"bytes", holder.bytes},
@@ -83,7 +89,9 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
                            {"through", holder.through},
                            {"own", holder.own},
                            {"advice", holder.advice},
+                           {"graphs", std::move(graphs)},
                            {"sites", shares_json(holder.sites)}});
+    }
     return {{"t_s", seconds_of(snapshot.time_ns)},
             {"label", snapshot.label},
             {"moment", retainer_moment_name(snapshot.moment)},
@@ -244,19 +252,47 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         }
         leaks.push_back(std::move(entry));
     }
+    // A leak's site, as the lists of each cause show it: what it holds at the end, where it was made.
+    const auto leak_site_json = [&](size_t index) -> json {
+        const LeakSite& site = model.leak_sites[index];
+        return {{"bytes", site.bytes},
+                {"count", site.count},
+                {"kind", format::kind_name(site.kind)},
+                {"where", report.stacks->describe(site.stack_id)},
+                {"frames", frames_json(*report.stacks, site.stack_id, options)}};
+    };
     json growth = json::array();
     for (size_t index : model.growth_sites) {
         if (growth.size() >= options.top)
             break;
         const LeakSite& site = model.leak_sites[index];
-        growth.push_back({{"bytes", site.bytes},
-                          {"count", site.count},
-                          {"kind", format::kind_name(site.kind)},
-                          {"where", report.stacks->describe(site.stack_id)},
-                          {"program_share", site.program_share},
-                          {"bytes_per_second", site.bytes_per_second},
-                          {"bytes_per_marker_interval", site.bytes_per_marker_interval},
-                          {"frames", frames_json(*report.stacks, site.stack_id, options)}});
+        json entry = leak_site_json(index);
+        entry["program_share"] = site.program_share;
+        entry["bytes_per_second"] = site.bytes_per_second;
+        entry["bytes_per_marker_interval"] = site.bytes_per_marker_interval;
+        growth.push_back(std::move(entry));
+    }
+    json kept_for_backward = json::array();
+    for (const KeptForBackward& kept : model.kept_for_backward) {
+        if (kept_for_backward.size() >= options.top)
+            break;
+        json entry = leak_site_json(kept.site);
+        entry["held_bytes"] = kept.bytes;
+        entry["held_by"] = model.retainers[kept.snapshot].holders[kept.holder].root;
+        kept_for_backward.push_back(std::move(entry));
+    }
+    json spent_graphs = json::array();
+    for (const SpentGraph& spent : model.spent_graphs) {
+        if (spent_graphs.size() >= options.top)
+            break;
+        const Retainer& holder = model.retainers[spent.snapshot].holders[spent.holder];
+        const KeptGraph& graph = holder.graphs[spent.graph];
+        json entry = leak_site_json(spent.site);
+        entry["held_by"] = holder.root;
+        entry["path"] = graph.path;
+        entry["passes"] = graph.passes;
+        entry["nodes"] = graph.nodes;
+        spent_graphs.push_back(std::move(entry));
     }
     json failures = json::array();
     for (const FailureSummary& failure : model.failures) {
@@ -339,6 +375,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"notes", exactness_notes(model)}}}}},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},
+                      {"leak_cause",
+                       report.diagnosis.leak ? json(leak_cause_name(report.diagnosis.leak->cause)) : json()},
                       {"text", diagnosis_text(report.model, report.diagnosis, *report.stacks)},
                       {"host", host_diagnosis_json(report.model, report.diagnosis)},
                       {"killed", killed_json(report.model, report.diagnosis)},
@@ -346,6 +384,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"host", host_json(model)},
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},
+                    {"spent_graphs", std::move(spent_graphs)},
+                    {"kept_for_backward", std::move(kept_for_backward)},
                     {"failures", std::move(failures)},
                     {"retainers", std::move(retainers)},
                     {"timeline", std::move(timeline)},

@@ -63,6 +63,7 @@ void gpuleak_out_of_memory(int device);
 /* The moments GPULEAK_WHY asks for, besides each call of gpuleak.why(): GPULEAK_WHY_* bits. */
 #define GPULEAK_WHY_OUT_OF_MEMORY 1
 #define GPULEAK_WHY_PHASE_END 2
+#define GPULEAK_WHY_EXIT 4
 int gpuleak_why_moments(void);
 
 /* Whether PyTorch's saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks: torch.utils.checkpoint,

@@ -73,12 +73,13 @@ _retainers, _why_moments, _saved_tensor_hooks = _resolve_later_functions()
 # The C side reads a document of what held the memory up to this many bytes.
 MAX_RETAINERS_BYTES = 16383
 # gpuleak.h's GPULEAK_WHY_* bits, by the names GPULEAK_WHY gives them.
-_WHY_MOMENTS = {"oom": 1, "phase": 2}
+_WHY_MOMENTS = {"oom": 1, "phase": 2, "exit": 4}
 
 
 def why_moments() -> frozenset:
     """The moments GPULEAK_WHY asks for, as the library read it: ``oom`` (before an out-of-memory error
-    reaches the program) and ``phase`` (at the end of each ``gpuleak.phase``); empty without the library."""
+    reaches the program), ``phase`` (at the end of each ``gpuleak.phase``) and ``exit`` (as the program ends);
+    empty without the library."""
     if _why_moments is None:
         return frozenset()
     bits = _why_moments()

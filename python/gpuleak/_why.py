@@ -46,6 +46,11 @@ DEFAULT_TIME_LIMIT_S = 2.0
 SITES = 10
 # How often the search looks at the clock, in objects.
 CLOCK_EVERY = 512
+# The autograd nodes a search reads to tell what a kept tensor's graph holds, in all: past them, the rest of
+# the graphs are not told.
+GRAPH_NODES = 200_000
+# A holder's graphs in the record, the most passes first.
+GRAPHS_RECORDED = 4
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED, without importing inspect
 
@@ -64,6 +69,23 @@ class Site:
 
 
 @dataclass
+class Graph:
+    """The autograd graph of a tensor a holder keeps (not one reached through another graph)."""
+
+    path: str  # the chain to the tensor, as an expression
+    nodes: int  # autograd nodes, less the leaves' (AccumulateGrad, one per parameter, shared by every pass)
+    # The separate forward passes it joins: from the tensor's node, the first nodes that saved tensors,
+    # grouped by the nodes they reach (one pass's nodes reach each other's; two passes share only the
+    # parameters). A running total of losses joins one per step; a list of outputs concatenated, one per
+    # batch.
+    passes: int
+    # backward() already ran through it: a node's saved tensors were freed. It can never be used again.
+    spent: bool
+    address: int = 0  # where the tensor's storage is on the device; 0 elsewhere
+    bytes: int = 0  # of the tensor's storage
+
+
+@dataclass
 class Holder:
     """A root of the program and what it holds of the sites' memory, through the chains found."""
 
@@ -73,13 +95,17 @@ class Holder:
     tensors: int = 0
     sites: List[int] = field(default_factory=list)  # indices into Why.sites
     path: str = ""  # the chain to its largest storage, as an expression: "losses[59].grad_fn..."
-    # What the chains went through, as facts: "autograd graph", "view", "parameter", "buffer", "gradient",
-    # "optimizer state", "closure", "traceback".
+    # What the chains went through, as facts: "autograd graph", "saved for backward", "view", "parameter",
+    # "buffer", "gradient", "optimizer state", "closure", "traceback".
     through: List[str] = field(default_factory=list)
     owner: str = ""  # for PyTorch's own holders: "Net", "Adam"
     models: int = 0  # the modules whose parameters it holds, where it is not a module itself
     site_bytes: Dict[int, int] = field(default_factory=dict)  # of bytes, what it holds of each site
     site_paths: Dict[int, str] = field(default_factory=dict)  # the chain to its largest storage of each site
+    # Of site_bytes, what it holds through tensors autograd saved for a backward pass (its chain went through
+    # a node's saved tensors): activations, which a graph no backward() will use keeps for nothing.
+    saved_bytes: Dict[int, int] = field(default_factory=dict)
+    graphs: List[Graph] = field(default_factory=list)  # of its tensors that join passes, the most first
 
 
 @dataclass
@@ -143,6 +169,13 @@ def at_out_of_memory(device: int) -> None:
     """Called by libgpuleak.so before an out-of-memory error on `device` reaches the program (the PyTorch
     adapter's observer), under the GIL, where GPULEAK_WHY asks for it: records what held the memory then."""
     _implicitly(lambda result: record(result, "out of memory on device %d" % device, "out_of_memory", device))
+
+
+def at_exit() -> None:
+    """Registered with atexit by libgpuleak.so once the process holds device memory, where GPULEAK_WHY asks
+    for it (the default): records what holds the memory as the program ends, before the interpreter
+    finalizes."""
+    _implicitly(lambda result: record(result, "the program's exit", "exit"))
 
 
 def at_phase_end(label: str) -> None:
@@ -324,6 +357,10 @@ class _Search:
         self.kinds: Dict[type, int] = {}
         self.module_dicts: Set[int] = set()
         self.visited = 0
+        self.graph_steps: Set[int] = set()  # the steps reached through an autograd graph
+        self.graphs: Dict[int, List[Tuple[Graph, int]]] = {}  # by root: each graph and its tensor's step
+        self.graph_nodes = GRAPH_NODES
+        self.saved_names: Dict[type, List[str]] = {}
 
     # The roots, the program's first.
 
@@ -435,7 +472,7 @@ class _Search:
         try:
             self.program_roots()
             stopped = self.walk()
-            if not stopped and len(self.found) < len(self.blocks.sizes):
+            if not stopped and self.unfound_of_the_program():
                 self.module_roots()
                 stopped = self.walk()
             self.result.stopped = stopped
@@ -445,6 +482,14 @@ class _Search:
             # Whatever ends it (an interrupt too), none of the program's objects stays referenced from here.
             self.steps.clear()
             self.queue.clear()
+
+    def unfound_of_the_program(self) -> bool:
+        """Whether a block of a site that no library keeps for itself (a workspace) was not reached yet:
+        only then are other modules' globals worth searching."""
+        sites = self.result.sites
+        return any(
+            start not in self.found and not sites[self.blocks.site_of(start)[0]].purpose for start in self.blocks.sizes
+        )
 
     def walk(self) -> bool:
         """True when the time limit stopped it."""
@@ -461,6 +506,7 @@ class _Search:
                 kind = kinds[type(value)] = self.kind_of(type(value))
             if kind == _LEAVE:
                 continue
+            in_graph = kind == _NODE or index in self.graph_steps
             if kind == _FOLLOW:
                 if id(value) in self.module_dicts:
                     continue
@@ -473,12 +519,16 @@ class _Search:
                         seen.add(id(child))
                         steps.append((child, index, "", root))
                         queue.append(len(steps) - 1)
+                        if in_graph:
+                            self.graph_steps.add(len(steps) - 1)
                 continue
             for child, edge in self.special_children(value, kind, index):
                 if id(child) not in seen and type(child) not in _ATOMIC:
                     seen.add(id(child))
                     steps.append((child, index, edge, root))
                     queue.append(len(steps) - 1)
+                    if in_graph:
+                        self.graph_steps.add(len(steps) - 1)
         return False
 
     def kind_of(self, kind: type) -> int:
@@ -500,6 +550,8 @@ class _Search:
     def special_children(self, value, kind: int, index: int):
         if kind == _TENSOR:
             self.storage_found(self.place(value), index)
+            if index not in self.graph_steps and self.result.saved_tensors_read and self.graph_nodes > 0:
+                self.tell_graph(value, index)
             yield from ((child, "") for child in gc.get_referents(value))
             names = ["grad_fn", "_base"]
             try:
@@ -533,9 +585,11 @@ class _Search:
             self.found[placed[1]] = _Found(self.steps[index][3], placed[0], step=index)
 
     def place(self, tensor) -> Optional[Tuple[int, int]]:
-        """(site, block start) of the block a CUDA tensor's storage starts in, or None."""
+        """(site, block start) of the block a tensor's storage starts in, or None: a CUDA tensor's, or a CPU
+        tensor's in pinned host memory (a DataLoader's pin_memory batches), which lies in a block of a pinned
+        site; CUDA's unified addresses keep a pageable CPU tensor out of any site's block."""
         try:
-            if tensor.device.type != "cuda":
+            if tensor.device.type not in ("cuda", "cpu"):
                 return None
             return self.blocks.site_of(tensor.untyped_storage().data_ptr())
         except (RuntimeError, TypeError, NotImplementedError):
@@ -564,6 +618,83 @@ class _Search:
                     suffix = "[%d]" % position if values is saved else ""
                     yield value, ".%s%s" % (name, suffix)
 
+    # What a kept tensor's autograd graph holds.
+
+    def tell_graph(self, tensor, index: int) -> None:
+        try:
+            root = tensor.grad_fn
+        except RuntimeError:
+            return
+        if root is None:
+            return
+        nodes, children, saved = self.read_graph(root)
+        if nodes is None:
+            return
+        passes = _passes(children, saved)
+        if passes < 2:
+            return
+        address = size = 0
+        try:
+            if tensor.device.type == "cuda":
+                storage = tensor.untyped_storage()
+                address, size = storage.data_ptr(), storage.nbytes()
+        except (RuntimeError, TypeError, NotImplementedError):
+            pass
+        graph = Graph("", len(nodes), passes, any(state == _FREED for state in saved), address, size)
+        self.graphs.setdefault(self.steps[index][3], []).append((graph, index))
+
+    def read_graph(self, root):
+        """The graph's nodes less the leaves', each node's children (indices) and what it saved (_NOTHING,
+        _SAVED or _FREED); (None, None, None) when the nodes left to read ran out."""
+        nodes = [root]  # the wrappers stay alive while it reads: their ids are theirs
+        index = {id(root): 0}
+        children: List[List[int]] = []
+        saved: List[int] = []
+        while len(children) < len(nodes):
+            if self.graph_nodes <= 0:
+                return None, None, None
+            self.graph_nodes -= 1
+            node = nodes[len(children)]
+            kids = []
+            try:
+                next_functions = node.next_functions
+            except (RuntimeError, TypeError, ValueError):
+                next_functions = ()
+            for child, _ in next_functions:
+                if child is None or type(child).__name__ == "AccumulateGrad":
+                    continue
+                position = index.get(id(child))
+                if position is None:
+                    position = index[id(child)] = len(nodes)
+                    nodes.append(child)
+                kids.append(position)
+            children.append(kids)
+            saved.append(self.saved_state(node))
+        return nodes, children, saved
+
+    def saved_state(self, node) -> int:
+        names = self.saved_names.get(type(node))
+        if names is None:
+            names = self.saved_names[type(node)] = [
+                name for name in object.__dir__(node) if name.startswith("_saved_") or name == "saved_tensors"
+            ]
+        state = _NOTHING
+        for name in names:
+            try:
+                value = getattr(node, name)
+            except RuntimeError as error:
+                # "... directly access saved tensors after they have already been freed ...", not another
+                # error (a saved tensor changed in place since).
+                if "freed" in str(error):
+                    return _FREED
+                continue
+            except AttributeError:
+                continue
+            values = value if issubclass(type(value), (tuple, list)) else (value,)
+            if any(issubclass(type(item), self.torch.Tensor) for item in values):
+                state = _SAVED
+        return state
+
     # The answer.
 
     def summarize(self) -> None:
@@ -588,6 +719,8 @@ class _Search:
                 _add(holder.through, fact)
             holder.bytes += sizes[start]
             holder.site_bytes[found.site] = holder.site_bytes.get(found.site, 0) + sizes[start]
+            if "saved for backward" in through:
+                holder.saved_bytes[found.site] = holder.saved_bytes.get(found.site, 0) + sizes[start]
             holder.tensors += 1
             if found.site not in holder.sites:
                 holder.sites.append(found.site)
@@ -602,6 +735,15 @@ class _Search:
             by_root[root].path = by_root[root].site_paths[found.site]
         for root, held in models.items():
             by_root[root].models = len(held)
+        for root, graphs in self.graphs.items():
+            holder = by_root.get(root)
+            if holder is None:
+                description, kind = self.roots[root]
+                holder = by_root[root] = Holder(root=description, kind=kind)
+            graphs.sort(key=lambda item: -item[0].passes)
+            for graph, step in graphs[:GRAPHS_RECORDED]:
+                graph.path = self.chain_text(step)
+                holder.graphs.append(graph)
         self.result.holders = sorted(by_root.values(), key=lambda holder: -holder.bytes)
         unreached: Dict[int, int] = {}
         for start, size in sizes.items():
@@ -632,6 +774,8 @@ class _Search:
                 owner, module = kind.__name__, id(value)
             if edge == ".grad_fn":
                 _add(through, "autograd graph")
+            elif edge.startswith(("._saved_", ".saved_tensors")):
+                _add(through, "saved for backward")
             elif edge == ".grad":
                 _add(through, "gradient")
             elif edge == "._base":
@@ -669,6 +813,41 @@ class _Search:
             text += edge
             attributes = edge == "" and issubclass(type(value), dict)
         return text
+
+
+# What an autograd node saved: nothing, tensors, or tensors that backward() freed.
+_NOTHING, _SAVED, _FREED = range(3)
+
+
+def _passes(children: List[List[int]], saved: List[int]) -> int:
+    """The forward passes a graph joins (Graph.passes): from its first node, down through the nodes that saved
+    nothing (a sum, a concatenation, a view), the first nodes that saved tensors, grouped by what they
+    reach."""
+    above: Set[int] = set()
+    first: Set[int] = set()
+    pending = [0]
+    while pending:
+        node = pending.pop()
+        if node in above or node in first:
+            continue
+        if saved[node] != _NOTHING:
+            first.add(node)
+            continue
+        above.add(node)
+        pending.extend(children[node])
+    group = list(range(len(children)))
+
+    def find(node: int) -> int:
+        while group[node] != node:
+            group[node] = group[group[node]]
+            node = group[node]
+        return node
+
+    for node, kids in enumerate(children):
+        if node not in above:
+            for kid in kids:
+                group[find(kid)] = find(node)
+    return len({find(node) for node in first})
 
 
 def _add(items: List[str], item: str) -> None:
@@ -811,7 +990,25 @@ def _advice(holder: Holder) -> List[str]:
             "a model kept after its use keeps its parameters, gradients and optimizer state: keep what you need "
             "of it (a score, a `state_dict()` copied to the CPU) and drop the model"
         )
+    if any(graph.spent for graph in holder.graphs):
+        advice.append(
+            "a running total of losses keeps every step's graph: add `loss.item()` (a number), or `loss.detach()`"
+        )
     return advice + [_ADVICE[fact] for fact in holder.through if fact in _ADVICE]
+
+
+def _graph_text(graph: Graph) -> str:
+    if graph.spent:
+        return "%s keeps the autograd graphs of %d backward passes (%d nodes), which can never be used again" % (
+            graph.path,
+            graph.passes,
+            graph.nodes,
+        )
+    return "%s keeps the autograd graphs of %d forward passes (%d nodes) with the tensors they saved" % (
+        graph.path,
+        graph.passes,
+        graph.nodes,
+    )
 
 
 def _own_text(holder: Holder) -> str:
@@ -848,6 +1045,10 @@ def _text(result: Why) -> str:
         return "gpuleak: why: the program holds no GPU memory that the trace saw it allocate"
     lines = ["gpuleak: what keeps this process's GPU memory alive (pid %d)" % result.pid]
     for holder in result.holders:
+        if not holder.sites:
+            lines += ["  %s: %s" % (holder.root, _graph_text(graph)) for graph in holder.graphs]
+            lines += ["    " + advice for advice in _advice(holder)]
+            continue
         own = _own_text(holder)
         # What a PyTorch user calls them; other libraries' are arrays.
         noun = "tensor" if "torch" in sys.modules else "array"
@@ -865,6 +1066,7 @@ def _text(result: Why) -> str:
         )
         if holder.path:
             lines.append("    through %s" % holder.path)
+        lines += ["    %s" % _graph_text(graph) for graph in holder.graphs]
         lines += ["    " + advice for advice in _advice(holder)]
     for site, size in result.unreached:
         where = result.sites[site].where
@@ -904,7 +1106,7 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
     """The JSON of `result` that the trace records (gpuleak_retainers) and gpuleak-report reads: the sites by
     the stack and kind the report showed them with, each holder's words, the sites it held with their bytes
     and the chain to its largest storage there.
-    `moment`: "out_of_memory" (with `device`), "phase_end" or "on_demand". Holders past what the C side
+    `moment`: "out_of_memory" (with `device`), "phase_end", "exit" or "on_demand". Holders past what the C side
     keeps (``_native.MAX_RETAINERS_BYTES``) are left out, the smallest first."""
     holders = [
         {
@@ -918,6 +1120,18 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
             ],
             "path": _cut(holder.path),
             "through": holder.through,
+            "saved": sorted(holder.saved_bytes.items(), key=lambda item: -item[1]),
+            "graphs": [
+                {
+                    "path": _cut(graph.path),
+                    "nodes": graph.nodes,
+                    "passes": graph.passes,
+                    "spent": graph.spent,
+                    "address": graph.address,
+                    "bytes": graph.bytes,
+                }
+                for graph in holder.graphs
+            ],
             "own": _own_text(holder),
             "advice": _advice(holder),
         }

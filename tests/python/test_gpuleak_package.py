@@ -465,8 +465,10 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     assert "the search stopped after" in stopped["text"], stopped["text"]
     # Each answer is recorded in the trace, where the report shows it beside the sites it names.
     (process,) = report(answers["trace"])["processes"]
-    full, no_time = process["retainers"]
+    # And, by default, what held the memory as the program ended.
+    full, no_time, at_exit = process["retainers"]
     assert [full["moment"], full["label"], no_time["moment"]] == ["on_demand", "gpuleak.why()", "on_demand"]
+    assert [at_exit["moment"], at_exit["label"]] == ["exit", "the program's exit"]
     assert sorted(holder["root"] for holder in full["holders"]) == sorted(holders)
     assert no_time["stopped"] is True
     (kept,) = [holder for holder in full["holders"] if holder["root"].startswith("`kept`")]
@@ -474,7 +476,7 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     (site,) = kept["sites"]
     assert site["path"].startswith("kept[") and site["bytes"] == 3 << 20
     leak = process["leaks"][site["leak"]]
-    # Per the latest record that names it (the search without time may have reached it too).
+    # Per the latest record that names it: the one at exit.
     (held,) = leak["held_by"]
     assert (held["root"], held["bytes"]) == (kept["root"], 3 << 20) and held["path"].startswith("kept[")
 
@@ -508,15 +510,16 @@ MOMENTS_SCENARIO = textwrap.dedent(
     "why, package, moments, said",
     [
         # The package is not on the program's path: the library imports it from where `gpuleak run` says.
-        (None, True, ["out_of_memory", "out_of_memory"], ""),
+        (None, True, ["out_of_memory", "out_of_memory", "exit"], ""),
         ("oom,phase", True, ["out_of_memory", "out_of_memory", "phase_end", "phase_end"], ""),
+        ("exit", True, ["exit"], ""),
         ("None", True, [], ""),
-        ("sometimes", True, ["out_of_memory", "out_of_memory"], "gpuleak: GPULEAK_WHY=sometimes: expected"),
+        ("sometimes", True, ["out_of_memory", "out_of_memory", "exit"], "gpuleak: GPULEAK_WHY=sometimes: expected"),
         # Nowhere to import it from: said once, and the program goes on.
         (None, False, [], "gpuleak: the program cannot import the gpuleak Python package"),
     ],
 )
-def test_preloaded_out_of_memory_errors_and_phase_ends_record_what_held_the_memory(tmp_path, why, package, moments, said):
+def test_preloaded_out_of_memory_errors_phase_ends_and_the_exit_record_what_held_the_memory(tmp_path, why, package, moments, said):
     script = tmp_path / "moments_scenario.py"
     script.write_text(MOMENTS_SCENARIO)
     environment = preloaded_environment(tmp_path)
@@ -539,8 +542,8 @@ def test_preloaded_out_of_memory_errors_and_phase_ends_record_what_held_the_memo
     else:
         assert said_lines == [], completed.stderr
     out = json.loads((tmp_path / "out.json").read_text())
-    # Left alone where GPULEAK_WHY leaves out-of-memory errors out: not even imported.
-    assert out["imported"] is (package and bool(moments))
+    # Left alone where GPULEAK_WHY leaves out-of-memory errors out: not even imported, until the exit.
+    assert out["imported"] is (package and moments[:1] == ["out_of_memory"])
     (process,) = report(out["trace"])["processes"]
     records = process["retainers"]
     assert [record["moment"] for record in records] == moments
@@ -554,6 +557,10 @@ def test_preloaded_out_of_memory_errors_and_phase_ends_record_what_held_the_memo
     if "phase_end" in moments:
         assert [record["label"] for record in records[2:]] == ["end of epoch 0", "end of epoch 1"]
         assert records[-1]["holders"][0]["bytes"] == 5 << 20
+    if "exit" in moments:
+        # Registered as the program came to hold device memory, run as it ended: what it held then.
+        assert records[-1]["label"] == "the program's exit"
+        assert records[-1]["holders"][0]["bytes"] == (5 if out["imported"] else 3) << 20
 
 
 def test_preloaded_active_and_trace_path(preloaded):

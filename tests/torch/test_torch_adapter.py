@@ -34,6 +34,13 @@ BUILD_ADAPTER = os.path.join(HERE, "..", "..", "torch_adapter", "build-adapter.s
 
 LIBRARY = os.environ.get("GPULEAK_TEST_LIBRARY", "")
 REPORT = os.environ.get("GPULEAK_TEST_REPORT", "")
+# The gpuleak Python package, for scripts that import it as if the user had installed it: in the source
+# tree, or in scripts/pack-build.sh's package, where it lives under share/gpuleak.
+PACKAGE = next(
+    path
+    for path in (os.path.join(HERE, "..", "..", "python"), os.path.join(HERE, "..", "..", "share", "gpuleak", "python"))
+    if os.path.isdir(os.path.join(path, "gpuleak"))
+)
 SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
 CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
 TORCH_PYTHON = os.environ.get("GPULEAK_TEST_TORCH_PYTHON") or torch_python()
@@ -288,12 +295,15 @@ def test_kept_pinned_batches_are_a_leak_named_on_the_pin_memory_thread(tmp_path,
         torch_numbers()
         """,
         adapter_cache,
+        PYTHONPATH=PACKAGE,
     )
     assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
     (top, *_) = run.process["growth"]
     assert top["kind"] == "pinned_host" and top["count"] == 32
     text = " ".join(run.process["diagnosis"]["text"].split())
     assert "pin_memory.py" in text and "on a library's thread: no frame of the program's own" in text
+    # What keeps them, as the program ended: the program's own list, which the text names.
+    assert "held by `kept`, a list with 32 items in __main__, per gpuleak.why() at " in text, text
 
 
 # As in a notebook: one cell keeps a small slice of each of 50 16 MiB tensors (a view holds its whole
@@ -316,8 +326,7 @@ torch_numbers()
 
 @SIMULATED_ONLY
 def test_kept_slices_are_the_leak_and_what_held_the_memory_at_the_failure(tmp_path, adapter_cache):
-    package = os.path.join(HERE, "..", "..", "python")
-    run = run_traced(tmp_path, SLICES_THEN_OUT_OF_MEMORY, adapter_cache, PYTHONPATH=package)
+    run = run_traced(tmp_path, SLICES_THEN_OUT_OF_MEMORY, adapter_cache, PYTHONPATH=PACKAGE)
     assert_torch_numbers(run)
     assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
     (top, *_) = run.process["growth"]

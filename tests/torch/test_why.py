@@ -90,6 +90,21 @@ def test_advice_fits_what_holds_it(answers):
     assert holder(answers["closures"], "callbacks")["path"] == "callbacks[11].__closure__[0].cell_contents"
 
 
+def test_a_kept_graph_is_told_by_the_passes_it_joins(answers):
+    # A sum of losses with no backward(): every step's graph, with the activations it saved.
+    total = answers["total_loss"]
+    assert holder(total, "total_loss")["graphs"] == [[12, False]]
+    assert "total_loss keeps the autograd graphs of 12 forward passes" in total["text"], total["text"]
+    # A running total of losses, each after its backward(): graphs that can never be used again.
+    running = answers["running_total"]
+    check_common(running)
+    assert holder(running, "running_total_loss")["graphs"] == [[12, True]]
+    assert "running_total_loss keeps the autograd graphs of 12 backward passes" in running["text"], running["text"]
+    assert "add `loss.item()` (a number)" in running["text"]
+    # One loss a step, each its own graph: nothing joined.
+    assert holder(answers["losses_append"], "losses")["graphs"] == []
+
+
 def test_a_traceback_kept_by_the_session_is_named(answers):
     answer = answers["traceback"]
     check_common(answer)
@@ -132,8 +147,8 @@ def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_stat
 
 def test_every_answer_is_in_the_trace(answers):
     text = " ".join(answers["report.txt"].split())
-    # The last answer of all, the correct loop's: its model is held by `model`, per gpuleak.why().
-    assert "held by `model`, a Sequential in __main__: the parameters and gradients of a Sequential" in text, text
+    # The last answer of all, the record at exit: the model's parameters are held by `model`.
+    assert "(the program's exit): 1.0 MiB held by `model`, a Sequential in __main__: the parameters of a Sequential" in text, text
 
 
 @pytest.mark.parametrize("killed", [False, True], ids=["raised", "killed"])
@@ -178,8 +193,10 @@ def test_saved_tensors_behind_the_programs_hooks_are_not_read_at_an_out_of_memor
     assert completed.stdout == "unpacked 0 saved tensors\n"
     with open(tmp_path / "run" / "report.json") as report:
         (process,) = json.load(report)["processes"]
-    (record,) = process["retainers"]
+    # The record at the error, and the one at exit, which does not read them either.
+    record, at_exit = process["retainers"]
     assert record["moment"] == "out_of_memory" and record["saved_tensors_read"] is False
+    assert at_exit["moment"] == "exit" and at_exit["saved_tensors_read"] is False
     # The outputs themselves are still found, and said to be held by the list.
     assert record["holders"][0]["root"].startswith("`outputs`, a list with ")
     with open(tmp_path / "run" / "report.txt") as report:

@@ -19,6 +19,7 @@ from test_torch_adapter import (
     CUDA_LIB_DIR,
     HERE,
     MiB,
+    PACKAGE,
     REAL_DEVICE,
     SIMDEVICE_DIR,
     SIMULATED_ONLY,
@@ -29,14 +30,7 @@ from test_torch_adapter import pytestmark as adapter_marks
 from torch_environment import simulated_device_environment
 
 LAUNCHER = os.environ.get("GPULEAK_TEST_LAUNCHER", "")
-# The corpus and the gpuleak package its scripts import: in the source tree, or in scripts/pack-build.sh's
-# package, where the package lives under share/gpuleak.
 WORKLOADS = os.path.normpath(os.path.join(HERE, "..", "workloads"))
-PACKAGE = next(
-    path
-    for path in (os.path.join(HERE, "..", "..", "python"), os.path.join(HERE, "..", "..", "share", "gpuleak", "python"))
-    if os.path.isdir(os.path.join(path, "gpuleak"))
-)
 
 pytestmark = adapter_marks + [
     pytest.mark.skipif(not os.path.exists(LAUNCHER), reason="GPULEAK_TEST_LAUNCHER does not name gpuleak"),
@@ -74,14 +68,13 @@ VERDICTS = {
         'return torch.triu(torch.full((length, length), float("-inf"), device=device), diagonal=1)',
     ),
     "leak_hyperparameter_search.py": ("leak", ").to(device)"),
-    # Not yet told from their correct twins (issue #14's note): `running_loss += loss` keeps autograd
-    # nodes whose buffers backward() freed, so the device holds what gradient_accumulation.py holds
-    # (PyTorch's counters are the same); the validation outputs' graphs are those of the last pass
-    # only, made within its share of the program's work.
-    "leak_total_loss.py": ("leak", "running_loss += loss"),
+    # Not growth: what the record at exit found. The validation outputs keep the activations of every
+    # batch of the last pass, for a backward() that never ran.
     "leak_evaluation_without_no_grad.py": ("leak", "outputs.append(model(x.to(device)))"),
+    # `running_loss += loss` keeps autograd nodes whose buffers backward() freed, so the device holds what
+    # gradient_accumulation.py holds (PyTorch's counters are the same): its graph joins every step's.
+    "leak_total_loss.py": ("leak", "running_loss += loss"),
 }
-NOT_YET_TOLD = {"leak_total_loss.py", "leak_evaluation_without_no_grad.py"}
 ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
 COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|max_memory_reserved)=(\d+)")
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
@@ -139,10 +132,11 @@ def check_verdict(directory, name):
     kind, line = VERDICTS[name]
     assert process["diagnosis"]["kind"] == kind, process["diagnosis"]["text"]
     if kind != "leak":
-        assert process["growth"] == []
+        assert process["growth"] == process["spent_graphs"] == process["kept_for_backward"] == []
         return
     script = os.path.join(WORKLOADS, name)
-    top = process["growth"][0]
+    # The report lists a leak's sites under its cause's name: "growth", "spent_graphs", "kept_for_backward".
+    top = process[process["diagnosis"]["leak_cause"]][0]
     own = next(frame for frame in top["frames"] if frame.get("python") and frame["file"] == script)
     assert lines_of(name)[own["line"] - 1].strip() == line
     assert top["kind"] == "block", "the tensors are the leak, not the segments made for them"
@@ -158,14 +152,7 @@ def test_workload_runs_as_alone_and_is_counted_exactly(tmp_path, adapter_cache, 
     traced = check_workload(tmp_path, workload, adapter_cache)
     # The device is large enough for it: a search that caught an out-of-memory error would still end well.
     assert "out of memory" not in traced.stdout
-    if workload not in NOT_YET_TOLD:
-        check_verdict(tmp_path, workload)
-        return
-    try:
-        check_verdict(tmp_path, workload)
-    except AssertionError:
-        pytest.xfail("not yet told from its correct twin: " + VERDICTS[workload][1])
-    pytest.fail(workload + " is told apart now: take it out of NOT_YET_TOLD")
+    check_verdict(tmp_path, workload)
 
 
 def test_every_workload_has_a_verdict():

@@ -70,13 +70,15 @@ TEST_CASE("the rank comes from RANK, else LOCAL_RANK, and only when it is a numb
 TEST_CASE(
     "GPULEAK_WHY names its moments in any case, none turns them off, and anything else is the default") {
     using gpuleak::why_moments_setting;
-    CHECK(why_moments_setting(nullptr) == GPULEAK_WHY_OUT_OF_MEMORY);
-    CHECK(why_moments_setting("") == GPULEAK_WHY_OUT_OF_MEMORY);
+    constexpr int kDefault = GPULEAK_WHY_OUT_OF_MEMORY | GPULEAK_WHY_EXIT;
+    CHECK(why_moments_setting(nullptr) == kDefault);
+    CHECK(why_moments_setting("") == kDefault);
     CHECK(why_moments_setting("phase") == GPULEAK_WHY_PHASE_END);
     CHECK(why_moments_setting("OOM, Phase") == (GPULEAK_WHY_OUT_OF_MEMORY | GPULEAK_WHY_PHASE_END));
+    CHECK(why_moments_setting("exit") == GPULEAK_WHY_EXIT);
     for (const char* none : {"none", "NONE", "off", "0", "none,none"})
         CHECK(why_moments_setting(none) == 0);
     // One warning each, and the default: never more than was asked for by a typo's luck.
     for (const char* malformed : {"sometimes", "oom,,phase", "none,phase", "oom;phase"})
-        CHECK(why_moments_setting(malformed) == GPULEAK_WHY_OUT_OF_MEMORY);
+        CHECK(why_moments_setting(malformed) == kDefault);
 }

@@ -283,3 +283,162 @@ TEST_CASE("a record that did not read what autograd saved says so under its erro
     CHECK_THAT(text, Catch::Contains("(the tensors autograd saved were not looked into: the program set "
                                      "saved-tensor hooks, which reading them would have run)"));
 }
+
+namespace {
+
+// As the program ended: stack 1's three blocks held by `predictions` through the tensors its graph, which
+// joins `passes` forward passes, saved for backward; stack 2's block by `model` as its parameter; `moment`
+// in place of the exit's.
+std::string predictions_at(const std::string& moment, int passes = 8) {
+    return R"({"moment":")" + moment +
+           R"(","seconds":0.5,"objects_searched":1000,"stopped":false,"problem":"",)"
+           R"("saved_tensors_read":true,)"
+           R"("sites":[{"stack_id":1,"kind":"block","bytes":3072},{"stack_id":2,"kind":"block","bytes":512}],)"
+           R"("holders":[{"root":"`predictions`, a tensor in __main__","kind":"global","bytes":3072,"tensors":3,)"
+           R"("sites":[[0,3072,"predictions.grad_fn._saved_mat1"]],"path":"predictions.grad_fn._saved_mat1",)"
+           R"("through":["autograd graph","saved for backward"],"saved":[[0,3072]],"own":"","advice":[],)"
+           R"("graphs":[{"path":"predictions","nodes":40,"passes":)" +
+           std::to_string(passes) +
+           R"(,"spent":false,"address":0,"bytes":40}]},)"
+           R"({"root":"`model`, a Linear in __main__","kind":"global","bytes":512,"tensors":1,)"
+           R"("sites":[[1,512,"model.weight"]],"path":"model.weight","through":["parameter"],"saved":[],)"
+           R"("own":"the parameters of a Linear","advice":[]}],"unreached":[]})";
+}
+
+TraceBuilder ended_with(const std::string& document) {
+    TraceBuilder builder = out_of_memory();
+    builder.add_string(3, "the program's exit");
+    builder.add_string(4, document);
+    builder.add_notable(retainers(3, 4, 200));
+    return builder;
+}
+
+} // namespace
+
+TEST_CASE(
+    "memory an autograd graph saved for a backward that never ran, held as the program ended, is a leak") {
+    TraceBuilder builder = ended_with(predictions_at("exit"));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const gpuleak::analyzer::ProcessModel& model = reports[0].model;
+    REQUIRE(model.retainers.size() == 2);
+    CHECK(model.retainers[1].moment == gpuleak::analyzer::RetainerMoment::Exit);
+    const size_t saved = site_of_stack(model, 1);
+    // The parameter is the model's, not a graph's: only the saved tensors' site.
+    REQUIRE(model.kept_for_backward.size() == 1);
+    CHECK(model.kept_for_backward[0].site == saved);
+    CHECK(model.kept_for_backward[0].bytes == 3 * kBlock);
+    CHECK(model.retainers[1].holders[model.kept_for_backward[0].holder].root ==
+          "`predictions`, a tensor in __main__");
+    const gpuleak::analyzer::Diagnosis& diagnosis = reports[0].diagnosis;
+    REQUIRE(diagnosis.kind == gpuleak::analyzer::DiagnosisKind::Leak);
+    CHECK(diagnosis.leak->cause == gpuleak::analyzer::LeakCause::KeptForBackward);
+    CHECK(diagnosis.leak->sites == std::vector<size_t>{saved});
+    CHECK(diagnosis.leak->bytes == 3 * kBlock);
+    CHECK_THAT(
+        gpuleak::analyzer::diagnosis_text(model, diagnosis, *reports[0].stacks),
+        Catch::StartsWith("As the program ended, an autograd graph held 3.0 KiB: tensors autograd saved "
+                          "for a backward() that never ran") &&
+            Catch::Contains("and held by `predictions`, a tensor in __main__. That is a leak") &&
+            Catch::Contains("`with torch.no_grad():`"));
+    const nlohmann::json process = gpuleak::analyzer::render_json(reports, ReportOptions{})["processes"][0];
+    CHECK(process["diagnosis"]["leak_cause"] == "kept_for_backward");
+    CHECK(process["growth"].empty());
+    REQUIRE(process["kept_for_backward"].size() == 1);
+    CHECK(process["kept_for_backward"][0]["held_bytes"] == 3 * kBlock);
+    CHECK(process["kept_for_backward"][0]["held_by"] == "`predictions`, a tensor in __main__");
+    CHECK(process["retainers"][1]["moment"] == "exit");
+}
+
+TEST_CASE("tensors saved for backward are no leak before the program ends, nor beside memory that grew") {
+    SECTION("at an out-of-memory error or a phase's end, the backward pass may still come") {
+        const std::string moment = GENERATE(as<std::string>{}, "phase_end", "on_demand");
+        TraceBuilder builder = ended_with(predictions_at(moment));
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        std::vector<ProcessReport> reports = reports_of(trace);
+        CHECK(reports[0].model.kept_for_backward.empty());
+        CHECK(reports[0].diagnosis.kind != gpuleak::analyzer::DiagnosisKind::Leak);
+    }
+    SECTION("what one forward pass saved is what the last step left, not a leak") {
+        TraceBuilder builder = ended_with(predictions_at("exit", GENERATE(1, 2)));
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        std::vector<ProcessReport> reports = reports_of(trace);
+        CHECK(reports[0].model.kept_for_backward.empty());
+        CHECK(reports[0].diagnosis.kind != gpuleak::analyzer::DiagnosisKind::Leak);
+    }
+    SECTION("a site that grew is the leak") {
+        TraceBuilder builder = ended_with(predictions_at("exit"));
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+        const size_t grew = site_of_stack(model, 2);
+        model.growth_sites = {grew};
+        const gpuleak::analyzer::Diagnosis diagnosis = gpuleak::analyzer::diagnose(model);
+        REQUIRE(diagnosis.kind == gpuleak::analyzer::DiagnosisKind::Leak);
+        CHECK(diagnosis.leak->cause == gpuleak::analyzer::LeakCause::Growth);
+        CHECK(diagnosis.leak->sites == std::vector<size_t>{grew});
+    }
+    SECTION("a document of a package older than the record at exit has no saved tensors") {
+        std::string document = predictions_at("exit");
+        for (const std::string saved : {R"("saved":[[0,3072]],)", R"("saved":[],)",
+                                        R"(,"graphs":[{"path":"predictions","nodes":40,"passes":8,)"
+                                        R"("spent":false,"address":0,"bytes":40}])"})
+            document.erase(document.find(saved), saved.size());
+        TraceBuilder builder = ended_with(document);
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+        REQUIRE(model.retainers.size() == 2);
+        CHECK(model.kept_for_backward.empty());
+    }
+}
+
+namespace {
+
+// Stack 2's block (the storage of `running_loss`, at 0x10c00) kept by a graph that joins `passes` backward
+// passes, recorded at `moment`.
+std::string running_total_at(const std::string& moment, int passes, uint64_t address = 0x10c00) {
+    return R"({"moment":")" + moment +
+           R"(","seconds":0.1,"objects_searched":100,"stopped":false,"problem":"","saved_tensors_read":true,)"
+           R"("sites":[{"stack_id":2,"kind":"block","bytes":512}],)"
+           R"("holders":[{"root":"`running_loss`, a tensor in __main__","kind":"global","bytes":512,"tensors":1,)"
+           R"("sites":[[0,512,"running_loss"]],"path":"running_loss","through":[],"saved":[],"own":"",)"
+           R"("advice":[],"graphs":[{"path":"running_loss","nodes":640,"passes":)" +
+           std::to_string(passes) + R"(,"spent":true,"address":)" + std::to_string(address) +
+           R"(,"bytes":4}]}],"unreached":[]})";
+}
+
+} // namespace
+
+TEST_CASE("a kept tensor whose graph joins the graphs of many backward passes is a leak where it was made") {
+    const std::string moment = GENERATE(as<std::string>{}, "exit", "phase_end", "on_demand");
+    TraceBuilder builder = ended_with(running_total_at(moment, 64));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const gpuleak::analyzer::ProcessModel& model = reports[0].model;
+    const size_t total = site_of_stack(model, 2);
+    REQUIRE(model.spent_graphs.size() == 1);
+    CHECK(model.spent_graphs[0].site == total);
+    const gpuleak::analyzer::Diagnosis& diagnosis = reports[0].diagnosis;
+    REQUIRE(diagnosis.kind == gpuleak::analyzer::DiagnosisKind::Leak);
+    CHECK(diagnosis.leak->cause == gpuleak::analyzer::LeakCause::SpentGraphs);
+    CHECK(diagnosis.leak->sites == std::vector<size_t>{total});
+    CHECK_THAT(
+        gpuleak::analyzer::diagnosis_text(model, diagnosis, *reports[0].stacks),
+        Catch::StartsWith("`running_loss`, a tensor in __main__, keeps the autograd graphs of 64 backward "
+                          "passes (640 nodes), per gpuleak.why() at 0.00 s (the program's exit)") &&
+            Catch::Contains("`loss.item()`"));
+    const nlohmann::json process = gpuleak::analyzer::render_json(reports, ReportOptions{})["processes"][0];
+    CHECK(process["diagnosis"]["leak_cause"] == "spent_graphs");
+    REQUIRE(process["spent_graphs"].size() == 1);
+    CHECK(process["spent_graphs"][0]["passes"] == 64);
+    CHECK(process["spent_graphs"][0]["held_by"] == "`running_loss`, a tensor in __main__");
+}
+
+TEST_CASE("a spent graph of a few passes, or of a tensor no longer alive, is no leak") {
+    const auto [passes, address] = GENERATE(std::pair{2, uint64_t{0x10c00}}, std::pair{64, uint64_t{0x90000}},
+                                            std::pair{64, uint64_t{0}});
+    TraceBuilder builder = ended_with(running_total_at("exit", passes, address));
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    REQUIRE(model.retainers.size() == 2);
+    CHECK(model.spent_graphs.empty());
+}

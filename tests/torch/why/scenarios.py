@@ -99,6 +99,19 @@ def search():
         results.append((learning_rate, trial))
 
 
+def running_total():
+    global running_total_loss
+    running_total_loss = 0
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(STEPS):
+        x, y = batch()
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        running_total_loss += loss
+
+
 def correct():
     global optimizer
     optimizer = torch.optim.Adam(model.parameters())
@@ -118,6 +131,7 @@ SCENARIOS = {
     "slices": (slices, ["kept"]),
     "traceback": (traceback_kept, []),
     "search": (search, ["results"]),
+    "running_total": (running_total, ["running_total_loss"]),
     "correct": (correct, ["optimizer"]),
 }
 
@@ -142,6 +156,7 @@ for name in sys.argv[1:] or SCENARIOS:
                 "owner": holder.owner,
                 "models": holder.models,
                 "sites": [answer.sites[site].where for site in holder.sites],
+                "graphs": [[graph.passes, graph.spent] for graph in holder.graphs],
             }
             for holder in answer.holders
         ],
@@ -150,7 +165,7 @@ for name in sys.argv[1:] or SCENARIOS:
     for variable in made:
         del globals()[variable]
     sys.last_traceback = None
-    if name == "correct":
+    if name in ("running_total", "correct"):
         for parameter in model.parameters():
             parameter.grad = None
     line["released"] = torch.cuda.memory_allocated() == before
