@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "python_frames.h"
 #include "python_runtime.h"
@@ -154,9 +155,11 @@ PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/);
 // errors may meet many.
 std::atomic<bool> g_tell{true};
 
-// The search at exit was asked for (once a process: a forked child inherits what its parent registered),
-// and what to call as it starts.
+// The search at exit was asked for, by which process (a forked child inherits its parent's registration,
+// and searches nothing: it ends with its own trace, if any, and none of the parent's work), and what to
+// call as it starts.
 std::atomic<bool> g_exit_search_asked{false};
+std::atomic<pid_t> g_exit_search_pid{0};
 std::atomic<void (*)()> g_program_ended{nullptr};
 
 // Runs the bootstrap for `moment` under the GIL, which the caller holds.
@@ -198,10 +201,12 @@ const PythonCalls* python_calls() {
 
 // Called by atexit, under the GIL, before the interpreter finalizes.
 PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/) {
-    if (void (*program_ended)() = g_program_ended.load(std::memory_order_relaxed))
-        program_ended();
     const PythonCalls* calls = python_calls();
-    run_bootstrap(*calls, "exit", 0);
+    if (getpid() == g_exit_search_pid.load(std::memory_order_relaxed)) {
+        if (void (*program_ended)() = g_program_ended.load(std::memory_order_relaxed))
+            program_ended();
+        run_bootstrap(*calls, "exit", 0);
+    }
     calls->incref(calls->none);
     return calls->none;
 }
@@ -236,6 +241,7 @@ void why_at_exit_once_holding(void (*program_ended)()) {
     if (g_exit_search_asked.load(std::memory_order_relaxed))
         return;
     g_program_ended.store(program_ended, std::memory_order_relaxed);
+    g_exit_search_pid.store(getpid(), std::memory_order_relaxed);
     const PythonRuntime* python = python_runtime(true);
     if (python == nullptr || !python_initialized() || python_finalizing())
         return;

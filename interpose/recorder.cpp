@@ -220,7 +220,9 @@ void install_signal_hooks() {
 }
 
 void note_python_finalizing() {
-    if (g_python_finalizing_noted.load(std::memory_order_relaxed) ||
+    // A forked child whose recording ended (or never started) has no trace to note it in.
+    if (!has_trace(g_state.load(std::memory_order_acquire)) ||
+        g_python_finalizing_noted.load(std::memory_order_relaxed) ||
         g_python_finalizing_noted.exchange(true, std::memory_order_relaxed))
         return;
     EventRecord event{};

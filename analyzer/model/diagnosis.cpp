@@ -324,11 +324,11 @@ Diagnosis diagnose(const ProcessModel& model) {
         // Its device memory may be a scalar's; what grows is the graph, in host memory, each step.
         LeakFacts leak;
         leak.cause = LeakCause::SpentGraphs;
-        for (const SpentGraph& spent : model.spent_graphs)
-            if (std::find(leak.sites.begin(), leak.sites.end(), spent.site) == leak.sites.end()) {
+        for (const SpentGraph& spent : model.spent_graphs) {
+            if (std::find(leak.sites.begin(), leak.sites.end(), spent.site) == leak.sites.end())
                 leak.sites.push_back(spent.site);
-                leak.bytes += model.leak_sites[spent.site].bytes;
-            }
+            leak.bytes += model.retainers[spent.snapshot].holders[spent.holder].graph->bytes;
+        }
         diagnosis.kind = DiagnosisKind::Leak;
         diagnosis.leak = std::move(leak);
     } else if (!model.kept_for_backward.empty()) {

@@ -44,7 +44,8 @@ struct LeakFacts {
     // Into leak_sites, largest first: ProcessModel::growth_sites, or the sites of spent_graphs (the most
     // passes first) or of kept_for_backward.
     std::vector<size_t> sites;
-    uint64_t bytes = 0;               // held by them at the end; for KeptForBackward, so held
+    // Held by them at the end; for KeptForBackward, so held; for SpentGraphs, the kept tensors' own.
+    uint64_t bytes = 0;
     std::optional<FillEstimate> fill; // growth only
 };
 

@@ -770,9 +770,18 @@ const ForkRecord* fork_of(const ProcessModel& parent, const ProcessModel& child)
     return found;
 }
 
-// One of a DataLoader's workers, as its parent's record of it says: a copy of the parent or a spawned
-// interpreter.
+// Whether `model` is a child of multiprocessing's fork server.
+bool forked_by_fork_server(const ProcessModel* parent, const ProcessModel& model) {
+    return parent != nullptr && !new_image(model) &&
+           command_line_holds(*parent, "multiprocessing.forkserver import main");
+}
+
+// One of a DataLoader's workers: it read its own id in its loop, or its parent's record of it says so (a
+// copy of the parent or a spawned interpreter). A fork server's child has only the first: the server's
+// stack holds none of the DataLoader's frames.
 bool dataloader_worker(const ProcessModel& model, const ForkRecord* fork) {
+    if (model.header.target && model.header.target->dataloader_worker_id)
+        return true;
     return fork != nullptr && fork->origin == format::ForkOrigin::DataLoader &&
            (!new_image(model) || spawned_interpreter(model));
 }
@@ -805,7 +814,9 @@ void assign_roles(std::vector<ProcessModel*>& models) {
             role.world_size = model->header.world_size;
         } else if (dataloader_worker(*model, fork)) {
             role.kind = RoleKind::DataLoaderWorker;
-            role.start_method = new_image(*model) ? StartMethod::Spawn : StartMethod::Fork;
+            role.start_method = new_image(*model)                       ? StartMethod::Spawn
+                                : forked_by_fork_server(parent, *model) ? StartMethod::Forkserver
+                                                                        : StartMethod::Fork;
             // The worker read its id from its own frames, once it ran its loop.
             if (model->header.target && model->header.target->dataloader_worker_id) {
                 role.worker_id = model->header.target->dataloader_worker_id;
@@ -830,9 +841,8 @@ void assign_roles(std::vector<ProcessModel*>& models) {
         } else if (fork != nullptr && fork->origin == format::ForkOrigin::Multiprocessing &&
                    !new_image(*model)) {
             role.kind = RoleKind::ForkedWorker;
-            role.start_method = command_line_holds(*parent, "multiprocessing.forkserver import main")
-                                    ? StartMethod::Forkserver
-                                    : StartMethod::Fork;
+            role.start_method =
+                forked_by_fork_server(parent, *model) ? StartMethod::Forkserver : StartMethod::Fork;
         } else if (spawned_interpreter(*model)) {
             role.kind = RoleKind::SpawnedChild;
             role.start_method = StartMethod::Spawn;

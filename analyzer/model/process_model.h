@@ -204,15 +204,16 @@ struct SiteShare {
     std::string path;
 };
 
-// The autograd graph of a tensor a holder kept, as gpuleak.why() read it.
+// The autograd graphs of the tensors a holder kept, as gpuleak.why() read them.
 struct KeptGraph {
-    std::string path; // to the tensor, as Python spells it: "running_loss"
+    std::string path; // to the tensor whose graph joins the most passes, as Python spells it: "running_loss"
     uint64_t nodes = 0;
-    // The separate forward passes it joins: one per step for a running total of losses, one per batch for
-    // outputs kept and concatenated.
+    // The separate forward passes they join, whose nodes still hold what they saved (one per batch for a
+    // validation set's outputs kept), and those backward() already ran through (one per step for a running
+    // total of losses), which can never be used again.
     uint64_t passes = 0;
-    bool spent = false;   // backward() ran through it (it freed what its nodes saved)
-    uint64_t address = 0; // of the tensor's storage on the device; 0 elsewhere
+    uint64_t spent_passes = 0;
+    uint64_t address = 0; // of that tensor's storage on the device or in pinned memory; 0 elsewhere
     uint64_t bytes = 0;
 };
 
@@ -227,7 +228,7 @@ struct Retainer {
     std::vector<std::string> through; // what the chains went through: "autograd graph", "view", ...
     // Of sites, what it held through tensors autograd saved for a backward pass (activations).
     std::vector<SiteShare> saved;
-    std::vector<KeptGraph> graphs;   // of its tensors that join passes, the most first
+    std::optional<KeptGraph> graph;  // where its tensors' graphs join two passes or more
     std::string own;                 // PyTorch's own holders: "the parameters of a Net"
     std::vector<std::string> advice; // what to change, where what it went through says
 };
@@ -260,7 +261,7 @@ struct RetainerSnapshot {
 };
 
 // A leak site that the record taken as the program ended found held through tensors autograd saved for a
-// backward pass, by a holder whose graph joins kMinPasses forward passes or more: a graph that no backward()
+// backward pass, by a holder whose graphs join kMinPasses forward passes or more: a graph that no backward()
 // can use any more (the program is ending) kept them alive, the activations of forward passes run outside
 // torch.no_grad() and kept.
 struct KeptForBackward {
@@ -270,19 +271,23 @@ struct KeptForBackward {
     size_t holder = 0;   // the holder of most of those bytes: into its holders
 };
 
-// A tensor the program kept whose autograd graph joins kMinPasses backward passes or more, which backward()
+// A holder whose tensors' autograd graphs join kMinSpentPasses backward passes or more, which backward()
 // already ran through: a running total of losses (`total += loss`), whose graph grows each step in host
-// memory and can never be used again. Its site is where the tensor's own storage was made.
+// memory and can never be used again. Its site is where the storage of its tensor that joins the most
+// was made.
 struct SpentGraph {
     size_t site = 0;     // into ProcessModel::leak_sites
     size_t snapshot = 0; // the record: into ProcessModel::retainers
-    size_t holder = 0;   // into its holders
-    size_t graph = 0;    // into the holder's graphs
+    size_t holder = 0;   // into its holders: its graph
 };
 
-// The passes a graph must join to be kept in vain: a few kept on purpose (a loss summing two models')
-// are bounded; a running total adds one per step.
+// The forward passes kept with what they saved that make a leak at the program's exit: the last step's
+// one (its outputs left in a variable) is what a loop leaves; a validation set's batches are many.
 constexpr uint64_t kMinPasses = 3;
+// The spent passes that make a running total. One step's loss may sum a few passes that backward() ran
+// through together (micro-batches, tasks, crops: indistinguishable in one record from as many steps),
+// and a running total over fewer steps keeps little; what matters grows with the steps of an epoch.
+constexpr uint64_t kMinSpentPasses = 16;
 
 struct ProcessModel {
     std::string path;

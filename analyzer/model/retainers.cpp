@@ -120,14 +120,13 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
         // Absent from the documents of packages older than the record at exit.
         if (holder.contains("saved"))
             retainer.saved = shares(holder, "saved", snapshot.sites.size(), false);
-        if (holder.contains("graphs"))
-            for (const json& graph : member(holder, "graphs", json::value_t::array)) {
-                if (!graph.is_object())
-                    throw Malformed{"graphs"};
-                retainer.graphs.push_back({text(graph, "path"), count(graph, "nodes"), count(graph, "passes"),
-                                           member(graph, "spent", json::value_t::boolean).get<bool>(),
-                                           count(graph, "address"), count(graph, "bytes")});
-            }
+        if (const auto graph = holder.find("graph"); graph != holder.end() && !graph->is_null()) {
+            if (!graph->is_object())
+                throw Malformed{"graph"};
+            retainer.graph =
+                KeptGraph{text(*graph, "path"),          count(*graph, "nodes"),   count(*graph, "passes"),
+                          count(*graph, "spent_passes"), count(*graph, "address"), count(*graph, "bytes")};
+        }
         retainer.own = text(holder, "own");
         retainer.advice = texts(holder, "advice");
         snapshot.holders.push_back(std::move(retainer));
@@ -180,12 +179,6 @@ void tie_to_sites(ProcessModel& model) {
     }
 }
 
-bool joins_passes(const Retainer& holder, bool spent) {
-    return std::any_of(holder.graphs.begin(), holder.graphs.end(), [&](const KeptGraph& graph) {
-        return graph.spent == spent && graph.passes >= kMinPasses;
-    });
-}
-
 // The sites the latest record at the program's exit found held through tensors autograd saved by holders
 // whose graphs join passes, and how much of each, by the holder of the most.
 void find_kept_for_backward(ProcessModel& model) {
@@ -196,7 +189,7 @@ void find_kept_for_backward(ProcessModel& model) {
         std::map<size_t, KeptForBackward> by_site;
         std::map<size_t, uint64_t> most_of_one_holder;
         for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
-            if (!joins_passes(snapshot.holders[holder], false))
+            if (!snapshot.holders[holder].graph || snapshot.holders[holder].graph->passes < kMinPasses)
                 continue;
             for (const SiteShare& share : snapshot.holders[holder].saved) {
                 const std::optional<size_t> leak = snapshot.sites[share.site].leak_site;
@@ -206,7 +199,8 @@ void find_kept_for_backward(ProcessModel& model) {
                 kept.site = *leak;
                 kept.snapshot = snapshot_index;
                 kept.bytes += share.bytes;
-                if (share.bytes > most_of_one_holder[*leak]) {
+                if (const auto most = most_of_one_holder.find(*leak);
+                    most == most_of_one_holder.end() || share.bytes > most->second) {
                     most_of_one_holder[*leak] = share.bytes;
                     kept.holder = holder;
                 }
@@ -237,26 +231,26 @@ std::optional<size_t> site_holding(const ProcessModel& model, uint64_t address) 
     return std::nullopt;
 }
 
-// The spent graphs of the latest record that found any whose tensors are still live at the end.
+// The spent graphs of the latest record, whose tensors are still live at the end: an older record's
+// address may be another block's by the end, the allocator having reused it.
 void find_spent_graphs(ProcessModel& model) {
     for (size_t snapshot_index = model.retainers.size(); snapshot_index-- > 0;) {
         const RetainerSnapshot& snapshot = model.retainers[snapshot_index];
-        for (size_t holder = 0; holder < snapshot.holders.size(); ++holder)
-            for (size_t graph = 0; graph < snapshot.holders[holder].graphs.size(); ++graph) {
-                const KeptGraph& kept = snapshot.holders[holder].graphs[graph];
-                if (!kept.spent || kept.passes < kMinPasses || kept.address == 0)
-                    continue;
-                if (const std::optional<size_t> site = site_holding(model, kept.address))
-                    model.spent_graphs.push_back({*site, snapshot_index, holder, graph});
-            }
-        if (!model.spent_graphs.empty()) {
-            const auto passes = [&](const SpentGraph& spent) {
-                return model.retainers[spent.snapshot].holders[spent.holder].graphs[spent.graph].passes;
-            };
-            std::stable_sort(model.spent_graphs.begin(), model.spent_graphs.end(),
-                             [&](const SpentGraph& a, const SpentGraph& b) { return passes(a) > passes(b); });
-            return;
+        if (!snapshot.problem.empty())
+            continue;
+        for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
+            const std::optional<KeptGraph>& graph = snapshot.holders[holder].graph;
+            if (!graph || graph->spent_passes < kMinSpentPasses || graph->address == 0)
+                continue;
+            if (const std::optional<size_t> site = site_holding(model, graph->address))
+                model.spent_graphs.push_back({*site, snapshot_index, holder});
         }
+        const auto passes = [&](const SpentGraph& spent) {
+            return model.retainers[spent.snapshot].holders[spent.holder].graph->spent_passes;
+        };
+        std::stable_sort(model.spent_graphs.begin(), model.spent_graphs.end(),
+                         [&](const SpentGraph& a, const SpentGraph& b) { return passes(a) > passes(b); });
+        return;
     }
 }
 

@@ -103,28 +103,30 @@ std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& l
     const std::string of_it =
         leak.sites.size() == 1 ? std::string("It was") : fmt::format("{} of it was", bytes(kept.bytes));
     return fmt::format(
-        "As the program ended, an autograd graph held {}{}: tensors autograd saved for a backward() that "
-        "never ran, which no code could use any more. {} made at {} and held by {}. That is a leak: the "
-        "outputs of a forward pass run outside torch.no_grad() keep its activations alive, as many as it "
-        "was given inputs. Compute what is only read (validation, metrics, predictions) under "
-        "`with torch.no_grad():` or `torch.inference_mode()`, or keep `.detach()`ed results. Emptying the "
-        "allocator's cache will not help.",
-        bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)), retainer_name(holder));
+        "As the program ended, the autograd graphs of {} forward passes held {}{}: tensors autograd saved "
+        "for "
+        "a backward() that never ran, which no code could use any more. {} made at {} and held by {}. That "
+        "is a leak: the outputs of forward passes run outside torch.no_grad() keep their activations alive, "
+        "one pass per batch they were given. Compute what is only read (validation, metrics, predictions) "
+        "under `with torch.no_grad():` or `torch.inference_mode()`, or keep `.detach()`ed results. Emptying "
+        "the allocator's cache will not help.",
+        holder.graph->passes, bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)),
+        retainer_name(holder));
 }
 
 std::string spent_graphs_text(const ProcessModel& model, StackFrames& stacks) {
     const SpentGraph& spent = model.spent_graphs.front();
     const RetainerSnapshot& snapshot = model.retainers[spent.snapshot];
     const Retainer& holder = snapshot.holders[spent.holder];
-    const KeptGraph& graph = holder.graphs[spent.graph];
+    const KeptGraph& graph = *holder.graph;
     const LeakSite& site = model.leak_sites[spent.site];
     return fmt::format(
         "{}, keeps the autograd graphs of {} backward passes ({} nodes), {}: backward() already ran through "
-        "them, so they can never be used again, and each step adds its own. That is a leak, of host memory "
-        "that grows with every step, however little device memory the tensor holds ({}, made at {}). A "
-        "running total of losses adds `loss.item()` (a number) or `loss.detach()`, not `loss`.",
-        retainer_name(holder), graph.passes, graph.nodes, retainers_when(snapshot), bytes(site.bytes),
-        printable(stacks.describe(site.stack_id)));
+        "them, so they can never be used again. That is a leak, of host memory: a running total of losses "
+        "(`total += loss`) keeps one more graph with every step, however little device memory the tensor "
+        "holds ({} at `{}`, made at {}). Add `loss.item()` (a number) or `loss.detach()`, not `loss`.",
+        retainer_name(holder), graph.spent_passes, graph.nodes, retainers_when(snapshot), bytes(graph.bytes),
+        printable(graph.path), printable(stacks.describe(site.stack_id)));
 }
 
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {

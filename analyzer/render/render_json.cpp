@@ -75,12 +75,12 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
     };
     json holders = json::array();
     for (const Retainer& holder : snapshot.holders) {
-        json graphs = json::array();
-        for (const KeptGraph& graph : holder.graphs)
-            graphs.push_back({{"path", graph.path},
-                              {"nodes", graph.nodes},
-                              {"passes", graph.passes},
-                              {"spent", graph.spent}});
+        json graph = nullptr;
+        if (holder.graph)
+            graph = {{"path", holder.graph->path},
+                     {"nodes", holder.graph->nodes},
+                     {"passes", holder.graph->passes},
+                     {"spent_passes", holder.graph->spent_passes}};
         holders.push_back({{"root", holder.root},
                            {"kind", holder.kind},
                            {"bytes", holder.bytes},
@@ -89,7 +89,7 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
                            {"through", holder.through},
                            {"own", holder.own},
                            {"advice", holder.advice},
-                           {"graphs", std::move(graphs)},
+                           {"graph", std::move(graph)},
                            {"sites", shares_json(holder.sites)}});
     }
     return {{"t_s", seconds_of(snapshot.time_ns)},
@@ -286,12 +286,11 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         if (spent_graphs.size() >= options.top)
             break;
         const Retainer& holder = model.retainers[spent.snapshot].holders[spent.holder];
-        const KeptGraph& graph = holder.graphs[spent.graph];
         json entry = leak_site_json(spent.site);
         entry["held_by"] = holder.root;
-        entry["path"] = graph.path;
-        entry["passes"] = graph.passes;
-        entry["nodes"] = graph.nodes;
+        entry["path"] = holder.graph->path;
+        entry["spent_passes"] = holder.graph->spent_passes;
+        entry["nodes"] = holder.graph->nodes;
         spent_graphs.push_back(std::move(entry));
     }
     json failures = json::array();

@@ -119,8 +119,9 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // same file replaces an earlier one.
     SourceName = 8,
     // The Python interpreter was first seen finalizing (Py_FinalizeEx past the atexit handlers: module
-    // teardown, then the runtime's own), at time_ns, by thread_id. In the notable array only, at most
-    // once: what follows is no longer the program's own code. size = the ring's head then: the events
+    // teardown, then the runtime's own), or began gpuleak's own search at exit (an atexit handler), at
+    // time_ns, by thread_id. In the notable array only, at most once: what follows is no longer the
+    // program's own code. size = the ring's head then: the events
     // numbered below it are the program's.
     PythonFinalizing = 9,
     // What kept the device memory alive, as gpuleak.why() found it in the process (gpuleak_retainers):

@@ -46,11 +46,12 @@ DEFAULT_TIME_LIMIT_S = 2.0
 SITES = 10
 # How often the search looks at the clock, in objects.
 CLOCK_EVERY = 512
-# The autograd nodes a search reads to tell what a kept tensor's graph holds, in all: past them, the rest of
+# The autograd nodes a search reads to tell what kept tensors' graphs hold, in all: past them, the rest of
 # the graphs are not told.
 GRAPH_NODES = 200_000
-# A holder's graphs in the record, the most passes first.
-GRAPHS_RECORDED = 4
+# The spent passes a graph must join for the advice about running totals: gpuleak-report's kMinSpentPasses
+# (process_model.h), which says why.
+MIN_SPENT_PASSES = 16
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED, without importing inspect
 
@@ -70,19 +71,20 @@ class Site:
 
 @dataclass
 class Graph:
-    """The autograd graph of a tensor a holder keeps (not one reached through another graph)."""
+    """The autograd graphs of the tensors a holder keeps (not those reached through another graph), as one."""
 
-    path: str  # the chain to the tensor, as an expression
+    path: str  # the chain to the tensor whose graph joins the most passes, as an expression
     nodes: int  # autograd nodes, less the leaves' (AccumulateGrad, one per parameter, shared by every pass)
-    # The separate forward passes it joins: from the tensor's node, the first nodes that saved tensors,
-    # grouped by the nodes they reach (one pass's nodes reach each other's; two passes share only the
-    # parameters). A running total of losses joins one per step; a list of outputs concatenated, one per
-    # batch.
+    # The separate forward passes they join: from each tensor's node, down through the nodes that saved
+    # nothing (a sum, a concatenation, a view), the first nodes that saved tensors, grouped by the nodes
+    # they reach (one pass's nodes reach each other's, residual sums included; two passes share only the
+    # parameters). `passes` still hold what their nodes saved; backward() already ran through
+    # `spent_passes`, which can never be used again. A running total of losses joins one spent pass per
+    # step; a validation set's outputs, kept in a list or concatenated, one pass per batch.
     passes: int
-    # backward() already ran through it: a node's saved tensors were freed. It can never be used again.
-    spent: bool
-    address: int = 0  # where the tensor's storage is on the device; 0 elsewhere
-    bytes: int = 0  # of the tensor's storage
+    spent_passes: int
+    address: int = 0  # where that tensor's storage is on the device (or in pinned memory); 0 elsewhere
+    bytes: int = 0  # of that tensor's storage
 
 
 @dataclass
@@ -105,7 +107,7 @@ class Holder:
     # Of site_bytes, what it holds through tensors autograd saved for a backward pass (its chain went through
     # a node's saved tensors): activations, which a graph no backward() will use keeps for nothing.
     saved_bytes: Dict[int, int] = field(default_factory=dict)
-    graphs: List[Graph] = field(default_factory=list)  # of its tensors that join passes, the most first
+    graph: Optional[Graph] = None  # where its tensors' graphs join two passes or more
 
 
 @dataclass
@@ -358,7 +360,7 @@ class _Search:
         self.module_dicts: Set[int] = set()
         self.visited = 0
         self.graph_steps: Set[int] = set()  # the steps reached through an autograd graph
-        self.graphs: Dict[int, List[Tuple[Graph, int]]] = {}  # by root: each graph and its tensor's step
+        self.graphs: Dict[int, _Graphs] = {}  # by root: the graphs of the tensors it keeps
         self.graph_nodes = GRAPH_NODES
         self.saved_names: Dict[type, List[str]] = {}
 
@@ -482,6 +484,7 @@ class _Search:
             # Whatever ends it (an interrupt too), none of the program's objects stays referenced from here.
             self.steps.clear()
             self.queue.clear()
+            self.graphs.clear()
 
     def unfound_of_the_program(self) -> bool:
         """Whether a block of a site that no library keeps for itself (a workspace) was not reached yet:
@@ -551,7 +554,10 @@ class _Search:
         if kind == _TENSOR:
             self.storage_found(self.place(value), index)
             if index not in self.graph_steps and self.result.saved_tensors_read and self.graph_nodes > 0:
-                self.tell_graph(value, index)
+                try:
+                    self.read_graph(value, index)
+                except Exception:  # a node of an unusual kind: the graph goes untold, not the answer
+                    pass
             yield from ((child, "") for child in gc.get_referents(value))
             names = ["grad_fn", "_base"]
             try:
@@ -586,14 +592,17 @@ class _Search:
 
     def place(self, tensor) -> Optional[Tuple[int, int]]:
         """(site, block start) of the block a tensor's storage starts in, or None: a CUDA tensor's, or a CPU
-        tensor's in pinned host memory (a DataLoader's pin_memory batches), which lies in a block of a pinned
-        site; CUDA's unified addresses keep a pageable CPU tensor out of any site's block."""
+        tensor's in a block of pinned or registered host memory (a DataLoader's pin_memory batches)."""
         try:
-            if tensor.device.type not in ("cuda", "cpu"):
+            device = tensor.device.type
+            if device not in ("cuda", "cpu"):
                 return None
-            return self.blocks.site_of(tensor.untyped_storage().data_ptr())
+            placed = self.blocks.site_of(tensor.untyped_storage().data_ptr())
         except (RuntimeError, TypeError, NotImplementedError):
             return None
+        if placed is not None and device == "cpu" and self.result.sites[placed[0]].kind not in _HOST_KINDS:
+            return None
+        return placed
 
     def graph_children(self, node):
         try:
@@ -618,59 +627,36 @@ class _Search:
                     suffix = "[%d]" % position if values is saved else ""
                     yield value, ".%s%s" % (name, suffix)
 
-    # What a kept tensor's autograd graph holds.
+    # What kept tensors' autograd graphs hold.
 
-    def tell_graph(self, tensor, index: int) -> None:
+    def read_graph(self, tensor, index: int) -> None:
+        """Adds the graph of `tensor`, reached at step `index`, to its root's graphs."""
         try:
-            root = tensor.grad_fn
+            node = tensor.grad_fn
         except RuntimeError:
             return
-        if root is None:
+        if node is None:
             return
-        nodes, children, saved = self.read_graph(root)
-        if nodes is None:
-            return
-        passes = _passes(children, saved)
-        if passes < 2:
-            return
-        address = size = 0
-        try:
-            if tensor.device.type == "cuda":
-                storage = tensor.untyped_storage()
-                address, size = storage.data_ptr(), storage.nbytes()
-        except (RuntimeError, TypeError, NotImplementedError):
-            pass
-        graph = Graph("", len(nodes), passes, any(state == _FREED for state in saved), address, size)
-        self.graphs.setdefault(self.steps[index][3], []).append((graph, index))
-
-    def read_graph(self, root):
-        """The graph's nodes less the leaves', each node's children (indices) and what it saved (_NOTHING,
-        _SAVED or _FREED); (None, None, None) when the nodes left to read ran out."""
-        nodes = [root]  # the wrappers stay alive while it reads: their ids are theirs
-        index = {id(root): 0}
-        children: List[List[int]] = []
-        saved: List[int] = []
-        while len(children) < len(nodes):
-            if self.graph_nodes <= 0:
-                return None, None, None
+        graphs = self.graphs.setdefault(self.steps[index][3], _Graphs())
+        graphs.tensors.append((graphs.add(node), tensor, index))
+        while graphs.unread < len(graphs.nodes):
+            if self.graph_nodes <= 0 or (self.graph_nodes % CLOCK_EVERY == 0 and time.monotonic() > self.deadline):
+                self.graph_nodes = 0
+                graphs.cut = True
+                return
             self.graph_nodes -= 1
-            node = nodes[len(children)]
+            node = graphs.nodes[graphs.unread]
+            graphs.unread += 1
             kids = []
             try:
                 next_functions = node.next_functions
             except (RuntimeError, TypeError, ValueError):
                 next_functions = ()
             for child, _ in next_functions:
-                if child is None or type(child).__name__ == "AccumulateGrad":
-                    continue
-                position = index.get(id(child))
-                if position is None:
-                    position = index[id(child)] = len(nodes)
-                    nodes.append(child)
-                kids.append(position)
-            children.append(kids)
-            saved.append(self.saved_state(node))
-        return nodes, children, saved
+                if child is not None and type(child).__name__ != "AccumulateGrad":
+                    kids.append(graphs.add(child))
+            graphs.children.append(kids)
+            graphs.saved.append(self.saved_state(node))
 
     def saved_state(self, node) -> int:
         names = self.saved_names.get(type(node))
@@ -694,6 +680,24 @@ class _Search:
             if any(issubclass(type(item), self.torch.Tensor) for item in values):
                 state = _SAVED
         return state
+
+    def graph_of(self, graphs: "_Graphs") -> Optional[Graph]:
+        """What a root's tensors' graphs join, where that is two passes or more."""
+        if graphs.cut:
+            return None
+        passes, spent = graphs.passes()
+        if passes + spent < 2:
+            return None
+        # The tensor whose own graph reaches the most of them names it.
+        root, tensor, step = max(graphs.tensors, key=lambda entry: len(graphs.first_of([entry[0]])))
+        address = size = 0
+        try:
+            if tensor.device.type == "cuda" or tensor.is_pinned():
+                storage = tensor.untyped_storage()
+                address, size = storage.data_ptr(), storage.nbytes()
+        except (RuntimeError, TypeError, NotImplementedError):
+            pass
+        return Graph(self.chain_text(step), len(graphs.nodes), passes, spent, address, size)
 
     # The answer.
 
@@ -736,14 +740,14 @@ class _Search:
         for root, held in models.items():
             by_root[root].models = len(held)
         for root, graphs in self.graphs.items():
+            graph = self.graph_of(graphs)
+            if graph is None:
+                continue
             holder = by_root.get(root)
             if holder is None:
                 description, kind = self.roots[root]
                 holder = by_root[root] = Holder(root=description, kind=kind)
-            graphs.sort(key=lambda item: -item[0].passes)
-            for graph, step in graphs[:GRAPHS_RECORDED]:
-                graph.path = self.chain_text(step)
-                holder.graphs.append(graph)
+            holder.graph = graph
         self.result.holders = sorted(by_root.values(), key=lambda holder: -holder.bytes)
         unreached: Dict[int, int] = {}
         for start, size in sizes.items():
@@ -815,39 +819,75 @@ class _Search:
         return text
 
 
+# The sites whose memory a CPU tensor may lie in.
+_HOST_KINDS = frozenset(("pinned_host", "host_registered"))
+
 # What an autograd node saved: nothing, tensors, or tensors that backward() freed.
 _NOTHING, _SAVED, _FREED = range(3)
 
 
-def _passes(children: List[List[int]], saved: List[int]) -> int:
-    """The forward passes a graph joins (Graph.passes): from its first node, down through the nodes that saved
-    nothing (a sum, a concatenation, a view), the first nodes that saved tensors, grouped by what they
-    reach."""
-    above: Set[int] = set()
-    first: Set[int] = set()
-    pending = [0]
-    while pending:
-        node = pending.pop()
-        if node in above or node in first:
-            continue
-        if saved[node] != _NOTHING:
-            first.add(node)
-            continue
-        above.add(node)
-        pending.extend(children[node])
-    group = list(range(len(children)))
+class _Graphs:
+    """The autograd graphs of the tensors one root keeps, read into one set of nodes: each node once, its
+    wrapper kept alive while the search runs, so that its id is its own."""
 
-    def find(node: int) -> int:
-        while group[node] != node:
-            group[node] = group[group[node]]
-            node = group[node]
-        return node
+    def __init__(self):
+        self.nodes: List[object] = []
+        self.index: Dict[int, int] = {}
+        self.children: List[List[int]] = []  # of each node read, by index
+        self.saved: List[int] = []  # of each node read: _NOTHING, _SAVED or _FREED
+        self.unread = 0
+        self.tensors: List[Tuple[int, object, int]] = []  # (its node, the tensor, its step)
+        self.cut = False  # the nodes to read ran out: not told
 
-    for node, kids in enumerate(children):
-        if node not in above:
-            for kid in kids:
+    def add(self, node) -> int:
+        position = self.index.get(id(node))
+        if position is None:
+            position = self.index[id(node)] = len(self.nodes)
+            self.nodes.append(node)
+        return position
+
+    def first_of(self, roots: List[int]) -> Set[int]:
+        """From `roots`, down through the nodes that saved nothing, the first nodes that saved tensors."""
+        above: Set[int] = set()
+        first: Set[int] = set()
+        pending = list(roots)
+        while pending:
+            node = pending.pop()
+            if node in above or node in first:
+                continue
+            if self.saved[node] != _NOTHING:
+                first.add(node)
+                continue
+            above.add(node)
+            pending.extend(self.children[node])
+        return first
+
+    def passes(self) -> Tuple[int, int]:
+        """The passes joined (Graph.passes, Graph.spent_passes): the first nodes grouped by what they reach.
+        A node the first nodes reach joins its children, as every node of a pass does; only the nodes above
+        them all (the sum or concatenation that joins the passes) do not."""
+        first = self.first_of([node for node, _, _ in self.tensors])
+        below: Set[int] = set()
+        pending = list(first)
+        while pending:
+            node = pending.pop()
+            if node not in below:
+                below.add(node)
+                pending.extend(self.children[node])
+        group = list(range(len(self.nodes)))
+
+        def find(node: int) -> int:
+            while group[node] != node:
+                group[node] = group[group[node]]
+                node = group[node]
+            return node
+
+        for node in below:
+            for kid in self.children[node]:
                 group[find(kid)] = find(node)
-    return len({find(node) for node in first})
+        spent_groups = {find(node) for node in below if self.saved[node] == _FREED}
+        groups = {find(node) for node in first}
+        return len(groups - spent_groups), len(groups & spent_groups)
 
 
 def _add(items: List[str], item: str) -> None:
@@ -990,7 +1030,7 @@ def _advice(holder: Holder) -> List[str]:
             "a model kept after its use keeps its parameters, gradients and optimizer state: keep what you need "
             "of it (a score, a `state_dict()` copied to the CPU) and drop the model"
         )
-    if any(graph.spent for graph in holder.graphs):
+    if holder.graph is not None and holder.graph.spent_passes >= MIN_SPENT_PASSES:
         advice.append(
             "a running total of losses keeps every step's graph: add `loss.item()` (a number), or `loss.detach()`"
         )
@@ -998,17 +1038,12 @@ def _advice(holder: Holder) -> List[str]:
 
 
 def _graph_text(graph: Graph) -> str:
-    if graph.spent:
-        return "%s keeps the autograd graphs of %d backward passes (%d nodes), which can never be used again" % (
-            graph.path,
-            graph.passes,
-            graph.nodes,
-        )
-    return "%s keeps the autograd graphs of %d forward passes (%d nodes) with the tensors they saved" % (
-        graph.path,
-        graph.passes,
-        graph.nodes,
-    )
+    told = []
+    if graph.passes:
+        told.append("%d forward passes with the tensors they saved" % graph.passes)
+    if graph.spent_passes:
+        told.append("%d backward passes, which can never be used again" % graph.spent_passes)
+    return "%s keeps the autograd graphs of %s (%d nodes)" % (graph.path, " and ".join(told), graph.nodes)
 
 
 def _own_text(holder: Holder) -> str:
@@ -1046,7 +1081,7 @@ def _text(result: Why) -> str:
     lines = ["gpuleak: what keeps this process's GPU memory alive (pid %d)" % result.pid]
     for holder in result.holders:
         if not holder.sites:
-            lines += ["  %s: %s" % (holder.root, _graph_text(graph)) for graph in holder.graphs]
+            lines.append("  %s: %s" % (holder.root, _graph_text(holder.graph)))
             lines += ["    " + advice for advice in _advice(holder)]
             continue
         own = _own_text(holder)
@@ -1066,7 +1101,8 @@ def _text(result: Why) -> str:
         )
         if holder.path:
             lines.append("    through %s" % holder.path)
-        lines += ["    %s" % _graph_text(graph) for graph in holder.graphs]
+        if holder.graph is not None:
+            lines.append("    %s" % _graph_text(holder.graph))
         lines += ["    " + advice for advice in _advice(holder)]
     for site, size in result.unreached:
         where = result.sites[site].where
@@ -1107,7 +1143,7 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
     the stack and kind the report showed them with, each holder's words, the sites it held with their bytes
     and the chain to its largest storage there.
     `moment`: "out_of_memory" (with `device`), "phase_end", "exit" or "on_demand". Holders past what the C side
-    keeps (``_native.MAX_RETAINERS_BYTES``) are left out, the smallest first."""
+    keeps (``_native.MAX_RETAINERS_BYTES``) are left out, the smallest first, those with a graph last."""
     holders = [
         {
             "root": _cut(holder.root),
@@ -1121,17 +1157,16 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
             "path": _cut(holder.path),
             "through": holder.through,
             "saved": sorted(holder.saved_bytes.items(), key=lambda item: -item[1]),
-            "graphs": [
-                {
-                    "path": _cut(graph.path),
-                    "nodes": graph.nodes,
-                    "passes": graph.passes,
-                    "spent": graph.spent,
-                    "address": graph.address,
-                    "bytes": graph.bytes,
-                }
-                for graph in holder.graphs
-            ],
+            "graph": None
+            if holder.graph is None
+            else {
+                "path": _cut(holder.graph.path),
+                "nodes": holder.graph.nodes,
+                "passes": holder.graph.passes,
+                "spent_passes": holder.graph.spent_passes,
+                "address": holder.graph.address,
+                "bytes": holder.graph.bytes,
+            },
             "own": _own_text(holder),
             "advice": _advice(holder),
         }
@@ -1156,7 +1191,9 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
         if len(data) <= _native.MAX_RETAINERS_BYTES or not holders:
             return data
-        holders.pop()
+        # The smallest first, but a holder's graph last: a running total's scalar is among the smallest.
+        untold = [index for index, holder in enumerate(holders) if holder["graph"] is None]
+        holders.pop(untold[-1] if untold else -1)
 
 
 def record(result: Why, label: str, moment: str, device: Optional[int] = None) -> None:

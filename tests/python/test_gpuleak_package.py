@@ -25,7 +25,7 @@ sys.path.insert(0, str(PACKAGE_DIR))
 
 import gpuleak  # noqa: E402
 import gpuleak_package_targets as targets  # noqa: E402
-from gpuleak import _native, _report  # noqa: E402
+from gpuleak import _native, _report, _why  # noqa: E402
 
 BUILD_FILES = ("GPULEAK_TEST_LIBRARY", "GPULEAK_TEST_SIMDEVICE_DIR", "GPULEAK_TEST_REPORT", "GPULEAK_TEST_DUMP")
 
@@ -481,6 +481,37 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     assert (held["root"], held["bytes"]) == (kept["root"], 3 << 20) and held["path"].startswith("kept[")
 
 
+def passes_of(children, saved, roots):
+    """What gpuleak.why() tells of a holder's graphs (forward passes still holding what they saved, passes
+    backward() ran through), for a graph of len(saved) nodes: children[n] are node n's next functions (the
+    parameters' leaves left out), saved[n] what it saved, roots the nodes of the tensors it keeps."""
+    graphs = _why._Graphs()
+    for _ in saved:
+        graphs.add(object())
+    graphs.children = [list(children.get(node, ())) for node in range(len(saved))]
+    graphs.saved = [{"-": _why._NOTHING, "s": _why._SAVED, "f": _why._FREED}[state] for state in saved]
+    graphs.tensors = [(root, None, 0) for root in roots]
+    return graphs.passes()
+
+
+def test_a_graph_is_told_by_the_forward_passes_it_joins():
+    # Three residual blocks of one pass (x = x + f(x)): each sum saves nothing, yet one pass.
+    assert passes_of({0: [1, 2], 1: [3, 4], 2: [1], 3: [5, 6], 4: [3], 5: [7], 6: [5], 7: []},
+                     "--s-s-ss", [0]) == (1, 0)
+    # A recurrent net's loss over four time steps: each step reaches the one before.
+    assert passes_of({0: [1, 2], 1: [3, 4], 2: [5], 3: [5], 4: [6], 5: [6], 6: []}, "--sssss", [0]) == (1, 0)
+    # A running total (total += loss) of four steps, each backward()'s: the chain of sums joins them.
+    chain = {0: [1, 2], 1: [3, 4], 3: [5, 6], 2: [7], 4: [8], 5: [9], 6: [10]}
+    assert passes_of(chain, "-------ffff", [0]) == (0, 4)
+    # Validation outputs concatenated, or kept in a list: one pass a batch.
+    assert passes_of({0: [1, 2, 3], 1: [4], 2: [5], 3: [6]}, "-ssssss", [0]) == (3, 0)
+    assert passes_of({0: [3], 1: [4], 2: [5]}, "ssssss", [0, 1, 2]) == (3, 0)
+    # Two outputs of one forward pass, kept together (a tuple): one pass.
+    assert passes_of({0: [2], 1: [2], 2: []}, "sss", [0, 1]) == (1, 0)
+    # A view of one output kept beside it: nothing saved above the pass.
+    assert passes_of({0: [1], 1: [2], 2: []}, "-ss", [0, 1]) == (1, 0)
+
+
 MOMENTS_SCENARIO = textwrap.dedent(
     """\
     import ctypes, json, sys
@@ -561,6 +592,52 @@ def test_preloaded_out_of_memory_errors_phase_ends_and_the_exit_record_what_held
         # Registered as the program came to hold device memory, run as it ended: what it held then.
         assert records[-1]["label"] == "the program's exit"
         assert records[-1]["holders"][0]["bytes"] == (5 if out["imported"] else 3) << 20
+
+
+FORKED_AT_EXIT_SCENARIO = textwrap.dedent(
+    """\
+    import os, sys
+    import gpuleak_package_targets as targets
+
+    kept = targets.DeviceArray(1 << 20)
+    child = os.fork()
+    if child == 0:
+        # Ends as a program does, running the atexit handlers it inherited.
+        sys.exit(0)
+    _, status = os.waitpid(child, 0)
+    print(status, child)
+    """
+)
+
+
+@pytest.mark.parametrize("all_processes", ["1", "0"])
+def test_a_forked_child_ends_as_it_would_and_only_the_parent_records_at_exit(tmp_path, all_processes):
+    script = tmp_path / "forked_at_exit.py"
+    script.write_text(FORKED_AT_EXIT_SCENARIO)
+    environment = preloaded_environment(tmp_path)
+    # "0": the child has no trace of its own at all.
+    environment["GPULEAK_ALL_PROCESSES"] = all_processes
+    # 3.12's warning that a process with gpuleak's sampler thread forks (README: which processes leave a trace).
+    environment["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+    completed = subprocess.run(
+        [sys.executable, str(script)], env=environment, cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+    )
+    assert completed.returncode == 0 and completed.stderr == "", completed.stderr
+    status, child = completed.stdout.split()
+    assert status == "0", "the child ended as it would without gpuleak"
+    document = report(tmp_path / ("trace.%d" % completed_pid(tmp_path, int(child))))
+    parent = [process for process in document["processes"] if process["pid"] != int(child)]
+    assert [record["moment"] for record in parent[0]["retainers"]] == ["exit"]
+    for process in document["processes"]:
+        if process["pid"] == int(child):
+            assert process["retainers"] == []
+
+
+def completed_pid(directory, child):
+    """The pid of the traced program whose trace lies in `directory`, besides its child's."""
+    (parent,) = [int(path.name.split(".")[1]) for path in directory.glob("trace.*") if path.name != "trace.%d" % child]
+    return parent
 
 
 def test_preloaded_active_and_trace_path(preloaded):

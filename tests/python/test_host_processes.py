@@ -52,6 +52,15 @@ def run(tmp_path, body, **extra_env):
     return process, json.loads(report.stdout)["processes"]
 
 
+def found_from(trace):
+    """The report of `trace` alone: the processes found from it (its children's traces beside it)."""
+    report = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), "--format", "json", trace], capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr
+    return {p["pid"]: p["ended"]["how"] for p in json.loads(report.stdout)["processes"]}
+
+
 def test_a_program_that_never_uses_cuda_is_recorded_from_its_start_for_host_memory(tmp_path):
     # 64 MiB held for a few sampling intervals.
     process, processes = run(tmp_path, 'import time\nkept = b"x" * (64 << 20)\ntime.sleep(0.5)\nprint("done")\n')
@@ -130,6 +139,9 @@ def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path
         assert worker["role"]["kind"] == "forked_worker", worker["role"]
         assert worker["host_only"] is True
         assert worker["ended"]["how"] in ("exit", "signal"), "a pool terminates its workers"
+    # The main trace alone finds them, with how they ended.
+    found = found_from(main["trace"])
+    assert all(found.get(worker["pid"]) == worker["ended"]["how"] for worker in workers), found
 
 
 def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
@@ -152,6 +164,8 @@ def test_spawned_interpreters_are_found_from_their_parent(tmp_path):
     assert spawned["ppid"] == main["pid"]
     assert spawned["role"]["start_method"] == "spawn"
     assert spawned["ended"]["how"] == "exit"
+    # The main trace alone finds the spawned interpreter too, a new image, by its parent pid and start time.
+    assert found_from(main["trace"]).get(spawned["pid"]) == "exit"
     # multiprocessing's helper is named as such. It reads its pipe to the end after the program's exit,
     # so it may still be running when the report is made, but it was not killed.
     (tracker,) = [p for p in processes if p["role"]["kind"] == "resource_tracker"]
@@ -230,14 +244,16 @@ def test_a_dataloader_workers_id_is_read_from_its_loop(tmp_path):
         from torch.utils.data.dataloader import start_workers
 
         if __name__ == "__main__":
-            # Told by their order, these would be workers 0 and 1, then 0.
+            # Told by their order, these would be workers 0 and 1, then 0; the fork server's child is
+            # not even the program's (the server's stack has none of the DataLoader's frames).
             start_workers("fork", [5, 3])
             start_workers("spawn", [6])
+            start_workers("forkserver", [7])
     """ % str(tmp_path / "stand-in")
     _, processes = run(tmp_path, body)
     workers = [p for p in processes if p["role"]["kind"] == "dataloader_worker"]
     assert sorted((p["role"]["start_method"], p["role"]["worker_id"]) for p in workers) == [
-        ("fork", 3), ("fork", 5), ("spawn", 6)
+        ("fork", 3), ("fork", 5), ("forkserver", 7), ("spawn", 6)
     ], [p["role"] for p in processes]
     for worker in workers:
         assert worker["target"]["function"] == "_worker_loop"

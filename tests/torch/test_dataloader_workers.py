@@ -81,6 +81,19 @@ def test_workers_reading_a_list_of_tuples_copy_their_parents_pages(tmp_path, ada
     assert "(DataLoader worker" in traced.stderr, "the launcher's summary names the workers' growth"
 
 
+def test_a_gpu_leak_in_the_main_process_stands_beside_its_workers_copy_on_write(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "list_dataset_losses_kept.py")
+    assert main["diagnosis"]["kind"] == "leak", main["diagnosis"]["text"]
+    assert "list_dataset_losses_kept.py:27 in <module>" in main["growth"][0]["where"], main["growth"][0]
+    for worker in workers_of(main, others):
+        assert worker["diagnosis"]["host"]["cause"] == "copy_on_write", worker["diagnosis"]["text"]
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = " ".join(report.read().split())
+    # Each process's verdict in its own words: the main process's leak, the workers' copies.
+    assert "Memory the program holds kept growing" in text and "numpy arrays or tensors" in text
+    assert "top leak origin: " in traced.stderr and "(DataLoader worker" in traced.stderr
+
+
 def test_the_same_data_in_numpy_arrays_is_stable_over_epochs_of_new_workers(tmp_path, adapter_cache):
     traced, main, others = traced_run(tmp_path, adapter_cache, "numpy_dataset.py")
     check_main(main)

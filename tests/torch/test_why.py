@@ -93,16 +93,20 @@ def test_advice_fits_what_holds_it(answers):
 def test_a_kept_graph_is_told_by_the_passes_it_joins(answers):
     # A sum of losses with no backward(): every step's graph, with the activations it saved.
     total = answers["total_loss"]
-    assert holder(total, "total_loss")["graphs"] == [[12, False]]
-    assert "total_loss keeps the autograd graphs of 12 forward passes" in total["text"], total["text"]
-    # A running total of losses, each after its backward(): graphs that can never be used again.
+    assert holder(total, "total_loss")["graph"] == [12, 0]
+    assert "total_loss keeps the autograd graphs of 12 forward passes with the tensors they saved" in total["text"]
+    # The same kept one loss a step in a list: the list keeps as many passes.
+    assert holder(answers["losses_append"], "losses")["graph"] == [12, 0]
+    # A running total of losses over an epoch, each after its backward(): graphs that can never be used again.
     running = answers["running_total"]
     check_common(running)
-    assert holder(running, "running_total_loss")["graphs"] == [[12, True]]
-    assert "running_total_loss keeps the autograd graphs of 12 backward passes" in running["text"], running["text"]
+    assert holder(running, "running_total_loss")["graph"] == [0, 40]
+    assert "running_total_loss keeps the autograd graphs of 40 backward passes, which can never be used again" in (
+        running["text"]
+    ), running["text"]
     assert "add `loss.item()` (a number)" in running["text"]
-    # One loss a step, each its own graph: nothing joined.
-    assert holder(answers["losses_append"], "losses")["graphs"] == []
+    # The model and the optimizer keep parameters and state, no graph.
+    assert holder(running, "model")["graph"] is None
 
 
 def test_a_traceback_kept_by_the_session_is_named(answers):

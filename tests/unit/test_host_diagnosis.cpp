@@ -38,8 +38,11 @@ struct Sample {
     uint64_t shmem_mib;
     std::optional<uint64_t> cgroup_mib; // with a limit of 1 GiB
     std::optional<uint64_t> heap_free_mib;
-    uint64_t modules = 0; // sys.modules' size
+    uint64_t modules = 0;                  // sys.modules' size
+    std::optional<uint64_t> available_mib; // the machine's MemAvailable, of kMachineMiB
 };
+
+constexpr uint64_t kMachineMiB = 1024; // the machine's memory, where a trace's samples read what is available
 
 // A process of `samples`, 100 ms apart unless they say otherwise, that ended at the last one; forked from
 // `parent_trace` when it is not empty.
@@ -82,6 +85,11 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
                                   static_cast<uint32_t>(format::HostField::CgroupLimit);
         }
         record.python_modules = sample.modules;
+        if (sample.available_mib) {
+            record.host.available_bytes = *sample.available_mib * kMiB;
+            record.host.fields |= static_cast<uint32_t>(format::HostField::Available);
+            header.host_memory_bytes = kMachineMiB * kMiB;
+        }
         if (sample.heap_free_mib) {
             record.host.heap_free = *sample.heap_free_mib * kMiB;
             record.host.heap_time_ns = record.time_ns;
@@ -291,6 +299,41 @@ TEST_CASE(
     CHECK(worker.diagnosis.killed->last.rss == 700 * kMiB);
     CHECK_THAT(killed_text(worker.model, *worker.diagnosis.killed),
                Catch::Contains("No other process of the run held more"));
+}
+
+TEST_CASE("without a cgroup limit, the run near the machine's memory is said of its largest process") {
+    // No cgroup limit was read: the machine's available memory fell to 60 MiB of 1 GiB at 400 ms, when the
+    // worker held 600 MiB and its parent 300 MiB.
+    std::vector<Sample> worker_samples;
+    std::vector<Sample> parent_samples;
+    for (uint64_t i = 0; i <= 6; ++i) {
+        Sample worker{i * 100, 200 + 100 * std::min<uint64_t>(i, 4), 10};
+        worker.available_mib = i == 4 ? 60 : 500;
+        worker_samples.push_back(worker);
+        Sample parent{i * 100, 300, 300};
+        parent.available_mib = worker.available_mib;
+        parent_samples.push_back(parent);
+    }
+    const TraceReader parent_trace =
+        TraceReader::parse(host_trace(parent_samples, "", 100).bytes(), "parent");
+    const TraceReader worker_trace =
+        TraceReader::parse(host_trace(worker_samples, "parent", 101).bytes(), "worker");
+    ProcessReport parent = report_of(parent_trace);
+    ProcessReport worker = report_of(worker_trace);
+    diagnose_run({&parent.model, &worker.model}, {&parent.diagnosis, &worker.diagnosis});
+    CHECK_FALSE(parent.diagnosis.pressure);
+    REQUIRE(worker.diagnosis.pressure);
+    CHECK_FALSE(worker.diagnosis.pressure->cgroup);
+    CHECK(worker.diagnosis.pressure->used == (kMachineMiB - 60) * kMiB);
+    CHECK(worker.diagnosis.pressure->limit == kMachineMiB * kMiB);
+    CHECK(worker.diagnosis.pressure->rss == 600 * kMiB);
+    CHECK_THAT(pressure_text(*worker.diagnosis.pressure),
+               Catch::Contains("the machine had 964.0 MiB of its 1.0 GiB in use (94 %)") &&
+                   Catch::Contains("OOM killer"));
+    // Every process of the run is told the same fullest moment, of the machine's memory.
+    REQUIRE(parent.diagnosis.run_memory);
+    CHECK_FALSE(parent.diagnosis.run_memory->cgroup);
+    CHECK(parent.diagnosis.run_memory->largest_pid == 101);
 }
 
 TEST_CASE("the report says when the run's memory was at its fullest and shows each process's samples") {

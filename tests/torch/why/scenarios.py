@@ -14,6 +14,7 @@ import torch
 
 device = "cuda"
 STEPS = 12
+EPOCH_STEPS = 40  # a running total's: an epoch of steps
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).to(device)
 loss_fn = torch.nn.CrossEntropyLoss()
@@ -103,7 +104,7 @@ def running_total():
     global running_total_loss
     running_total_loss = 0
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    for _ in range(STEPS):
+    for _ in range(EPOCH_STEPS):
         x, y = batch()
         loss = loss_fn(model(x), y)
         optimizer.zero_grad()
@@ -156,7 +157,7 @@ for name in sys.argv[1:] or SCENARIOS:
                 "owner": holder.owner,
                 "models": holder.models,
                 "sites": [answer.sites[site].where for site in holder.sites],
-                "graphs": [[graph.passes, graph.spent] for graph in holder.graphs],
+                "graph": None if holder.graph is None else [holder.graph.passes, holder.graph.spent_passes],
             }
             for holder in answer.holders
         ],
