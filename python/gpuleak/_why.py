@@ -49,8 +49,9 @@ CLOCK_EVERY = 512
 # The autograd nodes a search reads to tell what kept tensors' graphs hold, in all: past them, the rest of
 # the graphs are not told.
 GRAPH_NODES = 200_000
-# The spent passes a graph must join for the advice about running totals: gpuleak-report's kMinSpentPasses
-# (process_model.h), which says why.
+# The passes a holder's graphs must join for gpuleak-report to call them a leak: its kMinPasses and
+# kMinSpentPasses (process_model.h), which say why; the advice about running totals follows the second.
+MIN_PASSES = 3
 MIN_SPENT_PASSES = 16
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED, without importing inspect
@@ -646,17 +647,19 @@ class _Search:
                 return
             self.graph_nodes -= 1
             node = graphs.nodes[graphs.unread]
-            graphs.unread += 1
-            kids = []
             try:
-                next_functions = node.next_functions
-            except (RuntimeError, TypeError, ValueError):
-                next_functions = ()
-            for child, _ in next_functions:
-                if child is not None and type(child).__name__ != "AccumulateGrad":
-                    kids.append(graphs.add(child))
-            graphs.children.append(kids)
-            graphs.saved.append(self.saved_state(node))
+                try:
+                    next_functions = node.next_functions
+                except (RuntimeError, TypeError, ValueError):
+                    next_functions = ()
+                kids = [child for child, _ in next_functions if child is not None]
+                state = self.saved_state(node)
+            except Exception:  # a node of an unusual kind: this root's graphs go untold, not the answer
+                graphs.cut = True
+                return
+            graphs.children.append([graphs.add(kid) for kid in kids if type(kid).__name__ != "AccumulateGrad"])
+            graphs.saved.append(state)
+            graphs.unread += 1
 
     def saved_state(self, node) -> int:
         names = self.saved_names.get(type(node))
@@ -683,19 +686,19 @@ class _Search:
 
     def graph_of(self, graphs: "_Graphs") -> Optional[Graph]:
         """What a root's tensors' graphs join, where that is two passes or more."""
-        if graphs.cut:
+        if graphs.cut or graphs.unread < len(graphs.nodes):
             return None
-        passes, spent = graphs.passes()
+        passes, spent, tensor, step = graphs.passes()
         if passes + spent < 2:
             return None
-        # The tensor whose own graph reaches the most of them names it.
-        root, tensor, step = max(graphs.tensors, key=lambda entry: len(graphs.first_of([entry[0]])))
+        # Its storage, where the report can find it among the live blocks: on the device, or in a searched
+        # site of pinned memory (place() asks CUDA nothing).
         address = size = 0
         try:
-            if tensor.device.type == "cuda" or tensor.is_pinned():
+            if tensor.device.type == "cuda" or self.place(tensor) is not None:
                 storage = tensor.untyped_storage()
                 address, size = storage.data_ptr(), storage.nbytes()
-        except (RuntimeError, TypeError, NotImplementedError):
+        except Exception:  # a tensor subclass's storage: the graph is still told, without it
             pass
         return Graph(self.chain_text(step), len(graphs.nodes), passes, spent, address, size)
 
@@ -740,7 +743,10 @@ class _Search:
         for root, held in models.items():
             by_root[root].models = len(held)
         for root, graphs in self.graphs.items():
-            graph = self.graph_of(graphs)
+            try:
+                graph = self.graph_of(graphs)
+            except Exception:  # what the graphs join goes untold, not the answer
+                graph = None
             if graph is None:
                 continue
             holder = by_root.get(root)
@@ -862,10 +868,15 @@ class _Graphs:
             pending.extend(self.children[node])
         return first
 
-    def passes(self) -> Tuple[int, int]:
-        """The passes joined (Graph.passes, Graph.spent_passes): the first nodes grouped by what they reach.
-        A node the first nodes reach joins its children, as every node of a pass does; only the nodes above
-        them all (the sum or concatenation that joins the passes) do not."""
+    # The tensors whose own passes are counted to choose the one that names the graphs: a holder of more
+    # (a list of outputs) is named by the one with the most among its first.
+    TENSORS_WEIGHED = 64
+
+    def passes(self) -> Tuple[int, int, object, int]:
+        """The passes joined (Graph.passes, Graph.spent_passes), and the tensor that joins the most with its
+        step: the first nodes grouped by what they reach. A node the first nodes reach joins its children,
+        as every node of a pass does; only the nodes above them all (the sum or concatenation that joins
+        the passes) do not."""
         first = self.first_of([node for node, _, _ in self.tensors])
         below: Set[int] = set()
         pending = list(first)
@@ -887,7 +898,11 @@ class _Graphs:
                 group[find(kid)] = find(node)
         spent_groups = {find(node) for node in below if self.saved[node] == _FREED}
         groups = {find(node) for node in first}
-        return len(groups - spent_groups), len(groups & spent_groups)
+        _, tensor, step = max(
+            self.tensors[: self.TENSORS_WEIGHED],
+            key=lambda entry: len({find(node) for node in self.first_of([entry[0]])}),
+        )
+        return len(groups - spent_groups), len(groups & spent_groups), tensor, step
 
 
 def _add(items: List[str], item: str) -> None:
@@ -1191,9 +1206,14 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
         data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
         if len(data) <= _native.MAX_RETAINERS_BYTES or not holders:
             return data
-        # The smallest first, but a holder's graph last: a running total's scalar is among the smallest.
-        untold = [index for index, holder in enumerate(holders) if holder["graph"] is None]
+        # The smallest first, but a holder whose graphs make a leak last: a running total's scalar is among
+        # the smallest.
+        untold = [index for index, holder in enumerate(holders) if not _tells_a_leak(holder["graph"])]
         holders.pop(untold[-1] if untold else -1)
+
+
+def _tells_a_leak(graph: Optional[dict]) -> bool:
+    return graph is not None and (graph["passes"] >= MIN_PASSES or graph["spent_passes"] >= MIN_SPENT_PASSES)
 
 
 def record(result: Why, label: str, moment: str, device: Optional[int] = None) -> None:

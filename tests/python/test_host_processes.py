@@ -292,6 +292,7 @@ def test_a_forkserver_pools_workers_are_named_as_the_fork_servers(tmp_path):
         assert worker["role"]["kind"] == "forked_worker"
         assert worker["role"]["start_method"] == "forkserver"
         assert worker["role"]["text"] == "multiprocessing worker (forkserver)"
+        assert worker["ended"]["how"] in ("exit", "signal"), "a pool terminates its workers"
 
 
 def test_a_process_still_running_at_the_report_is_not_called_killed(tmp_path):

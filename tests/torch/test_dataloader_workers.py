@@ -137,6 +137,8 @@ def test_persistent_workers_serve_every_epoch(tmp_path, adapter_cache):
     assert sorted(worker["role"]["worker_id"] for worker in workers) == [0, 1]
     for worker in workers:
         assert worker["diagnosis"]["host"]["cause"] == "copy_on_write"
+        # Alive through every epoch, shut down by the loader as the program ends: their traces say so.
+        assert worker["ended"]["how"] in ("exit", "signal"), worker["ended"]
 
 
 def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, adapter_cache):

@@ -126,6 +126,8 @@ TEST_CASE("this process's host memory is read, unique and proportional sizes at 
     CHECK(rss >= held.size());
     REQUIRE(has(sample, HostField::Status));
     CHECK(sample.rss_anon >= held.size());
+    // The test's own code and libraries: file pages, mapped and resident.
+    CHECK(sample.rss_file > 0);
     REQUIRE(has(sample, HostField::Proportional));
     CHECK(sample.uss >= held.size());
     CHECK(sample.pss >= sample.uss);

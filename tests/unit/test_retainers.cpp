@@ -443,3 +443,55 @@ TEST_CASE("a spent graph of a few passes, or of a tensor no longer alive, is no 
     REQUIRE(model.retainers.size() == 2);
     CHECK(model.spent_graphs.empty());
 }
+
+TEST_CASE("only the latest record that found anything tells the spent graphs") {
+    TraceBuilder builder = ended_with(running_total_at("phase_end", 64));
+    SECTION("a later record that found no such graph: the running total was let go, its address reused") {
+        builder.add_string(5, "gpuleak.why()");
+        builder.add_string(6, running_total_at("on_demand", 0));
+        builder.add_notable(retainers(5, 6, 300));
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        CHECK(gpuleak::analyzer::build_model("trace.bin", trace).spent_graphs.empty());
+    }
+    SECTION("a later record that failed says nothing: the one before stands") {
+        builder.add_string(5, "gpuleak.why()");
+        builder.add_string(
+            6, R"({"moment":"on_demand","seconds":0,"objects_searched":0,"stopped":false,)"
+               R"("problem":"the search failed","saved_tensors_read":true,"sites":[],"holders":[],)"
+               R"("unreached":[]})");
+        builder.add_notable(retainers(5, 6, 300));
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+        REQUIRE(model.spent_graphs.size() == 1);
+        CHECK(model.spent_graphs[0].snapshot == 1);
+    }
+}
+
+TEST_CASE("a holder's graph is null where it has none, and a graph of another shape is not read") {
+    std::string document = running_total_at("exit", 64);
+    const size_t graph = document.find(R"("graph":{)");
+    const size_t end = document.find('}', graph) + 1;
+    SECTION("null") {
+        document.replace(graph, end - graph, R"("graph":null)");
+        TraceBuilder builder = ended_with(document);
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+        REQUIRE(model.retainers.size() == 2);
+        CHECK_FALSE(model.retainers[1].holders[0].graph);
+        CHECK(model.spent_graphs.empty());
+    }
+    SECTION("a list, or a count that is no count") {
+        document.replace(
+            graph, end - graph,
+            GENERATE(
+                as<std::string>{}, R"("graph":[64])",
+                R"("graph":{"path":"t","nodes":1,"passes":0,"spent_passes":-64,"address":1,"bytes":4})"));
+        TraceBuilder builder = ended_with(document);
+        const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+        const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+        CHECK(model.retainers.size() == 1);
+        REQUIRE(model.warnings.size() == 1);
+        CHECK_THAT(model.warnings[0], Catch::Contains("its graph is missing or wrong") ||
+                                          Catch::Contains("its spent_passes is missing or wrong"));
+    }
+}
