@@ -240,8 +240,6 @@ void why_at_out_of_memory(int device) {
 void why_at_exit_once_holding(void (*program_ended)()) {
     if (g_exit_search_asked.load(std::memory_order_relaxed))
         return;
-    g_program_ended.store(program_ended, std::memory_order_relaxed);
-    g_exit_search_pid.store(getpid(), std::memory_order_relaxed);
     const PythonRuntime* python = python_runtime(true);
     if (python == nullptr || !python_initialized() || python_finalizing())
         return;
@@ -250,6 +248,8 @@ void why_at_exit_once_holding(void (*program_ended)()) {
         reinterpret_cast<AddPendingCall>(dlsym(RTLD_DEFAULT, "Py_AddPendingCall"));
     if (add_pending_call == nullptr || g_exit_search_asked.exchange(true))
         return;
+    g_program_ended.store(program_ended, std::memory_order_relaxed);
+    g_exit_search_pid.store(getpid(), std::memory_order_relaxed);
     // Its queue is full: a later allocation asks again.
     if (add_pending_call(register_search_at_exit, nullptr) != 0)
         g_exit_search_asked.store(false);

@@ -332,8 +332,8 @@ Diagnosis diagnose(const ProcessModel& model) {
         diagnosis.kind = DiagnosisKind::Leak;
         diagnosis.leak = std::move(leak);
     } else if (!model.kept_for_backward.empty()) {
-        // Not growth, but memory no code could use: what one forward pass left with its graph, which
-        // grows with the data that pass is given (a validation set), however small it was in this run.
+        // Not growth, but memory no code could use: what forward passes left with their graphs, one per
+        // batch they were given (a validation set), however small it was in this run.
         LeakFacts leak;
         leak.cause = LeakCause::KeptForBackward;
         for (const KeptForBackward& kept : model.kept_for_backward) {

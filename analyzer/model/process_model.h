@@ -319,7 +319,7 @@ struct ProcessModel {
     std::vector<FailureSummary> failures;
     std::vector<RetainerSnapshot> retainers;        // oldest first
     std::vector<KeptForBackward> kept_for_backward; // the program's own sites (not segments), most first
-    std::vector<SpentGraph> spent_graphs;           // per the latest record that found any, most passes first
+    std::vector<SpentGraph> spent_graphs; // per the latest record without a problem, most passes first
     std::vector<TimelinePoint> timeline;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own

@@ -363,7 +363,7 @@ class _Search:
         self.graph_steps: Set[int] = set()  # the steps reached through an autograd graph
         self.graphs: Dict[int, _Graphs] = {}  # by root: the graphs of the tensors it keeps
         self.graph_nodes = GRAPH_NODES
-        self.saved_names: Dict[type, List[str]] = {}
+        self.node_attributes: Dict[type, Tuple[List[str], bool]] = {}
 
     # The roots, the program's first.
 
@@ -614,10 +614,8 @@ class _Search:
             pass
         # A custom Function's node is its context, a Python object: what the program set on it.
         yield from ((child, "") for child in gc.get_referents(node))
-        for name in object.__dir__(node):
-            unpacks = name.startswith("_saved_") or name == "saved_tensors"
-            if not (unpacks and self.result.saved_tensors_read or name == "variable"):
-                continue
+        saved, variable = self.attributes_of(node)
+        for name in (saved if self.result.saved_tensors_read else []) + (["variable"] if variable else []):
             try:
                 saved = getattr(node, name)
             except (RuntimeError, AttributeError):
@@ -661,14 +659,21 @@ class _Search:
             graphs.saved.append(state)
             graphs.unread += 1
 
+    def attributes_of(self, node) -> Tuple[List[str], bool]:
+        """The names of what a node saved (`_saved_*`, a custom Function's `saved_tensors`), whose reading
+        unpacks them, and whether it has a `variable` (a leaf's AccumulateGrad): once a node type."""
+        attributes = self.node_attributes.get(type(node))
+        if attributes is None:
+            names = object.__dir__(node)
+            attributes = self.node_attributes[type(node)] = (
+                [name for name in names if name.startswith("_saved_") or name == "saved_tensors"],
+                "variable" in names,
+            )
+        return attributes
+
     def saved_state(self, node) -> int:
-        names = self.saved_names.get(type(node))
-        if names is None:
-            names = self.saved_names[type(node)] = [
-                name for name in object.__dir__(node) if name.startswith("_saved_") or name == "saved_tensors"
-            ]
         state = _NOTHING
-        for name in names:
+        for name in self.attributes_of(node)[0]:
             try:
                 value = getattr(node, name)
             except RuntimeError as error:
