@@ -1,11 +1,14 @@
 // Exported hooks that follow the process rather than CUDA: fork and _Fork (the parent's trace lists its
-// children, each child is recorded from its start), _exit/_Exit (which skip exit handlers, yet the exit
+// children, each child is recorded from its start), pthread_create (a thread knows the stack that started
+// it), _exit/_Exit (which skip exit handlers, yet the exit
 // status belongs in the trace) and the exec family (the image ends there: without a record the trace would
 // read as killed).
 #include <alloca.h>
 #include <cerrno>
 #include <cstdarg>
+#include <cstdlib>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -66,6 +69,32 @@ int exec_through(const char* name, Function& next, Arguments... arguments) {
     return result;
 }
 
+using ThreadRoutine = void* (*)(void*);
+using PthreadCreateFunction = int (*)(pthread_t*, const pthread_attr_t*, ThreadRoutine, void*);
+
+struct ThreadLaunch {
+    ThreadRoutine routine;
+    void* argument;
+    gpuleak::ThreadStart* start;
+};
+
+void end_started_thread(void* /*unused*/) {
+    gpuleak::end_started_thread();
+}
+
+void* run_started_thread(void* launch_address) {
+    const ThreadLaunch launch = *static_cast<ThreadLaunch*>(launch_address);
+    std::free(launch_address);
+    gpuleak::begin_started_thread(launch.start);
+    void* result = nullptr;
+    // Also where the thread calls pthread_exit or is cancelled (this file has no exceptions, so no
+    // destructor would run then).
+    pthread_cleanup_push(end_started_thread, nullptr);
+    result = launch.routine(launch.argument);
+    pthread_cleanup_pop(1);
+    return result;
+}
+
 // Before main: a Python program's host memory is recorded from its start, not from its first CUDA call.
 __attribute__((constructor)) void record_python_from_start() {
     gpuleak::start_recording_if_python();
@@ -108,6 +137,30 @@ __attribute__((visibility("default"))) pid_t fork() {
 __attribute__((visibility("default"))) pid_t _Fork() {
     static ForkFunction next = nullptr;
     return fork_through("_Fork", next, false);
+}
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                                                          ThreadRoutine routine, void* argument) {
+    static PthreadCreateFunction next = nullptr;
+    if (next == nullptr)
+        next = next_definition<PthreadCreateFunction>("pthread_create");
+    if (next == nullptr)
+        return EAGAIN;
+    gpuleak::ThreadStart* start = gpuleak::capture_thread_start();
+    if (start == nullptr)
+        return next(thread, attributes, routine, argument);
+    auto* launch = static_cast<ThreadLaunch*>(std::malloc(sizeof(ThreadLaunch)));
+    if (launch == nullptr) {
+        gpuleak::forget_thread_start(start);
+        return next(thread, attributes, routine, argument);
+    }
+    *launch = {routine, argument, start};
+    const int result = next(thread, attributes, run_started_thread, launch);
+    if (result != 0) {
+        std::free(launch);
+        gpuleak::forget_thread_start(start);
+    }
+    return result;
 }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {

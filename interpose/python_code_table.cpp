@@ -1,6 +1,8 @@
 #include "python_code_table.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <sys/mman.h>
@@ -164,6 +166,22 @@ uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& id
         __atomic_fetch_add(&header.code_dropped, 1, __ATOMIC_RELAXED);
         return 0;
     }
+    const uint32_t id =
+        append_record(code_object, description, g_buffers.filename, g_buffers.qualname, g_buffers.line_table);
+    if (id == 0)
+        return 0;
+    Entry& entry = entries_[position];
+    entry.identity = identity;
+    entry.id = id;
+    __atomic_store_n(&entry.address, code_object, __ATOMIC_RELEASE);
+    ++used_;
+    return id;
+}
+
+uint32_t PythonCodeTable::append_record(uint64_t code_object, const PythonCodeDescription& description,
+                                        const char* filename, const char* qualname,
+                                        const uint8_t* line_table) {
+    format::FileHeader& header = *writer_->header();
     // Before the first record: a reader needs the version to decode any line table.
     if (__atomic_load_n(&header.python_version, __ATOMIC_RELAXED) == 0) {
         if (const PythonRuntime* runtime = python_runtime())
@@ -183,23 +201,114 @@ uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& id
             record->line_table_bytes = description.line_table_size;
             record->flags = description.truncated ? static_cast<uint32_t>(format::CodeFlag::Truncated) : 0;
             auto* cursor = reinterpret_cast<uint8_t*>(record + 1);
-            std::memcpy(cursor, g_buffers.filename, description.filename_size);
+            std::memcpy(cursor, filename, description.filename_size);
             cursor += description.filename_size;
-            std::memcpy(cursor, g_buffers.qualname, description.qualname_size);
+            std::memcpy(cursor, qualname, description.qualname_size);
             cursor += description.qualname_size;
-            std::memcpy(cursor, g_buffers.line_table, description.line_table_size);
+            std::memcpy(cursor, line_table, description.line_table_size);
         });
     if (offset < 0) {
         __atomic_fetch_add(&header.code_dropped, 1, __ATOMIC_RELAXED);
         return 0;
     }
-    Entry& entry = entries_[position];
-    entry.identity = identity;
-    entry.id = id;
-    __atomic_store_n(&entry.address, code_object, __ATOMIC_RELEASE);
-    ++used_;
     ++next_id_;
     return id;
+}
+
+// Each frame: its DescribedFrame, then its file name, qualified name and line table, padded to 8.
+struct DescribedFrame {
+    uint64_t code_object;
+    uint32_t offset_and_flags;
+    PythonCodeDescription description;
+};
+
+struct DescribedFrames {
+    uint32_t count;
+    uint32_t bytes; // of the frames after this header
+};
+
+namespace {
+
+uint8_t* described_body(DescribedFrames* described) {
+    return reinterpret_cast<uint8_t*>(described + 1);
+}
+
+} // namespace
+
+DescribedFrames* describe_frames(const PythonFrame* frames, uint32_t count) {
+    if (count == 0 || python_runtime() == nullptr)
+        return nullptr;
+    auto* buffers = static_cast<DescriptionBuffers*>(std::malloc(sizeof(DescriptionBuffers)));
+    auto* described = static_cast<DescribedFrames*>(std::malloc(sizeof(DescribedFrames)));
+    uint64_t capacity = 0;
+    if (buffers == nullptr || described == nullptr) {
+        std::free(buffers);
+        std::free(described);
+        return nullptr;
+    }
+    *described = {0, 0};
+    for (uint32_t i = 0; i < count; ++i) {
+        PythonCodeDescription description;
+        const PythonCodeBuffers spans{std::span(buffers->filename), std::span(buffers->qualname),
+                                      std::span(buffers->line_table)};
+        // A frame that cannot be read stays, without its code (code_object 0), as records_of keeps it
+        // with a code id of 0: the frames' places among the native ones depend on each of them.
+        uint64_t code_object = frames[i].code_object;
+        if (!describe_python_code(code_object, spans, description)) {
+            code_object = 0;
+            description = {};
+        }
+        const uint64_t bytes = align8(sizeof(DescribedFrame) + description.filename_size +
+                                      description.qualname_size + description.line_table_size);
+        if (described->bytes + bytes > capacity) {
+            const uint64_t wanted = std::max<uint64_t>(2 * capacity, described->bytes + bytes);
+            auto* grown =
+                static_cast<DescribedFrames*>(std::realloc(described, sizeof(DescribedFrames) + wanted));
+            if (grown == nullptr)
+                break;
+            described = grown;
+            capacity = wanted;
+        }
+        uint8_t* cursor = described_body(described) + described->bytes;
+        const DescribedFrame frame{code_object, record_of(frames[i], 0).offset_and_flags, description};
+        std::memcpy(cursor, &frame, sizeof frame);
+        cursor += sizeof frame;
+        std::memcpy(cursor, buffers->filename, description.filename_size);
+        cursor += description.filename_size;
+        std::memcpy(cursor, buffers->qualname, description.qualname_size);
+        cursor += description.qualname_size;
+        std::memcpy(cursor, buffers->line_table, description.line_table_size);
+        described->bytes += static_cast<uint32_t>(bytes);
+        ++described->count;
+    }
+    std::free(buffers);
+    return described;
+}
+
+void release_described_frames(DescribedFrames* described) {
+    std::free(described);
+}
+
+uint32_t PythonCodeTable::records_of_described(const DescribedFrames& described,
+                                               format::PythonFrameRecord* records) {
+    const uint8_t* cursor = reinterpret_cast<const uint8_t*>(&described + 1);
+    for (uint32_t i = 0; i < described.count; ++i) {
+        DescribedFrame frame;
+        std::memcpy(&frame, cursor, sizeof frame);
+        const PythonCodeDescription& description = frame.description;
+        const auto* filename = reinterpret_cast<const char*>(cursor + sizeof frame);
+        const char* qualname = filename + description.filename_size;
+        const auto* line_table = reinterpret_cast<const uint8_t*>(qualname + description.qualname_size);
+        uint32_t id = 0;
+        if (writer_ != nullptr && frame.code_object != 0) {
+            SpinGuard guard(insert_lock_);
+            id = append_record(frame.code_object, description, filename, qualname, line_table);
+        }
+        records[i] = {id, frame.offset_and_flags};
+        cursor += align8(sizeof frame + description.filename_size + description.qualname_size +
+                         description.line_table_size);
+    }
+    return described.count;
 }
 
 } // namespace gpuleak

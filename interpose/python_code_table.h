@@ -14,6 +14,14 @@
 
 namespace gpuleak {
 
+// Python frames described while their code objects were alive (the calling thread's, captured in the same
+// call), for a trace to record later, when those code objects may be gone: where a Python thread was
+// started before the program used CUDA, told at the thread's first allocation. One block of the heap.
+struct DescribedFrames;
+// Null without Python frames to read, or without memory.
+DescribedFrames* describe_frames(const PythonFrame* frames, uint32_t count);
+void release_described_frames(DescribedFrames* described);
+
 class PythonCodeTable {
   public:
     bool attach(TraceWriter& writer);
@@ -25,6 +33,10 @@ class PythonCodeTable {
     // alive (see python_code_object.h).
     void records_of(const PythonFrame* frames, uint32_t count, format::PythonFrameRecord* records);
 
+    // The trace's records of frames described earlier, as many as `described` holds (returned): each code
+    // object gets a record of its own, outside the index, as its address may hold another one by now.
+    uint32_t records_of_described(const DescribedFrames& described, format::PythonFrameRecord* records);
+
     // A thread's memory of the code objects it met last (python_code_table.cpp).
     struct RecentCodes;
 
@@ -35,6 +47,9 @@ class PythonCodeTable {
         uint32_t id;
     };
     uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
+    // Appends a code record of `description` under the insert lock: its id, 0 where it did not fit.
+    uint32_t append_record(uint64_t code_object, const PythonCodeDescription& description,
+                           const char* filename, const char* qualname, const uint8_t* line_table);
     uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
     // The id of the entry for this code object from `position` on, or 0 with `position` at the empty
     // entry that ends the probe.

@@ -9,6 +9,7 @@
 #include <optional>
 #include <pthread.h>
 #include <sched.h>
+#include <span>
 #include <string_view>
 #include <unistd.h>
 
@@ -92,6 +93,27 @@ struct FailedAttempts {
 };
 __attribute__((tls_model("initial-exec"))) constinit thread_local FailedAttempts t_failed_attempts{};
 
+} // namespace
+
+// Where a thread was started: the stack's id where the trace kept stacks then; else (a host-only trace:
+// the program had not used CUDA yet) the frames, kept to be recorded at the thread's first allocation.
+struct ThreadStart {
+    uint32_t stack_id;
+    uint32_t native_count;
+    uint64_t native[kMaxStackDepthSetting];
+    DescribedFrames* python;
+};
+
+namespace {
+
+// Where this thread was started (capture_thread_start), until its first allocation records it.
+__attribute__((tls_model("initial-exec"))) constinit thread_local ThreadStart* t_thread_start = nullptr;
+// This thread's start is in the trace: its end is recorded too.
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_thread_start_recorded = false;
+
+// Thread starts take at most this share of the notable array: failures, markers and forks come first.
+constexpr uint64_t kThreadStartNotableDivisor = 2;
+
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS,  SIGABRT, SIGFPE,  SIGILL, SIGTERM, SIGINT,
                                  SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ, SIGSYS, SIGPIPE};
 
@@ -145,6 +167,9 @@ void start_over_after_fork(bool record_child) {
     forget_thread_id_after_fork();
     t_last_stack = {}; // its id names a stack of the parent's trace
     t_failed_attempts = {};
+    // The forking thread's start belongs to its parent's trace, and is left with it.
+    t_thread_start = nullptr;
+    t_thread_start_recorded = false;
     g_python_finalizing_noted.store(false, std::memory_order_relaxed);
     // The parent's sampler may have been installing them as it forked (the flag set, SIGTERM not yet
     // hooked): the child installs what is missing, leaving the handlers it inherited as they are.
@@ -416,6 +441,37 @@ uint32_t capture_python_stack(format::PythonFrameRecord* records) {
     return count;
 }
 
+// The file name of a frame's code (cut to `buffer`), empty where it cannot be read.
+std::string_view python_file_of(const PythonFrame& frame, std::span<char> buffer) {
+    char qualname[8];
+    uint8_t line_table[8];
+    PythonCodeDescription description;
+    if (!describe_python_code(frame.code_object, {buffer, qualname, line_table}, description))
+        return {};
+    return {buffer.data(), description.filename_size};
+}
+
+// Whether Python frames that start a thread are threading's Thread.start called by other than a thread
+// pool. A pool's threads (concurrent.futures', multiprocessing's), like a native one's (OpenMP's,
+// autograd's), serve whatever asks them later, and where they were started says nothing of that.
+bool python_thread_start(const PythonFrame* frames, size_t count) {
+    char filename[1024];
+    char qualname[64];
+    uint8_t line_table[8];
+    PythonCodeDescription description;
+    // 3.10 names functions without their class.
+    if (!describe_python_code(frames[0].code_object, {filename, qualname, line_table}, description) ||
+        !std::string_view(filename, description.filename_size).ends_with("/threading.py") ||
+        (std::string_view(qualname, description.qualname_size) != "Thread.start" &&
+         std::string_view(qualname, description.qualname_size) != "start"))
+        return false;
+    if (count < 2)
+        return true;
+    const std::string_view caller = python_file_of(frames[1], filename);
+    return caller.find("/concurrent/futures/") == std::string_view::npos &&
+           caller.find("/multiprocessing/") == std::string_view::npos;
+}
+
 // From the file names of the calling thread's Python frames.
 format::ForkOrigin fork_origin() {
     if (!g_config.python_stacks)
@@ -425,13 +481,8 @@ format::ForkOrigin fork_origin() {
     const size_t count = capture_python_frames(frames, kMaxStackDepthSetting, finalizing);
     format::ForkOrigin origin = format::ForkOrigin::Unknown;
     char filename[1024];
-    char qualname[8];
-    uint8_t line_table[8];
     for (size_t i = 0; i < count; ++i) {
-        PythonCodeDescription description;
-        if (!describe_python_code(frames[i].code_object, {filename, qualname, line_table}, description))
-            continue;
-        const std::string_view file(filename, description.filename_size);
+        const std::string_view file = python_file_of(frames[i], filename);
         if (file.ends_with("torch/utils/data/dataloader.py"))
             return format::ForkOrigin::DataLoader;
         if (file.find("multiprocessing/") != std::string_view::npos)
@@ -497,6 +548,54 @@ void note_untracked() {
     __atomic_fetch_add(&g_writer.header()->live_untracked, 1, __ATOMIC_RELAXED);
     __atomic_fetch_or(&g_writer.header()->flags, static_cast<uint32_t>(format::HeaderFlag::LiveUntracked),
                       __ATOMIC_RELAXED);
+}
+
+void release_thread_start(ThreadStart* start) {
+    if (start == nullptr)
+        return;
+    release_described_frames(start->python);
+    std::free(start);
+}
+
+// The id of a stack kept as frames while the trace kept no stacks.
+uint32_t intern_kept_frames(const ThreadStart& start) {
+    format::PythonFrameRecord python[kMaxStackDepthSetting];
+    const uint32_t python_count =
+        start.python != nullptr ? g_code.records_of_described(*start.python, python) : 0;
+    if (start.native_count == 0 && python_count == 0)
+        return 0;
+    bool added = false;
+    const uint32_t id = g_stacks.intern(start.native, start.native_count, python, python_count, added);
+    if (added)
+        g_modules.cover(start.native, start.native_count);
+    return id;
+}
+
+// A thread's start (stack_id) or end (0), past which its id may name another thread.
+void append_thread_mark(uint64_t time_ns, uint32_t stack_id) {
+    EventRecord event{};
+    event.time_ns = time_ns;
+    event.thread_id = current_thread_id();
+    event.stack_id = stack_id;
+    event.type = static_cast<uint16_t>(EventType::ThreadStart);
+    event.device = kUnknownDevice;
+    t_thread_start_recorded = g_writer.append_notable(event) && stack_id != 0;
+}
+
+// Only a thread that allocates (or fails to) tells where it was started, at `time_ns`, its first
+// allocation's: most threads never do.
+void append_thread_start(uint64_t time_ns) {
+    ThreadStart* start = t_thread_start;
+    t_thread_start = nullptr;
+    const format::FileHeader& header = *g_writer.header();
+    const bool fits = __atomic_load_n(&header.notable_count, __ATOMIC_RELAXED) <
+                      header.notable_capacity / kThreadStartNotableDivisor;
+    uint32_t stack_id = 0;
+    if (fits)
+        stack_id = start->stack_id != 0 ? start->stack_id : intern_kept_frames(*start);
+    release_thread_start(start);
+    if (stack_id != 0)
+        append_thread_mark(time_ns, stack_id);
 }
 
 // At `sequence` where it was claimed beforehand (LiveTable::insert), at the ring's head otherwise.
@@ -624,6 +723,8 @@ void record_alloc(const Allocation& allocation) {
     EventRecord event = event_of(EventType::Alloc, entry);
     g_writer.append_event(event, sequences.alloc);
     t_failed_attempts.count = 0;
+    if (t_thread_start != nullptr)
+        append_thread_start(entry.time_ns);
     if (g_config.python_stacks && (g_config.why_moments & GPULEAK_WHY_EXIT) != 0 &&
         (format::occupies_device_memory(allocation.kind) || allocation.kind == MemoryKind::Block))
         why_at_exit_once_holding(note_python_finalizing);
@@ -646,6 +747,8 @@ void append_failure(const Allocation& attempt, int32_t error, uint64_t free_byte
     event.result = error;
     g_writer.append_event(event);
     g_writer.append_notable(event);
+    if (t_thread_start != nullptr)
+        append_thread_start(event.time_ns);
 }
 
 } // namespace
@@ -905,6 +1008,63 @@ void record_vfork_child(State state) {
 }
 
 } // namespace
+
+ThreadStart* capture_thread_start() {
+    // One started inside a hook is the CUDA library's own; one started while this thread records is
+    // gpuleak's (the sampler).
+    if (t_recording || t_starting || HookScope::nested() || !g_config.python_stacks ||
+        g_config.stack_depth == 0)
+        return nullptr;
+    const State state = g_state.load(std::memory_order_acquire);
+    if (state != State::Active && state != State::Sampling)
+        return nullptr;
+    ErrnoGuard errno_guard;
+    const RecordingScope recording(EventSort::Note);
+    if (!recording.entered())
+        return nullptr;
+    PythonFrame frames[kMaxStackDepthSetting];
+    bool finalizing = false;
+    const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth, finalizing));
+    if (count == 0 || finalizing || !python_thread_start(frames, count))
+        return nullptr;
+    auto* start = static_cast<ThreadStart*>(std::calloc(1, sizeof(ThreadStart)));
+    if (start == nullptr)
+        return nullptr;
+    if (state == State::Active) {
+        start->stack_id = capture_stack();
+    } else {
+        uint64_t buffer[kMaxStackDepthSetting];
+        const NativeStack native = capture_native_stack(buffer, g_config.stack_depth);
+        start->native_count = native.count;
+        std::memcpy(start->native, native.frames, native.count * sizeof(uint64_t));
+        start->python = describe_frames(frames, count);
+    }
+    if (start->stack_id == 0 && start->native_count == 0 && start->python == nullptr) {
+        release_thread_start(start);
+        return nullptr;
+    }
+    return start;
+}
+
+void begin_started_thread(ThreadStart* start) {
+    t_thread_start = start;
+}
+
+void end_started_thread() {
+    release_thread_start(t_thread_start);
+    t_thread_start = nullptr;
+    if (!t_thread_start_recorded)
+        return;
+    t_thread_start_recorded = false;
+    ErrnoGuard errno_guard;
+    const RecordingScope recording(EventSort::Note);
+    if (recording.entered() && owns_trace())
+        append_thread_mark(monotonic_ns(), 0);
+}
+
+void forget_thread_start(ThreadStart* start) {
+    release_thread_start(start);
+}
 
 void record_fork(int child_pid, uint64_t forked_ns) {
     ErrnoGuard errno_guard;

@@ -82,6 +82,24 @@ uint32_t why_moments();
 // the memory is looked for and recorded (python_why.h) where the process records and reads Python.
 void note_out_of_memory(int device);
 
+// Where the calling thread is starting a Python thread (threading's Thread.start, not a thread pool's),
+// kept by the new thread until its first allocation records it (EventType::ThreadStart); null for any
+// other thread, or where the process does not record Python stacks. A thread a library starts (PyTorch's
+// pin-memory thread, started at the loop that takes its batches) runs none of the program's code: the line
+// that started it is the program's for what it makes.
+struct ThreadStart;
+ThreadStart* capture_thread_start();
+
+// On the thread just started, before it runs: it owns `start` from then on.
+void begin_started_thread(ThreadStart* start);
+
+// The started thread ends: a start its allocations never recorded is let go, and one they recorded is
+// closed (its id may be another thread's next).
+void end_started_thread();
+
+// The thread could not be started.
+void forget_thread_start(ThreadStart* start);
+
 // The process forked `child_pid` at `forked_ns` (monotonic_ns() before the fork), with what forked it
 // (recorded only when this process already has a trace).
 void record_fork(int child_pid, uint64_t forked_ns);

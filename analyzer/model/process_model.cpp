@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -251,6 +252,32 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     std::stable_sort(markers.begin(), markers.end(),
                      [](const Marker& a, const Marker& b) { return a.time_ns < b.time_ns; });
     return markers;
+}
+
+std::map<uint32_t, uint32_t> collect_thread_start_stacks(const TraceReader& trace,
+                                                         const std::vector<FailureSummary>& failures) {
+    // A thread's id is another thread's once it ended: each start covers what its id made from then on,
+    // to the thread's end (a record of stack 0), or to the next start.
+    std::map<std::pair<uint32_t, uint64_t>, uint32_t> starts; // {thread, time} -> starting stack, 0: ended
+    for (const Event& event : trace.notable_events().events)
+        if (event.type == EventType::ThreadStart)
+            starts[{event.thread_id, since_start(event.time_ns, trace.header())}] = event.stack_id;
+    std::map<uint32_t, uint32_t> by_stack;
+    if (starts.empty())
+        return by_stack;
+    const auto note = [&](uint32_t stack_id, uint32_t thread_id, uint64_t time_ns) {
+        auto after = starts.upper_bound({thread_id, time_ns});
+        if (stack_id == 0 || after == starts.begin())
+            return;
+        const auto& [key, start] = *std::prev(after);
+        if (key.first == thread_id && start != 0)
+            by_stack.emplace(stack_id, start);
+    };
+    for (const LiveAllocation& allocation : trace.live_allocations().allocations)
+        note(allocation.stack_id, allocation.thread_id, since_start(allocation.time_ns, trace.header()));
+    for (const FailureSummary& failure : failures)
+        note(failure.stack_id, failure.thread_id, failure.time_ns);
+    return by_stack;
 }
 
 struct ProgramEnd {
@@ -645,6 +672,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     }
 
     find_leak_sites(trace, site_keys, model);
+    model.thread_start_stacks = collect_thread_start_stacks(trace, model.failures);
     // leak_sites is in the order growth_sites keeps: most bytes first.
     for (size_t i = 0; i < model.leak_sites.size(); ++i)
         if (model.leak_sites[i].growing && !model.leak_sites[i].segments)
@@ -725,13 +753,21 @@ std::string cuda_error_meaning(int32_t error) {
 }
 
 const HostPoint* code_end_host_point(const ProcessModel& model) {
-    const HostPoint* found = model.host.last();
-    if (model.code_end_ns) {
-        for (const HostPoint& point : model.host.points)
-            if (point.time_ns <= *model.code_end_ns)
-                found = &point;
-    }
-    return found;
+    const std::vector<HostPoint>& points = model.host.points;
+    auto end = points.end();
+    if (model.code_end_ns)
+        end = std::find_if(points.begin(), points.end(),
+                           [&](const HostPoint& point) { return point.time_ns > *model.code_end_ns; });
+    // A Python program's samples that read no sys.modules after some that did were taken as it tore down:
+    // finalizing empties sys.modules, and frees the program's objects. It is seen only at the sample after
+    // it began, if at all (one quicker than a sample's interval is not, where nothing allocates then).
+    const auto read = std::find_if(std::make_reverse_iterator(end), points.rend(),
+                                   [](const HostPoint& point) { return point.python_modules > 0; });
+    if (read != points.rend())
+        return &*read;
+    if (end != points.begin())
+        return &*std::prev(end);
+    return model.host.last();
 }
 
 namespace {

@@ -321,14 +321,19 @@ struct ProcessModel {
     std::vector<KeptForBackward> kept_for_backward; // the program's own sites (not segments), most first
     std::vector<SpentGraph> spent_graphs; // per the latest record without a problem, most passes first
     std::vector<TimelinePoint> timeline;
+    // The stacks of live allocations and failures made on a thread whose start was recorded
+    // (EventType::ThreadStart), each with the stack that started that thread: what a library's thread
+    // (PyTorch's pin-memory thread) makes, the program's line that started it asked for.
+    std::map<uint32_t, uint32_t> thread_start_stacks;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };
 
 ProcessModel build_model(const std::string& path, const TraceReader& trace);
 
-// The last host sample of the program's own code (before code_end_ns): the sample at exit comes after
-// the teardown freed what the program held. Null without samples.
+// The last host sample of the program's own code: before code_end_ns, and for a Python program the last
+// that read sys.modules (those after it were taken as it tore down). The sample at exit comes after the
+// teardown freed what the program held. Null without samples.
 const HostPoint* code_end_host_point(const ProcessModel& model);
 
 // Who each process is, from its parent's forks and its own header: a DataLoader worker and its id, a

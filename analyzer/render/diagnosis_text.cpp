@@ -210,10 +210,10 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
                                     "gpuleak on the same thread were dropped.",
                                     exactness.reentry_dropped_notes));
     if (exactness.notable_dropped > 0)
-        notes.push_back(
-            fmt::format("The last {} failures, markers, forks and notebook cells did not fit in the "
-                        "trace: what they would say is missing. A larger GPULEAK_MAX_MB keeps them.",
-                        exactness.notable_dropped));
+        notes.push_back(fmt::format(
+            "The last {} failures, markers, forks, notebook cells and thread starts did not fit in the "
+            "trace: what they would say is missing. A larger GPULEAK_MAX_MB keeps them.",
+            exactness.notable_dropped));
     if (exactness.strings_dropped > 0)
         notes.push_back(
             fmt::format("The text of {} marker labels, notebook cells or records of what held the "

@@ -53,6 +53,12 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
     return frames;
 }
 
+// The frames of the stack that started the thread `stack_id` was made on; null when none was recorded.
+json thread_start_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
+    const uint32_t start = stacks.thread_start_of(stack_id);
+    return start != 0 ? frames_json(stacks, start, options) : json();
+}
+
 // An index into an array the JSON has cut to `shown` entries (--top, --min-bytes): null past them.
 json shown_index(const std::optional<size_t>& index, size_t shown) {
     return index && *index < shown ? json(*index) : json();
@@ -236,7 +242,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"program_share", site.program_share},
                       {"bytes_per_second", site.bytes_per_second},
                       {"held_by", held_by_json(model, site)},
-                      {"frames", frames_json(*report.stacks, site.stack_id, options)}};
+                      {"frames", frames_json(*report.stacks, site.stack_id, options)},
+                      {"thread_started_at", thread_start_json(*report.stacks, site.stack_id, options)}};
         if (site.marker_range) {
             auto label = [&](int index) -> json {
                 return index < 0 ? json(nullptr) : json(model.markers[index].label);
@@ -259,7 +266,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                 {"count", site.count},
                 {"kind", format::kind_name(site.kind)},
                 {"where", report.stacks->describe(site.stack_id)},
-                {"frames", frames_json(*report.stacks, site.stack_id, options)}};
+                {"frames", frames_json(*report.stacks, site.stack_id, options)},
+                {"thread_started_at", thread_start_json(*report.stacks, site.stack_id, options)}};
     };
     json growth = json::array();
     for (size_t index : model.growth_sites) {
@@ -303,20 +311,22 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                                  {"count", site.count},
                                  {"frames", frames_json(*report.stacks, site.stack_id, options)}});
         const std::string meaning = cuda_error_meaning(failure.error);
-        failures.push_back({{"bytes", failure.bytes},
-                            {"error", failure.error},
-                            {"out_of_memory", failure.out_of_memory()},
-                            {"error_meaning", meaning.empty() ? json() : json(meaning)},
-                            {"source", failure.allocator_refused ? "allocator" : "cuda"},
-                            {"failed_cuda_allocations", failure.failed_cuda_allocations},
-                            {"device", failure.device},
-                            {"kind", format::kind_name(failure.kind)},
-                            {"free_bytes", optional_json(failure.free_bytes)},
-                            {"reserved_bytes_then", optional_json(failure.reserved_then)},
-                            {"t_s", seconds_of(failure.time_ns)},
-                            {"frames", frames_json(*report.stacks, failure.stack_id, options)},
-                            {"top_sites_then", std::move(top_sites)},
-                            {"retainers", optional_json(failure.retainers)}});
+        failures.push_back(
+            {{"bytes", failure.bytes},
+             {"error", failure.error},
+             {"out_of_memory", failure.out_of_memory()},
+             {"error_meaning", meaning.empty() ? json() : json(meaning)},
+             {"source", failure.allocator_refused ? "allocator" : "cuda"},
+             {"failed_cuda_allocations", failure.failed_cuda_allocations},
+             {"device", failure.device},
+             {"kind", format::kind_name(failure.kind)},
+             {"free_bytes", optional_json(failure.free_bytes)},
+             {"reserved_bytes_then", optional_json(failure.reserved_then)},
+             {"t_s", seconds_of(failure.time_ns)},
+             {"frames", frames_json(*report.stacks, failure.stack_id, options)},
+             {"thread_started_at", thread_start_json(*report.stacks, failure.stack_id, options)},
+             {"top_sites_then", std::move(top_sites)},
+             {"retainers", optional_json(failure.retainers)}});
     }
     json timeline = json::array();
     for (const TimelinePoint& point : model.timeline)

@@ -125,8 +125,8 @@ std::string frame_line(const StackLine& line, const ReportOptions& options) {
     return fmt::format("{}  {}{}{}", function, where, frame.inlined ? " (inlined)" : "", more);
 }
 
-void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
-                   const Style& style) {
+void append_frame_lines(std::string& out, StackFrames& stacks, uint32_t stack_id,
+                        const ReportOptions& options, const Style& style) {
     const auto& frames = stacks.frames(stack_id);
     if (frames.empty()) {
         out += style.dim("        (no stack)") + "\n";
@@ -149,6 +149,16 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
             out += style.dim(fmt::format("        ... {} more Python frames", line.count)) + "\n";
             break;
         }
+    }
+}
+
+void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
+                   const Style& style) {
+    append_frame_lines(out, stacks, stack_id, options, style);
+    // The stack that started the thread: a library's thread has the program's line only there.
+    if (const uint32_t start = stacks.thread_start_of(stack_id); start != 0) {
+        out += style.dim("        on a thread started at") + "\n";
+        append_frame_lines(out, stacks, start, options, style);
     }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,11 @@ class StackFrames {
     // A few words naming where a stack comes from: "keep_history (train.cpp:88)", or for a stack with
     // Python frames its innermost one: "train.py:88 in train_epoch".
     std::string describe(uint32_t stack_id);
+    // The stack that started the thread `stack_id` was made on (ProcessModel::thread_start_stacks); 0 when
+    // none was recorded.
+    [[nodiscard]] uint32_t thread_start_of(uint32_t stack_id) const;
+    // The model's thread_start_stacks, set once the model is built.
+    std::map<uint32_t, uint32_t> thread_start_stacks;
 };
 
 struct ProcessReport {

@@ -44,6 +44,33 @@ class DebugInfoReadAhead {
 
 } // namespace
 
+namespace {
+
+// Where a stack without a frame of the program's own was made: its innermost Python frame, else its first
+// native frame that is not PyTorch's caching allocator's own (which say nothing of who asked for the
+// memory), else the first.
+std::string library_place(const std::vector<ReportFrame>& all) {
+    const auto python = std::find_if(
+        all.begin(), all.end(), [](const ReportFrame& frame) { return frame.python && !frame.file.empty(); });
+    if (python != all.end())
+        return python_frame_name(*python);
+    const auto named = [](const ReportFrame& frame) { return !frame.function.empty(); };
+    auto chosen = std::find_if(all.begin(), all.end(), [&](const ReportFrame& frame) {
+        return named(frame) && !is_caching_allocator_frame(frame);
+    });
+    if (chosen == all.end())
+        chosen = std::find_if(all.begin(), all.end(), named);
+    if (chosen != all.end()) {
+        const std::string function = short_function_name(chosen->function);
+        return chosen->file.empty() ? function
+                                    : fmt::format("{} ({}:{})", function, chosen->file, chosen->line);
+    }
+    return all.empty() ? std::string("an unknown place (no stack)")
+                       : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);
+}
+
+} // namespace
+
 std::string StackFrames::describe(uint32_t stack_id) {
     const std::vector<ReportFrame>& all = frames(stack_id);
     const std::string purpose = library_purpose(all);
@@ -53,35 +80,32 @@ std::string StackFrames::describe(uint32_t stack_id) {
     for (const ReportFrame& frame : all)
         if (is_program_frame(frame))
             return python_frame_name(frame) + suffix;
-    for (const ReportFrame& frame : all) {
-        if (!frame.python || frame.file.empty())
-            continue;
-        // A thread a library started (PyTorch's pin-memory thread) runs none of the program's code:
-        // what it made is handed to the program elsewhere.
-        const auto outermost = std::find_if(all.rbegin(), all.rend(), [](const ReportFrame& python) {
-            return python.python && !python.file.empty();
-        });
-        const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
-        return python_frame_name(frame) + suffix +
-               (library_thread ? " (on a library's thread: no frame of the program's own)"
-                               : " (no frame of the program's own)");
+    // A thread a library started (PyTorch's pin-memory thread) runs none of the program's code: the
+    // program's line that started it asked for what it makes (the batches of the loop at that line).
+    if (const uint32_t start = thread_start_of(stack_id); start != 0) {
+        const std::vector<ReportFrame>& started = frames(start);
+        const auto program = std::find_if(started.begin(), started.end(), is_program_frame);
+        if (program != started.end())
+            return fmt::format("{}{} (made on a library's thread started there, at {})",
+                               python_frame_name(*program), suffix, library_place(all));
     }
-    // Native frames only: the first that is not PyTorch's caching allocator's own (which say nothing of
-    // who asked for the memory), else the first.
-    const auto named = [](const ReportFrame& frame) { return !frame.function.empty(); };
-    auto chosen = std::find_if(all.begin(), all.end(), [&](const ReportFrame& frame) {
-        return named(frame) && !is_caching_allocator_frame(frame);
+    const auto python = std::find_if(
+        all.begin(), all.end(), [](const ReportFrame& frame) { return frame.python && !frame.file.empty(); });
+    if (python == all.end())
+        return library_place(all) + suffix;
+    // What such a thread made is handed to the program elsewhere.
+    const auto outermost = std::find_if(all.rbegin(), all.rend(), [](const ReportFrame& frame) {
+        return frame.python && !frame.file.empty();
     });
-    if (chosen == all.end())
-        chosen = std::find_if(all.begin(), all.end(), named);
-    if (chosen != all.end()) {
-        const std::string function = short_function_name(chosen->function);
-        return (chosen->file.empty() ? function
-                                     : fmt::format("{} ({}:{})", function, chosen->file, chosen->line)) +
-               suffix;
-    }
-    return all.empty() ? std::string("an unknown place (no stack)")
-                       : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);
+    const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
+    return library_place(all) + suffix +
+           (library_thread ? " (on a library's thread: no frame of the program's own)"
+                           : " (no frame of the program's own)");
+}
+
+uint32_t StackFrames::thread_start_of(uint32_t stack_id) const {
+    const auto start = thread_start_stacks.find(stack_id);
+    return start != thread_start_stacks.end() ? start->second : 0;
 }
 
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
@@ -103,6 +127,7 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
                              "the file was cut shorter while it was read (by another program?): what it "
                              "held past its new end is lost; report it again once it is whole");
         report.stacks = std::move(symbolized);
+        report.stacks->thread_start_stacks = report.model.thread_start_stacks;
         report.diagnosis = diagnose(report.model);
         if (keep_traces)
             report.trace = std::make_unique<TraceReader>(std::move(trace));

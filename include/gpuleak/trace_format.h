@@ -4,8 +4,8 @@
 // Layout: a fixed-size header followed by regions whose offsets and sizes the header gives.
 //   timeline  TimelineSample array: totals and host memory sampled periodically, thinned so it
 //             covers the whole run
-//   notable   EventRecord array: failures, markers, forks, source names and the start of Python's
-//             finalization, kept even when the ring wraps
+//   notable   EventRecord array: failures, markers, forks, source names, thread starts and the start of
+//             Python's finalization, kept even when the ring wraps
 //   modules   append-only ModuleRecord stream (every loaded object, also those dlopen'ed later)
 //   strings   append-only StringRecord stream (command line pieces, marker labels, named sources)
 //   stacks    append-only StackRecord stream (each distinct call stack once, native and Python frames)
@@ -62,8 +62,8 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
-// counts. 12: EventType::Retainers.
-static const uint32_t kFormatVersion = 12;
+// counts. 12: EventType::Retainers. 13: EventType::ThreadStart.
+static const uint32_t kFormatVersion = 13;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -129,6 +129,12 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // string id of the JSON document gpuleak.why() wrote, stream = the ring's head then. In the notable
     // array only.
     Retainers = 10,
+    // A Python thread was started where stack_id says (the starting thread's stack then), and thread_id
+    // is its id: a library's thread (PyTorch's pin-memory thread) runs none of the program's code, and the
+    // line that started it is the program's for what it makes. In the notable array only, at the
+    // thread's first allocation (threads that allocate nothing are not recorded), while starts fill less
+    // than half of it. Stack 0: the thread ended, and its id may be another's from then on.
+    ThreadStart = 11,
 };
 
 // What forked a child, told by the recorder from the file names of the forking thread's Python frames.
@@ -570,6 +576,8 @@ constexpr const char* event_type_name(EventType type) {
         return "python_finalizing";
     case EventType::Retainers:
         return "retainers";
+    case EventType::ThreadStart:
+        return "thread_start";
     }
     return "unknown";
 }

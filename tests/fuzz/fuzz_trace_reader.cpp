@@ -48,7 +48,7 @@ void check_single_line(const std::string& text) {
 }
 
 void check_event(const Event& event) {
-    require(event.type >= format::EventType::Alloc && event.type <= format::EventType::Retainers,
+    require(event.type >= format::EventType::Alloc && event.type <= format::EventType::ThreadStart,
             "event types are known");
     require(static_cast<uint8_t>(event.kind) < format::kKindCount, "event kinds are known");
     require(event.device >= -2, "event devices are ordinals, host or unknown");

@@ -266,6 +266,30 @@ TraceBuilder python_finalizing() {
     return builder;
 }
 
+// Pinned memory made on a thread whose start was recorded (format 13), twice with the same thread id,
+// and a start that names the stack its own thread made.
+TraceBuilder thread_starts() {
+    TraceBuilder builder(small_layout());
+    builder.add_stack(1, {0x1000});
+    builder.add_stack(2, {0x2000});
+    for (uint64_t slot = 0; slot < 3; ++slot) {
+        format::LiveSlot live = live_slot(0xa000 + slot * 0x1000, format::MemoryKind::PinnedHost, -1);
+        live.time_ns = 10 + slot * 10;
+        live.thread_id = 7;
+        live.stack_id = slot == 2 ? 2 : 1;
+        builder.set_live(slot, live);
+    }
+    for (const auto& [time_ns, stack_id] : {std::pair<uint64_t, uint32_t>{5, 2}, {25, 2}}) {
+        format::EventRecord started = event(format::EventType::ThreadStart, 0, time_ns);
+        started.thread_id = 7;
+        started.stack_id = stack_id;
+        started.device = -2;
+        builder.add_notable(started);
+    }
+    builder.end_exited(0, 400);
+    return builder;
+}
+
 // More notable events than the array holds, one torn, and a process ended by a signal.
 TraceBuilder notable_overflow() {
     TraceBuilder builder(small_layout());
@@ -357,6 +381,7 @@ int main(int argc, char** argv) {
         {"notable_overflow", notable_overflow().bytes()},
         {"named_source", named_source().bytes()},
         {"python_finalizing", python_finalizing().bytes()},
+        {"thread_starts", thread_starts().bytes()},
         {"truncated", truncated},
         {"empty", empty().bytes()},
     };

@@ -75,6 +75,34 @@ def test_a_program_that_never_uses_cuda_is_recorded_from_its_start_for_host_memo
     assert timeline[0]["uss_bytes"] is not None and timeline[0]["shmem_bytes"] is not None
 
 
+def test_a_program_that_never_uses_cuda_and_keeps_what_it_makes_grows(tmp_path):
+    # A global list that keeps 8 MiB a step; the interpreter's teardown frees it before the sample at exit.
+    process, processes = run(
+        tmp_path,
+        """
+        import time
+        kept = []
+        for step in range(30):
+            kept.append(b"x" * (8 << 20))
+            time.sleep(0.05)
+        """,
+    )
+    (only,) = processes
+    assert only["diagnosis"]["kind"] == "host_ram_growth", only["diagnosis"]["text"]
+    assert only["diagnosis"]["host"]["cause"] == "allocations"
+    assert only["diagnosis"]["host"]["growth_bytes"] >= 128 << 20
+    # The text names a plain program by its command line.
+    text = subprocess.run(
+        [needed("GPULEAK_TEST_REPORT"), *sorted(str(path) for path in tmp_path.glob("trace.*"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    header = next(line for line in text.splitlines() if line.startswith("process %d " % only["pid"]))
+    assert header.endswith(": %s %s" % (sys.executable, tmp_path / "script.py")), header
+    assert "Diagnosis: host_ram_growth" in text
+
+
 def test_a_program_whose_imports_take_most_of_its_run_is_not_growing(tmp_path):
     # Imports that bring memory with them (as torch's do) for most of the run, then a short flat work.
     _, processes = run(

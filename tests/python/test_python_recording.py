@@ -1,5 +1,6 @@
 """Python stacks recorded by libgpuleak.so in situations that are hard on a stack walker: several
-Python threads allocating at once, a thread C++ started that never ran Python, 1000-deep recursion,
+Python threads allocating at once, a library's Python thread told by the line that started it, a thread
+C++ started that never ran Python, 1000-deep recursion,
 allocations while the interpreter shuts down, and Pythons the walker does not support (too old, a
 debug build); and CUDA 12's runtime loaded the way Python loads libraries. Each runs a script under
 LD_PRELOAD=libgpuleak.so on the simulated device and reads its trace back with gpuleak-report --format
@@ -104,6 +105,88 @@ def test_python_threads_allocating_at_once_each_get_their_own_stack(tmp_path):
         assert all(python_frames(s)[0]["function"].split(".")[-1] == "allocate" for s in callers)
 
 
+# A library's prefetching thread, as PyTorch's pin-memory thread is: started by the library for the
+# program, running only the library's code.
+PREFETCHER = """
+import ctypes, os, threading
+
+cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+
+class Prefetcher:
+    def __init__(self, count):
+        self.thread = threading.Thread(target=self._run, args=(count,))
+        self.thread.start()
+
+    def _run(self, count):
+        self.made = [ctypes.c_void_p() for _ in range(count)]
+        for pointer in self.made:
+            assert cudart.cudaMalloc(ctypes.byref(pointer), 1 << 20) == 0
+"""
+
+
+@pytest.mark.parametrize("cuda_before", [True, False], ids=["cuda-used-before", "cuda-first-used-by-the-thread"])
+def test_what_a_librarys_thread_made_is_named_by_the_line_that_started_it(tmp_path, cuda_before):
+    library = tmp_path / "site-packages"
+    library.mkdir()
+    (library / "prefetch.py").write_text(PREFETCHER, encoding="utf-8")
+    process, report = record(
+        tmp_path,
+        """
+        import sys
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "site-packages"))
+        import prefetch
+        kept = allocate(1 << 20) if %s else None
+        loader = prefetch.Prefetcher(6)   # the program's line
+        loader.thread.join()
+        """
+        % cuda_before,
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 6 * MiB]
+    line = next(i for i, text in enumerate((tmp_path / "script.py").read_text().splitlines(), 1) if "program's line" in text)
+    assert site["where"].startswith("%s:%d in <module> (made on a library's thread started there, at " % (tmp_path / "script.py", line)), site["where"]
+    assert "prefetch.py" in site["where"] and "_run)" in site["where"]
+    started = [frame for frame in site["thread_started_at"] if frame["python"]]
+    assert started[0]["file"].endswith("/threading.py")
+    assert [(frame["file"], frame["line"]) for frame in started if frame["program"]] == [(str(tmp_path / "script.py"), line)]
+
+
+def test_a_thread_the_program_runs_is_named_by_its_own_line(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        import threading
+        def work():
+            global made
+            made = allocate(2 << 20)   # the thread's line
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 2 * MiB]
+    assert site["where"].endswith(" in allocate"), site["where"]
+    assert [frame["function"] for frame in site["thread_started_at"] if frame.get("program")] == ["<module>"]
+
+
+def test_a_thread_pools_worker_is_not_named_by_where_it_was_started(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            made = pool.submit(cudart.cudaMalloc, ctypes.byref(ctypes.c_void_p()), 4 << 20).result()
+        assert made == 0
+        """,
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 4 * MiB]
+    assert site["thread_started_at"] is None
+    assert "started there" not in site["where"]
+
+
 def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
     library = needed("GPULEAK_TEST_NATIVE_THREAD")
     process, report = record(
@@ -120,6 +203,8 @@ def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
     assert python_frames(site) == []
     assert site["frames"]
+    # A native thread serves whatever asks it later: where it was started is not told.
+    assert site["thread_started_at"] is None
 
 
 def test_deep_recursion_keeps_the_innermost_frames(tmp_path):

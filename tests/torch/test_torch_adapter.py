@@ -282,7 +282,7 @@ def test_one_kept_batch_and_a_small_cache_are_stable(tmp_path, adapter_cache):
     assert run.process["growth"] == []
 
 
-def test_kept_pinned_batches_are_a_leak_named_on_the_pin_memory_thread(tmp_path, adapter_cache):
+def test_kept_pinned_batches_are_a_leak_named_by_the_loop_that_receives_them(tmp_path, adapter_cache):
     run = run_traced(
         tmp_path,
         """
@@ -300,8 +300,14 @@ def test_kept_pinned_batches_are_a_leak_named_on_the_pin_memory_thread(tmp_path,
     assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
     (top, *_) = run.process["growth"]
     assert top["kind"] == "pinned_host" and top["count"] == 32
+    # Pinned on PyTorch's pin-memory thread, which runs none of the program's code: named by the line that
+    # started it, where the program receives the batches.
+    loop = "%s:%d in <module>" % (run.path, line_of(run, "for (batch,) in loader"))
+    assert top["where"].startswith(loop + " (made on a library's thread started there, at "), top["where"]
+    assert "torch/utils/data/_utils/pin_memory.py" in top["where"]
+    assert python_lines(top["thread_started_at"], run.path) == [line_of(run, "for (batch,) in loader")]
     text = " ".join(run.process["diagnosis"]["text"].split())
-    assert "pin_memory.py" in text and "on a library's thread: no frame of the program's own" in text
+    assert top["where"] in text, text
     # What keeps them, as the program ended: the program's own list, which the text names.
     assert "held by `kept`, a list with 32 items in __main__, per gpuleak.why() at " in text, text
 

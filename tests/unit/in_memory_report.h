@@ -17,6 +17,7 @@ inline analyzer::ProcessReport report_of(const analyzer::TraceReader& trace) {
     analyzer::ProcessReport report;
     report.model = analyzer::build_model("trace.bin", trace);
     report.stacks = std::make_unique<analyzer::SymbolizedStacks>(trace, "");
+    report.stacks->thread_start_stacks = report.model.thread_start_stacks;
     report.diagnosis = analyzer::diagnose(report.model);
     return report;
 }

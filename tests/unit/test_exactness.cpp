@@ -131,7 +131,8 @@ TEST_CASE("call stacks and notable records the trace had no room for are said be
     REQUIRE(notes.size() == 4);
     CHECK(notes[0].starts_with("1 block (512 B) live at the end found no slot of their own"));
     CHECK(notes[1].starts_with("2 call stacks did not fit in the trace"));
-    CHECK(notes[2].starts_with("The last 3 failures, markers, forks and notebook cells did not fit"));
+    CHECK(notes[2].starts_with(
+        "The last 3 failures, markers, forks, notebook cells and thread starts did not fit"));
     CHECK(notes[3].starts_with(
         "The text of 4 marker labels, notebook cells or records of what held the memory"));
 }

@@ -185,6 +185,37 @@ TEST_CASE("a Python program's imports are not growth, however long they take aga
     CHECK_FALSE(report_of_samples(imports).diagnosis.host_ram);
 }
 
+TEST_CASE("a Python program's growth is judged to its last sample before teardown, seen or not") {
+    // 20 MiB a step, kept in a global list that the interpreter's teardown freed between the last sample
+    // and the one at exit, which reads no sys.modules: finalizing was too quick to be seen, or was seen
+    // only after that sample.
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 10; ++i) {
+        samples.push_back({i * 100, 100 + 20 * i});
+        samples.back().modules = 100;
+    }
+    samples.push_back({1050, 30});
+    const ProcessReport leaked = report_of_samples(samples);
+    REQUIRE(leaked.diagnosis.host_ram);
+    CHECK(leaked.diagnosis.host_ram->growth == 200 * kMiB);
+    CHECK(leaked.diagnosis.host_ram->to.time_ns == 1000 * kMillisecond);
+    // Seen finalizing only after the sample that its teardown already emptied sys.modules for.
+    TraceBuilder seen = host_trace(samples);
+    format::EventRecord finalizing{};
+    finalizing.type = static_cast<uint16_t>(format::EventType::PythonFinalizing);
+    finalizing.time_ns = kStart + 1060 * kMillisecond;
+    finalizing.device = -2;
+    seen.add_notable(finalizing);
+    const ProcessReport seen_late = report_of(TraceReader::parse(seen.bytes(), "trace.bin"));
+    REQUIRE(seen_late.model.code_end_ns);
+    REQUIRE(seen_late.diagnosis.host_ram);
+    CHECK(seen_late.diagnosis.host_ram->to.time_ns == 1000 * kMillisecond);
+    // A program that is not Python's, or whose sys.modules is never read, ends at its last sample.
+    for (Sample& sample : samples)
+        sample.modules = 0;
+    CHECK_FALSE(report_of_samples(samples).diagnosis.host_ram);
+}
+
 TEST_CASE("what imports bring is not growth, to their last and after the sample that counted them") {
     // Fourteen imports to the end of a short script, each followed by 24 MiB, sys.modules' size as
     // CPython 3.11 has it (one import adds nothing: already imported); the last 24 MiB come after the

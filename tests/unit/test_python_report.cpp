@@ -648,3 +648,104 @@ TEST_CASE("cuBLAS's workspace and what PyTorch's autograd thread made are named 
     FixedStack program({native("keep_history", "/srv/scenario"), native("main", "/srv/scenario")});
     CHECK(program.describe(1) == "keep_history (keep_history.c:10)");
 }
+
+namespace {
+
+// PyTorch's pin-memory thread, all library frames (stack 1), started by the DataLoader's iterator at the
+// program's `for` line (stack 2).
+TraceBuilder pin_thread_trace() {
+    TraceLayout layout;
+    layout.ring_capacity = 16;
+    TraceBuilder builder(layout);
+    builder.header().start_monotonic_ns = kStart;
+    builder.header().python_version = format::python_version(3, 10);
+    builder.add_code(1, "/site-packages/torch/utils/data/_utils/pin_memory.py", "pin_memory", 80, kLineTable);
+    builder.add_code(2, "/usr/lib/python3.10/threading.py", "Thread.run", 80, kLineTable);
+    builder.add_code(3, "/usr/lib/python3.10/threading.py", "Thread.start", 80, kLineTable);
+    builder.add_code(4, "/site-packages/torch/utils/data/dataloader.py", "__init__", 80, kLineTable);
+    builder.add_code(5, "/srv/train.py", "main", 100, kLineTable);
+    builder.add_stack(1, {}, {{1, 0}, {2, 12}});
+    builder.add_stack(2, {}, {{3, 0}, {4, 12}, {5, 12}});
+    format::EventRecord started{};
+    started.type = static_cast<uint16_t>(format::EventType::ThreadStart);
+    started.thread_id = 7;
+    started.stack_id = 2;
+    started.time_ns = kStart + kSecond;
+    builder.add_notable(started);
+    for (uint64_t i = 0; i < 4; ++i) {
+        format::LiveSlot slot = live(0x1000 + i * 0x1000, kMiB, 1, 1 + i);
+        slot.kind = static_cast<uint8_t>(format::MemoryKind::PinnedHost);
+        slot.thread_id = 7;
+        slot.sequence = builder.header().ring_head;
+        builder.set_live(i, slot);
+        builder.append_event(allocation_event(slot));
+    }
+    builder.header().accounting.live_bytes[format::kHostSlot][3] = 4 * kMiB;
+    builder.end_exited(0, kStart + 5 * kSecond);
+    return builder;
+}
+
+} // namespace
+
+TEST_CASE("what a library's thread made is named by the program's line that started the thread") {
+    const TraceReader trace = parse(pin_thread_trace());
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(trace));
+    CHECK(reports[0].model.thread_start_stacks == std::map<uint32_t, uint32_t>{{1, 2}});
+    const std::string named = "/srv/train.py:102 in main (made on a library's thread started there, at "
+                              "torch/utils/data/_utils/pin_memory.py:81 in pin_memory)";
+    CHECK(reports[0].stacks->describe(1) == named);
+    CHECK_THAT(diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks),
+               Catch::Contains(named));
+    ReportOptions options;
+    CHECK_THAT(render_text(reports, options),
+               Catch::Contains("        /usr/lib/python3.10/threading.py:82 in Thread.run\n"
+                               "        on a thread started at\n"
+                               "        /usr/lib/python3.10/threading.py:81 in Thread.start\n"));
+    const nlohmann::json json = render_json(reports, options);
+    const nlohmann::json& leak = json["processes"][0]["leaks"][0];
+    CHECK(leak["where"] == named);
+    REQUIRE(leak["thread_started_at"].is_array());
+    CHECK(leak["thread_started_at"].back()["file"] == "/srv/train.py");
+    CHECK(leak["thread_started_at"].back()["program"] == true);
+
+    // Without the record of its start, the thread's own frames say what they can.
+    reports[0].stacks->thread_start_stacks.clear();
+    CHECK(reports[0].stacks->describe(1) ==
+          "torch/utils/data/_utils/pin_memory.py:81 in "
+          "pin_memory (on a library's thread: no frame of the program's own)");
+}
+
+TEST_CASE("a thread's start covers what its id made from then to the thread's end") {
+    TraceBuilder builder = pin_thread_trace();
+    // Thread 7 ended and its id came back for a thread started at stack 3, which ended at 4.5 s, after
+    // which the id made stack 6 again; stack 4 was made by thread 7 before either start; thread 8's start
+    // was not recorded.
+    builder.add_stack(3, {0x30});
+    builder.add_stack(4, {0x40});
+    builder.add_stack(5, {0x50});
+    builder.add_stack(6, {0x60});
+    format::EventRecord again{};
+    again.type = static_cast<uint16_t>(format::EventType::ThreadStart);
+    again.thread_id = 7;
+    again.stack_id = 3;
+    again.time_ns = kStart + 3 * kSecond;
+    builder.add_notable(again);
+    format::EventRecord ended = again;
+    ended.stack_id = 0;
+    ended.time_ns = kStart + 4 * kSecond + kSecond / 2;
+    builder.add_notable(ended);
+    const auto add = [&](uint64_t index, uint32_t stack, uint32_t thread, uint64_t nanoseconds) {
+        format::LiveSlot slot = live(0x100000 + index * 0x1000, kMiB, stack, 0);
+        slot.time_ns = kStart + nanoseconds;
+        slot.thread_id = thread;
+        builder.set_live(index, slot);
+    };
+    add(4, 4, 7, kSecond / 2);
+    add(5, 5, 7, 4 * kSecond);
+    add(6, 6, 7, 5 * kSecond);
+    add(7, 6, 8, 4 * kSecond);
+    const TraceReader trace = parse(builder);
+    const ProcessModel model = build_model("trace.bin", trace);
+    CHECK(model.thread_start_stacks == std::map<uint32_t, uint32_t>{{1, 2}, {5, 3}});
+}
