@@ -1016,7 +1016,8 @@ ThreadStart* capture_thread_start() {
         g_config.stack_depth == 0)
         return nullptr;
     const State state = g_state.load(std::memory_order_acquire);
-    if (state != State::Active && state != State::Sampling)
+    // Quietly: a process only sampled for host memory says nothing of an unsupported Python.
+    if ((state != State::Active && state != State::Sampling) || python_runtime(true) == nullptr)
         return nullptr;
     ErrnoGuard errno_guard;
     const RecordingScope recording(EventSort::Note);

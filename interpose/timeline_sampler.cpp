@@ -103,6 +103,12 @@ void TimelineSampler::sample_now(SampleMoment moment) {
     if (moment == SampleMoment::Periodic) {
         host_.read_heap(monotonic_ns());
         python_modules = python_modules_();
+        if (python_modules > 0)
+            python_modules_read_.store(true, std::memory_order_relaxed);
+    } else if (python_modules_read_.load(std::memory_order_relaxed)) {
+        // Checked reads only, safe where this runs (a signal handler's _exit): what tells an exit that
+        // tore the interpreter down (0: finalized) from one that did not (os._exit in a worker).
+        python_modules = python_modules_();
     }
     if (moment != SampleMoment::Exit)
         lock_.lock();

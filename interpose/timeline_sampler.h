@@ -3,6 +3,7 @@
 // covers the whole run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "host_memory.h"
@@ -38,6 +39,8 @@ class TimelineSampler {
     TraceWriter* writer_ = nullptr;
     void (*on_wake_)() = nullptr;
     uint64_t (*python_modules_)() = nullptr;
+    // A sample read sys.modules: the interpreter was found, and reading it again takes no lock.
+    std::atomic<bool> python_modules_read_{false};
     bool first_on_thread_ = false;
     bool running_ = false; // the thread has set itself up
     uint64_t stored_ = 0;

@@ -191,7 +191,12 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
             return std::nullopt;
         return static_cast<uint64_t>(total);
     };
-    HostRamFacts facts{HostGrowthCause::Allocations, first, last, 0, 0, end != model.host.last()};
+    HostRamFacts facts{HostGrowthCause::Allocations,
+                       first,
+                       last,
+                       0,
+                       0,
+                       model.code_end_ns.has_value() || end != model.host.last()};
     const HostPoint& middle = points[from + half];
     const bool status = first.has(format::HostField::Status) && last.has(format::HostField::Status) &&
                         middle.has(format::HostField::Status);

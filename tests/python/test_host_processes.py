@@ -103,6 +103,28 @@ def test_a_program_that_never_uses_cuda_and_keeps_what_it_makes_grows(tmp_path):
     assert "Diagnosis: host_ram_growth" in text
 
 
+def test_the_sample_at_exit_reads_sys_modules_where_python_did_not_tear_down(tmp_path):
+    # A forked child ends through os._exit, its objects untouched; its parent finalizes first.
+    _, processes = run(
+        tmp_path,
+        """
+        import multiprocessing, time
+        def work():
+            time.sleep(0.5)
+        if __name__ == "__main__":
+            child = multiprocessing.get_context("fork").Process(target=work)
+            child.start()
+            child.join()
+            time.sleep(0.3)
+        """,
+        PYTHONWARNINGS="ignore::DeprecationWarning",
+    )
+    main = next(p for p in processes if p["role"]["kind"] == "program")
+    (child,) = [p for p in processes if p["ppid"] == main["pid"]]
+    assert main["host"]["timeline"][-1]["python_modules"] is None
+    assert child["host"]["timeline"][-1]["python_modules"] > 0
+
+
 def test_a_program_whose_imports_take_most_of_its_run_is_not_growing(tmp_path):
     # Imports that bring memory with them (as torch's do) for most of the run, then a short flat work.
     _, processes = run(
