@@ -62,9 +62,10 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
 
 namespace {
 int g_module_counts = 0;
+uint64_t g_modules = 0;
 uint64_t count_modules() {
     ++g_module_counts;
-    return 7;
+    return g_modules;
 }
 } // namespace
 
@@ -75,20 +76,30 @@ TEST_CASE("an exit's and an exec's samples take none of the C library's locks") 
     TimelineSampler sampler;
     sampler.start(
         writer, [] {}, count_modules, false);
-    // The module count and malloc's free memory are read together, at timed samples only: an exec or
-    // an exit may come from a signal handler that interrupted malloc.
+    // An exec or an exit may come from a signal handler that interrupted malloc: malloc's free memory is
+    // read at timed samples only, and the module count only once a timed sample read one. Finding the
+    // interpreter takes the dynamic linker's locks; reading the count of one found takes none.
     REQUIRE(g_module_counts == 1);
     sampler.sample_now(gpuleak::SampleMoment::Exec);
     sampler.sample_now(gpuleak::SampleMoment::Exit);
     CHECK(g_module_counts == 1);
+    g_modules = 7;
     sampler.sample_now();
     CHECK(g_module_counts == 2);
+    // Now an exit says whether the interpreter was still there (0: it finalized).
+    sampler.sample_now(gpuleak::SampleMoment::Exit);
+    CHECK(g_module_counts == 3);
+    g_modules = 0;
+    sampler.sample_now(gpuleak::SampleMoment::Exit);
+    CHECK(g_module_counts == 4);
 
     TraceReader reader = TraceReader::open(writer.path());
     const auto& samples = reader.timeline();
-    REQUIRE(samples.size() == 4);
-    CHECK(samples[0].python_modules == 7);
+    REQUIRE(samples.size() == 6);
+    CHECK(samples[0].python_modules == 0);
     CHECK(samples[1].python_modules == 0);
     CHECK(samples[2].python_modules == 0);
     CHECK(samples[3].python_modules == 7);
+    CHECK(samples[4].python_modules == 7);
+    CHECK(samples[5].python_modules == 0);
 }
