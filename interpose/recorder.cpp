@@ -491,6 +491,16 @@ format::ForkOrigin fork_origin() {
     return origin;
 }
 
+// The id of a stack of native `frames` and `python` records, with the modules its new frames are in.
+uint32_t intern_stack(const uint64_t* frames, uint32_t count, const format::PythonFrameRecord* python,
+                      uint32_t python_count) {
+    bool added = false;
+    const uint32_t id = g_stacks.intern(frames, count, python, python_count, added);
+    if (added)
+        g_modules.cover(frames, count);
+    return id;
+}
+
 uint32_t capture_stack() {
     if (g_config.stack_depth == 0)
         return 0;
@@ -510,10 +520,7 @@ uint32_t capture_stack() {
         last.repeat_serial = stack.repeat_serial;
         return last.id;
     }
-    bool added = false;
-    const uint32_t id = g_stacks.intern(stack.frames, stack.count, python, python_count, added);
-    if (added)
-        g_modules.cover(stack.frames, stack.count);
+    const uint32_t id = intern_stack(stack.frames, stack.count, python, python_count);
     if (id != 0 && stack.count <= kRememberedFrames && python_count <= kRememberedFrames) {
         last.id = id;
         last.count = stack.count;
@@ -564,11 +571,7 @@ uint32_t intern_kept_frames(const ThreadStart& start) {
         start.python != nullptr ? g_code.records_of_described(*start.python, python) : 0;
     if (start.native_count == 0 && python_count == 0)
         return 0;
-    bool added = false;
-    const uint32_t id = g_stacks.intern(start.native, start.native_count, python, python_count, added);
-    if (added)
-        g_modules.cover(start.native, start.native_count);
-    return id;
+    return intern_stack(start.native, start.native_count, python, python_count);
 }
 
 // A thread's start (stack_id) or end (0), past which its id may name another thread.
@@ -1031,11 +1034,13 @@ ThreadStart* capture_thread_start() {
     auto* start = static_cast<ThreadStart*>(std::calloc(1, sizeof(ThreadStart)));
     if (start == nullptr)
         return nullptr;
+    uint64_t buffer[kMaxStackDepthSetting];
+    const NativeStack native = capture_native_stack(buffer, g_config.stack_depth);
     if (state == State::Active) {
-        start->stack_id = capture_stack();
+        format::PythonFrameRecord python[kMaxStackDepthSetting];
+        g_code.records_of(frames, count, python);
+        start->stack_id = intern_stack(native.frames, native.count, python, count);
     } else {
-        uint64_t buffer[kMaxStackDepthSetting];
-        const NativeStack native = capture_native_stack(buffer, g_config.stack_depth);
         start->native_count = native.count;
         std::memcpy(start->native, native.frames, native.count * sizeof(uint64_t));
         start->python = describe_frames(frames, count);

@@ -46,12 +46,15 @@ class DebugInfoReadAhead {
 
 namespace {
 
+bool python_with_source(const ReportFrame& frame) {
+    return frame.python && !frame.file.empty();
+}
+
 // Where a stack without a frame of the program's own was made: its innermost Python frame, else its first
 // native frame that is not PyTorch's caching allocator's own (which say nothing of who asked for the
 // memory), else the first.
 std::string library_place(const std::vector<ReportFrame>& all) {
-    const auto python = std::find_if(
-        all.begin(), all.end(), [](const ReportFrame& frame) { return frame.python && !frame.file.empty(); });
+    const auto python = std::find_if(all.begin(), all.end(), python_with_source);
     if (python != all.end())
         return python_frame_name(*python);
     const auto named = [](const ReportFrame& frame) { return !frame.function.empty(); };
@@ -89,14 +92,10 @@ std::string StackFrames::describe(uint32_t stack_id) {
             return fmt::format("{}{} (made on a library's thread started there, at {})",
                                python_frame_name(*program), suffix, library_place(all));
     }
-    const auto python = std::find_if(
-        all.begin(), all.end(), [](const ReportFrame& frame) { return frame.python && !frame.file.empty(); });
-    if (python == all.end())
+    if (std::none_of(all.begin(), all.end(), python_with_source))
         return library_place(all) + suffix;
     // What such a thread made is handed to the program elsewhere.
-    const auto outermost = std::find_if(all.rbegin(), all.rend(), [](const ReportFrame& frame) {
-        return frame.python && !frame.file.empty();
-    });
+    const auto outermost = std::find_if(all.rbegin(), all.rend(), python_with_source);
     const bool library_thread = std::filesystem::path(outermost->file).filename() == "threading.py";
     return library_place(all) + suffix +
            (library_thread ? " (on a library's thread: no frame of the program's own)"
