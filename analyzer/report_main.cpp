@@ -1,18 +1,19 @@
 // gpuleak-report: what holds the GPU memory of a traced run, since when, and which line put it there.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <optional>
 #include <unistd.h>
 
 #include "file_bytes.h"
 #include "printable.h"
-#include "render_json.h"
-#include "render_text.h"
-#include "render_torch_snapshot.h"
+#include "renderers.h"
 #include "report_builder.h"
+#include "site_changes.h"
 #include "symbol_cache.h"
 #include "trace_error.h"
 #include "trace_set.h"
@@ -38,6 +39,50 @@ bool names_terminal(const std::string& path) {
     return terminal;
 }
 
+// What changed from the first marker asked about (--between) to the second; none when the process set
+// no such marker, or the event ring no longer reaches back to it, which is said on stderr.
+std::optional<gpuleak::analyzer::Comparison> compare_markers(gpuleak::analyzer::ProcessReport& report) {
+    using namespace gpuleak::analyzer;
+    const ProcessModel& model = report.model;
+    for (const Moment& moment : model.moments) {
+        if (!moment.time_ns) {
+            std::vector<std::string> labels;
+            for (const Marker& marker : model.markers)
+                if (std::find(labels.begin(), labels.end(), marker.label) == labels.end())
+                    labels.push_back(marker.label);
+            constexpr size_t kLabelsShown = 5;
+            std::string known = "it set no markers";
+            if (!labels.empty()) {
+                const size_t more = labels.size() > kLabelsShown ? labels.size() - kLabelsShown : 0;
+                labels.resize(labels.size() - more);
+                known = fmt::format("its markers: \"{}\"{}", fmt::join(labels, "\", \""),
+                                    more > 0 ? fmt::format(" and {} more", more) : "");
+            }
+            // Markers past a full notable array were not kept, nor labels past full strings: it may be one of
+            // them.
+            const Exactness& exactness = model.exactness;
+            const std::string lost =
+                exactness.notable_dropped == 0 && exactness.strings_dropped == 0
+                    ? std::string()
+                    : "; the trace had no room for all of them: a larger GPULEAK_MAX_MB keeps more";
+            say(fmt::format("{}: no marker \"{}\" ({}{})", model.path, moment.label, known, lost));
+            return std::nullopt;
+        }
+        if (!moment.reached) {
+            say(fmt::format(
+                "{}: the event ring no longer reaches back to \"{}\" at {:.1f} s: its oldest {} of {} "
+                "events were overwritten (a larger GPULEAK_MAX_MB keeps more)",
+                model.path, moment.label, seconds_of(*moment.time_ns), model.events_overwritten,
+                model.events));
+            return std::nullopt;
+        }
+    }
+    const Moment& before = model.moments[0];
+    const Moment& after = model.moments[1];
+    return compare({&report, before.time_ns, before.label, before.sites},
+                   {&report, after.time_ns, after.label, after.sites});
+}
+
 int run(int argc, char** argv) {
     using namespace gpuleak::analyzer;
     CLI::App app{"gpuleak-report: explains the GPU memory of a traced run: leaks, cache growth, OOM sites"};
@@ -54,10 +99,28 @@ int run(int argc, char** argv) {
                    "trace files, or directories of trace files (children are found beside "
                    "their parent's trace)")
         ->required();
-    app.add_option("--format", output_format,
-                   "text, json, or torch-snapshot: PyTorch's memory snapshot pickle of one process, for "
-                   "python -m torch.cuda._memory_viz and pytorch.org/memory_viz (needs -o)")
-        ->check(CLI::IsMember({"text", "json", "torch-snapshot"}));
+    std::vector<std::string> format_names;
+    std::string format_help;
+    for (const Renderer& renderer : renderers()) {
+        format_names.emplace_back(renderer.name);
+        format_help += fmt::format("\n  {}: {}{}", renderer.name, renderer.description,
+                                   renderer.binary ? " (needs -o)" : "");
+    }
+    app.add_option("--format", output_format, "the report's format, text unless named:" + format_help)
+        ->check(CLI::IsMember(format_names));
+    bool diff = false;
+    std::vector<std::string> between;
+    CLI::Option* diff_flag =
+        app.add_flag("--diff", diff,
+                     "what changed from the first trace named to the second, at their ends (two trials, two "
+                     "runs, before and after a fix): the sites whose live bytes grew or shrank, the largest "
+                     "change first; text or json");
+    app.add_option(
+           "--between", between,
+           "what changed in the trace from one marker to another (--between \"epoch 2\" \"epoch 9\"), "
+           "as --diff")
+        ->expected(2)
+        ->excludes(diff_flag);
     app.add_option("-o,--output", output_path, "write the report to this file instead of stdout");
     app.add_option("--top", options.top, "leak origins and failures listed per process")
         ->check(CLI::Range(1, 100000));
@@ -86,12 +149,25 @@ int run(int argc, char** argv) {
     // Debian sets DEBUGINFOD_URLS in login shells: without this a report would quietly go to the network.
     if (!use_debuginfod)
         unsetenv("DEBUGINFOD_URLS");
-    const bool snapshot = output_format == "torch-snapshot";
-    if (snapshot && (output_path.empty() || output_path == "-" || names_terminal(output_path))) {
-        say("--format torch-snapshot writes a binary pickle: name a file with -o FILE");
+    const Renderer& renderer = *find_renderer(output_format);
+    if (renderer.binary && (output_path.empty() || output_path == "-" || names_terminal(output_path))) {
+        say(fmt::format("--format {} writes binary data: name a file with -o FILE", renderer.name));
         return kBadInput;
     }
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
+    const bool changes = diff || !between.empty();
+    if (changes && renderer.render_changes == nullptr) {
+        say(fmt::format("--format {} cannot show what changed: text and json can{}", renderer.name,
+                        renderer.name == "pprof" ? " (pprof compares two profiles itself: go tool pprof "
+                                                   "-diff_base BEFORE.pb.gz AFTER.pb.gz)"
+                                                 : ""));
+        return kBadInput;
+    }
+    if (diff && inputs.size() != 2) {
+        say("--diff compares two traces: name the one before and the one after (each a trace file or a "
+            "directory)");
+        return kBadInput;
+    }
     std::vector<ProcessReport> reports;
     try {
         // Reading ahead could fetch debug info over the network that the report never shows, and would
@@ -99,53 +175,61 @@ int run(int argc, char** argv) {
         symbolize.read_ahead = !use_debuginfod && std::getenv("DEBUGINFOD_VERBOSE") == nullptr;
         if (!no_symbol_cache)
             symbolize.cache_directory = default_symbol_cache_directory();
-        CollectedTraces collected = collect_traces(inputs, any_owner);
-        if (!collected.foreign.empty())
-            say(fmt::format("warning: left out {} trace{} of another user (--any-owner reads them): {}",
-                            collected.foreign.size(), collected.foreign.size() == 1 ? "" : "s",
-                            fmt::join(collected.foreign, ", ")));
-        std::vector<std::string> paths = std::move(collected.paths);
-        // A snapshot is PyTorch's view of one process: the first trace, the one named or in a directory
-        // the first to start (the parent), as a child's segments are on devices of their own context.
-        if (snapshot && paths.size() > 1) {
-            say(fmt::format("warning: a snapshot is of one process: {}; {} other traces left out (name each "
-                            "one to export it)",
-                            paths.front(), paths.size() - 1));
-            paths.resize(1);
+        const auto collected_paths = [&](const std::vector<std::string>& names) {
+            CollectedTraces collected = collect_traces(names, any_owner);
+            if (!collected.foreign.empty())
+                say(fmt::format("warning: left out {} trace{} of another user (--any-owner reads them): {}",
+                                collected.foreign.size(), collected.foreign.size() == 1 ? "" : "s",
+                                fmt::join(collected.foreign, ", ")));
+            return std::move(collected.paths);
+        };
+        // Of one process (PyTorch's snapshot, what changed in a process): the first trace, the one named or
+        // in a directory the first to start (the parent), as a child's segments are on devices of their own
+        // context.
+        const auto first_process = [&](std::vector<std::string> paths, const std::string& what) {
+            if (paths.size() > 1)
+                say(fmt::format("warning: {} is of one process: {}; {} other traces left out (name each one "
+                                "to see it)",
+                                what, paths.front(), paths.size() - 1));
+            return paths.front();
+        };
+        std::vector<std::string> paths;
+        if (diff) {
+            for (const std::string& input : inputs)
+                paths.push_back(first_process(collected_paths({input}), "--diff"));
+        } else if (!between.empty()) {
+            paths.push_back(first_process(collected_paths(inputs), "--between"));
+        } else if (renderer.one_process) {
+            paths.push_back(
+                first_process(collected_paths(inputs), fmt::format("--format {}", renderer.name)));
+        } else {
+            paths = collected_paths(inputs);
         }
-        reports = build_reports(paths, symbolize, snapshot);
+        reports = build_reports(paths, symbolize, renderer.detail, between);
     } catch (const TraceError& error) {
         say(error.what());
         return kBadInput;
     }
-    // The text report lists warnings with each process; JSON keeps them in the data, so say them here
-    // too, and a snapshot has no place for them.
-    if (output_format != "text") {
+    // The text report lists warnings with each process; other formats keep them in the data or have no
+    // place for them, so say them here too.
+    if (renderer.name != "text") {
         for (const ProcessReport& report : reports)
             for (const std::string& warning : report.model.warnings)
                 say(fmt::format("{}: warning: {}", report.model.path, warning));
     }
-
-    // Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be,
-    // and the strict default would throw (an abort) instead of writing U+FFFD for those bytes.
-    constexpr auto kReplaceInvalid = nlohmann::json::error_handler_t::replace;
     std::string text;
-    if (snapshot) {
-        std::vector<std::string> warnings;
-        text = render_torch_snapshot(reports.front(), options, warnings);
-        // The snapshot reads the trace again, for every live object's address and every event.
-        if (reports.front().trace->shrank()) {
-            say(fmt::format(
-                "{}: the file was cut shorter while it was read (by another program?): no snapshot",
-                reports.front().model.path));
+    if (changes) {
+        std::optional<Comparison> comparison =
+            diff ? compare(state_at_end(reports[0]), state_at_end(reports[1]))
+                 : compare_markers(reports.front());
+        if (!comparison)
             return kBadInput;
-        }
-        for (const std::string& warning : warnings)
-            say(fmt::format("{}: warning: {}", reports.front().model.path, warning));
-    } else if (output_format == "json") {
-        text = render_json(reports, options).dump(2, ' ', false, kReplaceInvalid) + "\n";
+        text = renderer.render_changes(*comparison, options);
     } else {
-        text = render_text(reports, options);
+        std::vector<std::string> warnings;
+        text = renderer.render(reports, options, warnings);
+        for (const std::string& warning : warnings)
+            say(warning);
     }
     if (output_path.empty()) {
         std::fwrite(text.data(), 1, text.size(), stdout);

@@ -13,8 +13,7 @@
 #include "file_bytes.h"
 #include "launcher_error.h"
 #include "printable.h"
-#include "render_json.h"
-#include "render_text.h"
+#include "renderers.h"
 #include "report_builder.h"
 #include "symbol_cache.h"
 #include "trace_set.h"
@@ -24,10 +23,10 @@ namespace gpuleak::launcher {
 namespace {
 
 // 0600, as the traces are made: the report holds their stacks and paths. Returns its path.
-std::string write_file(const RunDirectory& directory, const char* name, const std::string& text) {
+std::string write_file(const RunDirectory& directory, const std::string& name, const std::string& text) {
     std::string path = directory.path + "/" + name;
     if (const int failure =
-            write_regular_file_at(directory.handle.get(), name, text.data(), text.size(), 0600);
+            write_regular_file_at(directory.handle.get(), name.c_str(), text.data(), text.size(), 0600);
         failure != 0)
         throw LauncherError(
             fmt::format("{}: cannot write the report: {}", path, write_failure_text(failure)));
@@ -81,13 +80,14 @@ RunReport write_run_report(const RunDirectory& directory) {
                                          directory.path, fmt::join(traces.foreign, ", "))));
     report.processes = analyzer::build_reports(traces.paths, symbolize);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
-    // Command lines and paths come from the traced programs and may not be UTF-8; JSON must be, and the
-    // strict default would throw instead of writing U+FFFD for those bytes.
-    const std::string json = analyzer::render_json(report.processes, options)
-                                 .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                             "\n";
-    report.text_path = write_file(directory, "report.txt", analyzer::render_text(report.processes, options));
-    report.json_path = write_file(directory, "report.json", json);
+    for (const analyzer::Renderer& renderer : analyzer::renderers()) {
+        if (renderer.run_file.empty())
+            continue;
+        // The model's warnings are in the text report; a run's report has no other place for a renderer's.
+        std::vector<std::string> warnings;
+        report.files.push_back(write_file(directory, std::string(renderer.run_file),
+                                          renderer.render(report.processes, options, warnings)));
+    }
     return report;
 }
 

@@ -1,5 +1,6 @@
 // The full report of a run, built in the launcher from every trace in the run's directory and written
-// beside them: report.txt (what gpuleak-report prints) and report.json (its --format json).
+// beside them in each format that names a file for a run (renderers.h): report.txt (what gpuleak-report
+// prints), report.json (its --format json).
 #pragma once
 
 #include <string>
@@ -12,8 +13,8 @@ namespace gpuleak::launcher {
 
 struct RunReport {
     std::vector<analyzer::ProcessReport> processes;
-    std::string text_path;
-    std::string json_path;
+    // The files written, in the order of the renderers' table: the text report's first.
+    std::vector<std::string> files;
 };
 
 // Throws TraceError when the directory holds no readable trace, LauncherError when a report file cannot

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 
 #include "diagnosis.h"
@@ -220,7 +221,14 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
     if (host_more > 0)
         lines.push_back(
             fmt::format("host memory of {} more grew too: see the report", plural(host_more, "process")));
-    lines.push_back(fmt::format("full report: {} (and report.json beside it)", report.text_path));
+    if (!report.files.empty()) {
+        std::vector<std::string> beside;
+        for (auto file = report.files.begin() + 1; file != report.files.end(); ++file)
+            beside.push_back(file->substr(file->rfind('/') + 1));
+        lines.push_back(beside.empty() ? fmt::format("full report: {}", report.files.front())
+                                       : fmt::format("full report: {} (and {} beside it)",
+                                                     report.files.front(), fmt::join(beside, ", ")));
+    }
     return lines;
 }
 

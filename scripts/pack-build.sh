@@ -53,11 +53,11 @@ cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.p
 cp -r "$root/tests/workloads" "$package/tests/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
 
-# What the packed programs need from the system: none of fmt, libunwind, libdw or libelf, and the
+# What the packed programs need from the system: none of fmt, libunwind, libdw, libelf, protobuf or zlib, and the
 # library's libunwind and liblzma resolve to the copies beside it.
 for program in "$package"/bin/* "$package/lib/libgpuleak.so"; do
     needed=$(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-    foreign=$(grep -E '^lib(fmt|dw|elf)\.' <<<"$needed" || true)
+    foreign=$(grep -E '^lib(fmt|dw|elf|protobuf|protobuf-lite|z)\.' <<<"$needed" || true)
     if [[ $program == */bin/* ]]; then
         foreign+=$(grep -E '^lib(unwind|stdc\+\+)' <<<"$needed" || true)
     fi

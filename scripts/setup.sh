@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config clang-format git
     catch2 libfmt-dev libunwind-dev libdw-dev libelf-dev libcli11-dev nlohmann-json3-dev
+    libprotobuf-dev protobuf-compiler # --format pprof: profile.proto through protobuf's lite runtime
+    golang-go # go tool pprof, which reads --format pprof's output back in the tests
     heaptrack # the benchmark's point of comparison
     libbz2-dev # libbz2.a, which libdw.a needs in a -DGPULEAK_STATIC_DEPS=ON build (libdw-dev brings zlib and xz's)
     time zstd # the report benchmark: peak memory (GNU time), counting a heaptrack trace's events

@@ -200,19 +200,20 @@ class SpilledTallies {
     std::map<std::tuple<uint32_t, int, MemoryKind>, Tally> tallies_;
 };
 
-// What the program held: where a sub-allocator reports blocks, its segments hold the same bytes again.
-std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SpilledTallies& tallies,
-                                  const SiteKeys& site_keys, bool reports_blocks) {
+// The live sites of the kinds `holds` accepts, by site and kind, most bytes first.
+template <class Holds>
+std::vector<LiveSiteAt> live_sites(const LiveObjects& objects, const SpilledTallies& tallies,
+                                   const SiteKeys& site_keys, Holds&& holds) {
     struct Held {
         LiveSiteAt site;
         std::map<uint32_t, uint64_t> bytes_by_stack;
     };
-    std::unordered_map<uint64_t, Held> by_site;
+    std::unordered_map<uint64_t, std::map<MemoryKind, Held>> by_site;
     const auto hold = [&](const LiveObject& object, uint64_t count) {
-        if ((!counts_as_reserved(object.kind) && object.kind != MemoryKind::Block) ||
-            (reports_blocks && is_segment_kind(object.kind)))
+        if (!holds(object.kind))
             return;
-        Held& held = by_site[site_keys.of(object.stack_id)];
+        Held& held = by_site[site_keys.of(object.stack_id)][object.kind];
+        held.site.kind = object.kind;
         held.site.bytes += object.size;
         held.site.count += count;
         held.bytes_by_stack[object.stack_id] += object.size;
@@ -220,14 +221,26 @@ std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SpilledTalli
     objects.for_each([&](const LiveObject& object) { hold(object, 1); });
     tallies.for_each([&](const SpilledTallies::Tally& tally) { hold(tally.object, tally.count); });
     std::vector<LiveSiteAt> sites;
-    sites.reserve(by_site.size());
-    for (auto& [key, held] : by_site) {
-        held.site.stack_id = largest_stack(held.bytes_by_stack);
-        sites.push_back(held.site);
+    for (auto& [key, of_kinds] : by_site) {
+        for (auto& [kind, held] : of_kinds) {
+            held.site.stack_id = largest_stack(held.bytes_by_stack);
+            sites.push_back(held.site);
+        }
     }
-    // Equal bytes by stack id: the order must not depend on the order of the hash tables.
+    // Equal bytes by stack id and kind: the order must not depend on the order of the hash tables.
     std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
-        return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
+        return std::tie(b.bytes, a.stack_id, a.kind) < std::tie(a.bytes, b.stack_id, b.kind);
+    });
+    return sites;
+}
+
+// What the program held on the device: where a sub-allocator reports blocks, its segments hold the same
+// bytes again.
+std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SpilledTallies& tallies,
+                                  const SiteKeys& site_keys, bool reports_blocks) {
+    std::vector<LiveSiteAt> sites = live_sites(objects, tallies, site_keys, [&](MemoryKind kind) {
+        return (counts_as_reserved(kind) || kind == MemoryKind::Block) &&
+               !(reports_blocks && is_segment_kind(kind));
     });
     if (sites.size() > kTopSitesAtFailure)
         sites.resize(kTopSitesAtFailure);
@@ -492,7 +505,7 @@ using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummar
 // while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
 // nothing when add_point stopped the replay.
 template <class AddPoint>
-std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
+std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& model,
                                        const SiteKeys& site_keys, FailuresByTimeSize& failures_by_time_size,
                                        Totals& totals, AddPoint&& add_point) {
     LiveObjects objects(trace.live_allocations().allocations.size());
@@ -506,7 +519,27 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     size_t snapshots = 0;
     size_t points = 0;
     bool stopped = false;
+    // The moments asked about, the latest first: each is taken once the replay has undone every event
+    // after it.
+    std::vector<Moment*> moments;
+    for (Moment& moment : model.moments) {
+        moment.reached = false;
+        moment.sites.clear();
+        if (moment.time_ns)
+            moments.push_back(&moment);
+    }
+    std::sort(moments.begin(), moments.end(),
+              [](const Moment* a, const Moment* b) { return *a->time_ns > *b->time_ns; });
+    auto next_moment = moments.begin();
+    const auto take_moments_until = [&](uint64_t time_ns) {
+        for (; next_moment != moments.end() && *(*next_moment)->time_ns >= time_ns; ++next_moment) {
+            (*next_moment)->sites = live_sites(objects, tallies, site_keys,
+                                               [&](MemoryKind kind) { return program_holds(model, kind); });
+            (*next_moment)->reached = true;
+        }
+    };
     trace.visit_events_newest_first([&](const Event& event) {
+        take_moments_until(since_start(event.time_ns, model.header));
         ++points;
         if (!add_point(since_start(event.time_ns, model.header), totals.reserved(), totals.allocated())) {
             stopped = true;
@@ -539,6 +572,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     if (stopped)
         return std::nullopt;
     if (trace.events_dropped() == 0) {
+        take_moments_until(0);
         ++points;
         if (!add_point(0, totals.reserved(), totals.allocated()))
             return std::nullopt;
@@ -550,7 +584,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
 // Thinned as the replay goes when it can be (see StreamingThinner): that needs the number of points up
 // front, which the ring's torn events make uncertain until it is replayed; the first replay assumes
 // none, and a second knows. Otherwise all the points are kept and then sorted and thinned.
-std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const ProcessModel& model,
+std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel& model,
                                           const SiteKeys& site_keys,
                                           const std::vector<TimelinePoint>& samples,
                                           FailuresByTimeSize& failures_by_time_size, Totals& totals) {
@@ -585,7 +619,12 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const Proces
 
 } // namespace
 
-ProcessModel build_model(const std::string& path, const TraceReader& trace) {
+bool program_holds(const ProcessModel& model, MemoryKind kind) {
+    return is_memory_held(kind) && !(model.reports_blocks && is_segment_kind(kind));
+}
+
+ProcessModel build_model(const std::string& path, const TraceReader& trace, ModelDetail detail,
+                         const std::vector<std::string>& moments) {
     ProcessModel model;
     model.path = path;
     model.header = trace.header();
@@ -599,6 +638,14 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
     model.events = model.header.counters.ring_head;
     model.events_overwritten = trace.events_dropped();
     model.markers = collect_markers(trace);
+    for (const std::string& label : moments) {
+        Moment& moment = model.moments.emplace_back();
+        moment.label = label;
+        const auto marker = std::find_if(model.markers.begin(), model.markers.end(),
+                                         [&](const Marker& m) { return m.label == label; });
+        if (marker != model.markers.end())
+            moment.time_ns = marker->time_ns;
+    }
 
     const format::Accounting& accounting = model.header.accounting;
     const auto pinned = static_cast<size_t>(MemoryKind::PinnedHost);
@@ -696,6 +743,10 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace) {
             fmt::format("the event ring wrapped: the oldest {} of {} events were overwritten "
                         "(the live set and totals are still exact)",
                         model.events_overwritten, model.events));
+    if (detail == ModelDetail::Allocations) {
+        model.live_allocations = trace.live_allocations().allocations;
+        model.ring_events = trace.events().events;
+    }
     return model;
 }
 

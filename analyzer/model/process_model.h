@@ -95,10 +95,23 @@ struct LeakSite {
     std::vector<HeldBy> held_by;
 };
 
+// What one site (site_keys.h) held of one kind at a moment of the run.
 struct LiveSiteAt {
     uint32_t stack_id = 0; // as LeakSite's
+    format::MemoryKind kind = format::MemoryKind::None;
     uint64_t bytes = 0;
     uint64_t count = 0;
+};
+
+// What the program held when it set a marker, that build_model was asked about: its sites as the replay
+// from the end found them, after every event up to the marker's time.
+struct Moment {
+    std::string label; // as asked
+    // Of the first marker with that label, since the start; none when the process set no such marker.
+    std::optional<uint64_t> time_ns;
+    // The ring reached back to it: `sites` holds what was live then. Not where the ring wrapped after it.
+    bool reached = false;
+    std::vector<LiveSiteAt> sites; // of what the program holds (program_holds), most bytes first
 };
 
 struct FailureSummary {
@@ -321,15 +334,31 @@ struct ProcessModel {
     std::vector<KeptForBackward> kept_for_backward; // the program's own sites (not segments), most first
     std::vector<SpentGraph> spent_graphs; // per the latest record without a problem, most passes first
     std::vector<TimelinePoint> timeline;
+    std::vector<Moment> moments; // those asked for, in the order asked
     // The stacks of live allocations and failures made on a thread whose start was recorded
     // (EventType::ThreadStart), each with the stack that started that thread: what a library's thread
     // (PyTorch's pin-memory thread) makes, the program's line that started it asked for.
     std::map<uint32_t, uint32_t> thread_start_stacks;
+    // With ModelDetail::Allocations: every live allocation that had a slot of its own, and the ring's
+    // events, oldest first. Empty otherwise.
+    std::vector<LiveAllocation> live_allocations;
+    std::vector<Event> ring_events;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };
 
-ProcessModel build_model(const std::string& path, const TraceReader& trace);
+// Whether allocations of this kind are memory the program holds, as leak_sites counts it: not address
+// space, and not the segments a sub-allocator that reports its blocks (LeakSite::segments) keeps them in.
+bool program_holds(const ProcessModel& model, format::MemoryKind kind);
+
+// What a model keeps of its trace: the summary the diagnosis and most renderers read, or also each live
+// allocation and each event, for a renderer that places every one of them (the PyTorch snapshot).
+enum class ModelDetail { Summary, Allocations };
+
+// `moments`: the labels of markers whose live sites the model keeps (ProcessModel::moments).
+ProcessModel build_model(const std::string& path, const TraceReader& trace,
+                         ModelDetail detail = ModelDetail::Summary,
+                         const std::vector<std::string>& moments = {});
 
 // The last host sample of the program's own code: before code_end_ns, and for a Python program the last
 // that read sys.modules (those after it were taken as it tore down). The sample at exit comes after the

@@ -405,7 +405,48 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
     return process;
 }
 
+json state_json(const MemoryState& state, uint64_t bytes) {
+    const ProcessModel& model = state.report->model;
+    return {{"trace", model.path},
+            {"pid", model.header.pid},
+            {"command_line", model.header.command_line},
+            {"marker", state.marker_ns ? json(state.label) : json()},
+            {"t_s", state.marker_ns ? json(seconds_of(*state.marker_ns)) : json()},
+            {"bytes", bytes}};
+}
+
+json held_json(const std::optional<LiveSiteAt>& site) {
+    return site ? json{{"bytes", site->bytes}, {"count", site->count}} : json{{"bytes", 0}, {"count", 0}};
+}
+
 } // namespace
+
+json render_changes_json(Comparison& comparison, const ReportOptions& options) {
+    json changes = json::array();
+    for (const SiteChange& change : comparison.changes) {
+        if (changes.size() == options.top)
+            break;
+        if (static_cast<uint64_t>(change.change() < 0 ? -change.change() : change.change()) <
+            options.min_bytes)
+            continue;
+        const MemoryState& shown = change.after ? comparison.after : comparison.before;
+        const uint32_t stack_id = change.after ? change.after->stack_id : change.before->stack_id;
+        changes.push_back(
+            {{"change_bytes", change.change()},
+             {"kind", format::kind_name(change.kind)},
+             {"before", held_json(change.before)},
+             {"after", held_json(change.after)},
+             {"frames", frames_json(*shown.report->stacks, stack_id, options)},
+             {"thread_started_at", thread_start_json(*shown.report->stacks, stack_id, options)}});
+    }
+    return {{"schema", "gpuleak-changes/1"},
+            {"before", state_json(comparison.before, comparison.before_bytes)},
+            {"after", state_json(comparison.after, comparison.after_bytes)},
+            {"change_bytes",
+             static_cast<int64_t>(comparison.after_bytes) - static_cast<int64_t>(comparison.before_bytes)},
+            {"sites_changed", comparison.changes.size()},
+            {"changes", std::move(changes)}};
+}
 
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json processes = json::array();

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "report.h"
+#include "site_changes.h"
 
 namespace gpuleak::analyzer {
 
 nlohmann::json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+// What grew and what shrank between two states (--diff, --between), schema "gpuleak-changes/1".
+nlohmann::json render_changes_json(Comparison& comparison, const ReportOptions& options);
 
 } // namespace gpuleak::analyzer

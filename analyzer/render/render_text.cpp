@@ -550,7 +550,69 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
     out += "\n";
 }
 
+// "the end of pid 4242 (python train.py)", "\"epoch 2\" at 12.3 s in pid 4242 (python train.py)".
+std::string state_name(const MemoryState& state) {
+    const ProcessModel& model = state.report->model;
+    const std::string process = fmt::format("pid {} ({})", model.header.pid, command(model));
+    if (!state.marker_ns)
+        return fmt::format("the end of {}, {}", process, printable(model.path));
+    return fmt::format("\"{}\" at {:.1f} s in {}", printable(state.label), seconds_of(*state.marker_ns),
+                       process);
+}
+
+// "+1.2 GiB", "-20.0 MiB".
+std::string signed_bytes(int64_t change) {
+    return (change < 0 ? "-" : "+") + bytes(static_cast<uint64_t>(change < 0 ? -change : change));
+}
+
+// "0, now 1.2 GiB in 300 blocks", "20.0 MiB in 2 device allocations, now 0".
+std::string then_and_now(const SiteChange& change) {
+    const auto held = [&](const std::optional<LiveSiteAt>& site) {
+        return site && site->count > 0
+                   ? fmt::format("{} in {}", bytes(site->bytes), allocations_of(change.kind, site->count))
+                   : std::string("nothing");
+    };
+    return fmt::format("{} then, {} now", held(change.before), held(change.after));
+}
+
 } // namespace
+
+std::string render_changes_text(Comparison& comparison, const ReportOptions& options) {
+    const Style style(options.color);
+    std::string out = style.bold(fmt::format("What changed from {}\n  to {}", state_name(comparison.before),
+                                             state_name(comparison.after))) +
+                      "\n";
+    const int64_t change =
+        static_cast<int64_t>(comparison.after_bytes) - static_cast<int64_t>(comparison.before_bytes);
+    const auto grown = static_cast<size_t>(std::count_if(comparison.changes.begin(), comparison.changes.end(),
+                                                         [](const SiteChange& c) { return c.change() > 0; }));
+    out += wrapped(fmt::format("The program held {}, then {} ({}). {} site{} grew and {} shrank{}.",
+                               bytes(comparison.before_bytes), bytes(comparison.after_bytes),
+                               signed_bytes(change), grown, grown == 1 ? "" : "s",
+                               comparison.changes.size() - grown,
+                               comparison.changes.empty() ? "" : "; the largest changes first"),
+                   "");
+    size_t number = 0;
+    for (const SiteChange& site : comparison.changes) {
+        if (number == options.top) {
+            out += style.dim(
+                       fmt::format("  ... {} more (--top shows more)", comparison.changes.size() - number)) +
+                   "\n";
+            break;
+        }
+        if (static_cast<uint64_t>(site.change() < 0 ? -site.change() : site.change()) < options.min_bytes)
+            continue;
+        ++number;
+        out += fmt::format("\n  #{} {}: {}\n", number, signed_bytes(site.change()), then_and_now(site));
+        // The later state's stack where it has the site, else the earlier one's.
+        StackFrames& stacks = *(site.after ? comparison.after : comparison.before).report->stacks;
+        const uint32_t stack_id = site.after ? site.after->stack_id : site.before->stack_id;
+        if (const std::string purpose = library_purpose(stacks.frames(stack_id)); !purpose.empty())
+            out += style.dim(fmt::format("        ({})", purpose)) + "\n";
+        append_frames(out, stacks, stack_id, options, style);
+    }
+    return out;
+}
 
 std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     const Style style(options.color);

@@ -5,9 +5,13 @@
 #include <vector>
 
 #include "report.h"
+#include "site_changes.h"
 
 namespace gpuleak::analyzer {
 
 std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+// What grew and what shrank between two states (--diff, --between), the largest change first.
+std::string render_changes_text(Comparison& comparison, const ReportOptions& options);
 
 } // namespace gpuleak::analyzer

@@ -50,8 +50,7 @@ int64_t int64_of(uint64_t value) {
 class SnapshotWriter {
   public:
     SnapshotWriter(ProcessReport& report, const ReportOptions& options)
-        : trace_(*report.trace), stacks_(*report.stacks), options_(options),
-          exactness_(report.model.exactness),
+        : model_(report.model), stacks_(*report.stacks), options_(options),
           // Without a sub-allocator's blocks a cudaMalloc'd allocation is itself what the program
           // holds, as the report counts it: one block that fills its segment.
           segments_are_blocks_(!report.model.reports_blocks) {}
@@ -89,7 +88,7 @@ class SnapshotWriter {
             warnings.push_back(fmt::format("{} blocks ({} bytes) lie in no segment of the trace or overlap "
                                            "another block: the snapshot leaves them out",
                                            misplaced_, misplaced_bytes_));
-        if (const SpilledCount spilled = exactness_.spilled(); spilled.count > 0)
+        if (const SpilledCount spilled = model_.exactness.spilled(); spilled.count > 0)
             warnings.push_back(
                 fmt::format("{} allocations ({} bytes) live at the end had no slot of their own "
                             "in the trace's live table: the snapshot leaves them out",
@@ -101,7 +100,7 @@ class SnapshotWriter {
     std::vector<Segment> live_segments() {
         std::vector<Segment> segments;
         std::vector<Segment> mappings;
-        for (const LiveAllocation& live : trace_.live_allocations().allocations) {
+        for (const LiveAllocation& live : model_.live_allocations) {
             if (live.device < 0)
                 continue;
             const Segment segment{live.device, live.address,  live.size,
@@ -135,7 +134,7 @@ class SnapshotWriter {
                     blocks.push_back({segment.address, segment.size, segment.stack_id, true});
             return blocks;
         }
-        for (const LiveAllocation& live : trace_.live_allocations().allocations)
+        for (const LiveAllocation& live : model_.live_allocations)
             if (live.kind == MemoryKind::Block)
                 blocks.push_back({live.address, live.size, live.stack_id, true});
         std::sort(blocks.begin(), blocks.end(),
@@ -146,7 +145,7 @@ class SnapshotWriter {
     // The ring's events the snapshot's actions stand for, oldest first, by device.
     std::map<int, std::vector<const Event*>> device_events() const {
         std::map<int, std::vector<const Event*>> by_device;
-        for (const Event& event : trace_.events().events) {
+        for (const Event& event : model_.ring_events) {
             const bool alloc_or_free = event.type == EventType::Alloc || event.type == EventType::Free;
             const bool segment = event.kind == MemoryKind::Device || event.kind == MemoryKind::VmmMapping;
             if (event.device < 0)
@@ -281,10 +280,8 @@ class SnapshotWriter {
         key("stream");
         out_.integer(int64_of(event.stream));
         key("time_us");
-        const TraceHeader& header = trace_.header();
-        const uint64_t since_start =
-            event.time_ns > header.start_monotonic_ns ? event.time_ns - header.start_monotonic_ns : 0;
-        out_.integer(int64_of((header.start_realtime_ns + since_start) / 1000));
+        const TraceHeader& header = model_.header;
+        out_.integer(int64_of((header.start_realtime_ns + since_start(event.time_ns, header)) / 1000));
         key("frames");
         write_frames(event.stack_id);
         out_.end_dict();
@@ -337,10 +334,9 @@ class SnapshotWriter {
         misplaced_bytes_ += block.size;
     }
 
-    const TraceReader& trace_;
+    const ProcessModel& model_;
     StackFrames& stacks_;
     const ReportOptions& options_;
-    const Exactness& exactness_;
     bool segments_are_blocks_;
     PickleWriter out_;
     std::map<uint32_t, uint32_t> frame_lists_; // stack id: memo index of its frames

@@ -10,8 +10,8 @@
 
 namespace gpuleak::analyzer {
 
-// `report.trace` must be kept (build_reports' keep_traces). Returns the pickle; what could not be placed
-// in it is said in `warnings`, one line each.
+// The model must hold its live allocations and events (ModelDetail::Allocations). Returns the pickle;
+// what could not be placed in it is said in `warnings`, one line each.
 std::string render_torch_snapshot(ProcessReport& report, const ReportOptions& options,
                                   std::vector<std::string>& warnings);
 

@@ -54,9 +54,6 @@ struct ProcessReport {
     // The function multiprocessing started it to run (ProcessTarget), as a Python frame at the first line
     // of its definition; none where it was not read.
     std::optional<ReportFrame> target;
-    // The trace itself, for a renderer that reads more of it than the model keeps (the PyTorch snapshot:
-    // every live object's address, every event); null unless build_reports was asked to keep it.
-    std::unique_ptr<TraceReader> trace;
 };
 
 struct ReportOptions {

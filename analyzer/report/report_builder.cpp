@@ -108,7 +108,8 @@ uint32_t StackFrames::thread_start_of(uint32_t stack_id) const {
 }
 
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options, bool keep_traces) {
+                                         const SymbolizeOptions& options, ModelDetail detail,
+                                         const std::vector<std::string>& moments) {
     std::vector<ProcessReport> reports;
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
@@ -119,7 +120,7 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
             std::optional<DebugInfoReadAhead> reading;
             if (options.read_ahead)
                 reading.emplace(*symbolized);
-            report.model = build_model(path, trace);
+            report.model = build_model(path, trace, detail, moments);
         }
         if (trace.shrank())
             throw TraceError(path,
@@ -128,8 +129,6 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
         report.stacks = std::move(symbolized);
         report.stacks->thread_start_stacks = report.model.thread_start_stacks;
         report.diagnosis = diagnose(report.model);
-        if (keep_traces)
-            report.trace = std::make_unique<TraceReader>(std::move(trace));
         reports.push_back(std::move(report));
     }
     std::vector<ProcessModel*> models;

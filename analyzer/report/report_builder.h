@@ -18,9 +18,11 @@ struct SymbolizeOptions {
     bool read_ahead = true;
 };
 
-// Throws TraceError for a file that cannot be read as a trace at all. `keep_traces`: each report keeps its
-// TraceReader (ProcessReport::trace), with the file mapped.
+// Throws TraceError for a file that cannot be read as a trace at all. `detail` and `moments`: what each
+// model keeps of its trace (build_model).
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options = {}, bool keep_traces = false);
+                                         const SymbolizeOptions& options = {},
+                                         ModelDetail detail = ModelDetail::Summary,
+                                         const std::vector<std::string>& moments = {});
 
 } // namespace gpuleak::analyzer

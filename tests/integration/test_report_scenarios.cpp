@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "scenario_report.h"
 #include "traced_run.h"
 
 using nlohmann::json;
@@ -14,28 +15,6 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-
-// The line of a scenario's source that carries `tag` in a comment: where the report must point.
-uint32_t line_of(const std::string& source, const std::string& tag) {
-    std::ifstream file(std::string(GPULEAK_PROGRAMS_SOURCE_DIR) + "/" + source);
-    std::string line;
-    for (uint32_t number = 1; std::getline(file, line); ++number)
-        if (line.find("// " + tag) != std::string::npos)
-            return number;
-    FAIL("no line tagged '" << tag << "' in " << source);
-    return 0;
-}
-
-json report_json(const TempDir& dir, const std::vector<std::string>& traces) {
-    std::vector<std::string> arguments{"--format", "json"};
-    arguments.insert(arguments.end(), traces.begin(), traces.end());
-    RunOptions options;
-    options.preload = false;
-    TracedRun report = run_traced(dir, GPULEAK_REPORT, arguments, options);
-    INFO(report.err);
-    REQUIRE(report.exited_with(0));
-    return json::parse(report.out);
-}
 
 // Whether `frames` holds a frame of `function` at `source`:`line` (inlined frames count).
 bool names_site(const json& frames, const std::string& function, const std::string& source, uint32_t line) {

@@ -26,7 +26,7 @@ __attribute__((noinline)) void* keep_history() {
 
 __attribute__((noinline)) void step() {
     void* activations = nullptr;
-    cudaMalloc(&activations, 8 * kMiB);
+    cudaMalloc(&activations, 8 * kMiB); // scratch site
     cudaFree(activations);
 }
 

@@ -185,8 +185,12 @@ def build_file(name):
 
 
 def run_report(trace, *options):
+    return run_report_args(*options, str(trace))
+
+
+def run_report_args(*arguments):
     completed = subprocess.run(
-        [build_file("GPULEAK_TEST_REPORT"), *options, str(trace)],
+        [build_file("GPULEAK_TEST_REPORT"), *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         universal_newlines=True,
@@ -211,26 +215,31 @@ def recording_environment(directory, **extra):
     return environment
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("report_python_stacks")
-    script = directory / "scenarios.py"
-    script.write_text(SCRIPT, encoding="utf-8")
-    result = directory / "expected.json"
-    # Native frames deep enough to reach every evaluation loop.
-    environment = recording_environment(directory, GPULEAK_STACK_DEPTH="256", PYTHONIOENCODING="utf-8")
-    build_file("GPULEAK_TEST_REPORT")
+def run_scenarios(script, result, rounds, trace_directory, **extra):
+    """Runs SCRIPT from its directory, the expected stacks to `result`; returns its trace."""
     completed = subprocess.run(
-        [sys.executable, str(script), str(result), str(LOOP_ROUNDS)],
-        env=environment,
-        cwd=directory,
+        [sys.executable, str(script), str(result), str(rounds)],
+        env=recording_environment(trace_directory, PYTHONIOENCODING="utf-8", **extra),
+        cwd=script.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         universal_newlines=True,
         timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    (trace,) = directory.glob("trace.*")
+    (trace,) = trace_directory.glob("trace.*")
+    return trace
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("report_python_stacks")
+    script = directory / "scenarios.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    result = directory / "expected.json"
+    build_file("GPULEAK_TEST_REPORT")
+    # Native frames deep enough to reach every evaluation loop.
+    trace = run_scenarios(script, result, LOOP_ROUNDS, directory, GPULEAK_STACK_DEPTH="256")
     expected = json.loads(result.read_text(encoding="utf-8"))
     assert sorted(expected) == sorted(SCENARIOS)
     return trace, expected
@@ -379,6 +388,64 @@ def test_the_text_report_names_the_leaking_line(recorded):
     assert name(0, expected["loop"]) in " ".join(diagnosis.split())
     growing = text.split("Growing: held by the program and made through its work (largest first):\n", 1)[1]
     assert "\n        %s\n" % name(0, expected["loop"]) in growing.split("\n\n", 1)[0]
+
+
+
+def pprof_samples(profile):
+    """`go tool pprof -raw`'s samples: (inuse_space, [(function, file, line), ...] innermost first)."""
+    completed = subprocess.run(
+        [build_file("GPULEAK_TEST_GO"), "tool", "pprof", "-raw", str(profile)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    samples_part, locations_part = completed.stdout.split("\nSamples:\n", 1)[1].split("\nLocations\n", 1)
+    locations = {}
+    for line in locations_part.split("\nMappings\n", 1)[0].splitlines():
+        # "     7: 0x0 keep_history /path/file.py:23 s=0"; a name in angle brackets comes last, in
+        # parentheses: "     8: 0x0  /path/file.py:22 s=0(<module>)".
+        match = re.match(r"\s*(\d+): \S+ (\S*) (.*):(\d+) s=\d+(?:\((.*)\))?$", line)
+        if match:
+            locations[int(match[1])] = (match[2] or match[5], match[3], int(match[4]))
+    samples = []
+    for line in samples_part.splitlines()[1:]:
+        match = re.match(r"\s*(-?\d+) +(-?\d+) +(-?\d+) +(-?\d+): ([\d ]*)$", line)
+        if match:
+            samples.append((int(match[4]), [locations[int(id)] for id in match[5].split()]))
+    return samples
+
+
+def test_pprof_shows_each_leak_with_its_python_frames_as_its_outermost(recorded, tmp_path):
+    trace, expected = recorded
+    profile = tmp_path / "profile.pb.gz"
+    run_report(trace, "--format", "pprof", "-o", str(profile))
+    samples = pprof_samples(profile)
+    for scenario, entry in expected.items():
+        (frames,) = [frames for inuse, frames in samples if inuse == entry["bytes"]]
+        wanted = [
+            (qualname, filename, line)
+            for (filename, line, _), qualname in zip(entry["frames"], entry["qualnames"])
+        ]
+        # The native frames that made the call come first, then the Python stack as taken, to its root.
+        assert frames[-len(wanted) :] == wanted, (scenario, frames, wanted)
+        assert len(frames) > len(wanted), scenario
+
+
+
+def test_two_runs_of_a_script_are_compared_by_its_lines(recorded, tmp_path):
+    trace, expected = recorded
+    script = trace.parent / "scenarios.py"
+    # The same script and the module it writes beside its output, from the same place, two rounds longer:
+    # only the loop's line holds more.
+    longer = run_scenarios(script, trace.parent / "expected_longer.json", LOOP_ROUNDS + 2, tmp_path)
+    document = json.loads(run_report_args("--format", "json", "--diff", str(trace), str(longer)))
+    assert document["change_bytes"] == 2 * 16 * MiB
+    (change,) = document["changes"]
+    assert (change["before"]["count"], change["after"]["count"]) == (LOOP_ROUNDS, LOOP_ROUNDS + 2)
+    frames = [(frame["file"], frame["line"]) for frame in change["frames"] if frame["python"]]
+    assert frames == [(filename, line) for filename, line, _ in expected["loop"]["frames"]]
 
 
 # Strings the program controls: its command line, a file it compiles code under, a function's name, a

@@ -1,0 +1,78 @@
+#include "renderers.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "render_json.h"
+#include "render_pprof.h"
+#include "render_text.h"
+#include "render_torch_snapshot.h"
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+std::string text(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                 std::vector<std::string>& /*warnings*/) {
+    return render_text(reports, options);
+}
+
+// Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be, and
+// the strict default would throw instead of writing U+FFFD for those bytes.
+std::string json_text(const nlohmann::json& document) {
+    return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string json(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                 std::vector<std::string>& /*warnings*/) {
+    return json_text(render_json(reports, options));
+}
+
+std::string json_changes(Comparison& comparison, const ReportOptions& options) {
+    return json_text(render_changes_json(comparison, options));
+}
+
+std::string torch_snapshot(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                           std::vector<std::string>& warnings) {
+    std::vector<std::string> unplaced;
+    std::string snapshot = render_torch_snapshot(reports.front(), options, unplaced);
+    for (const std::string& warning : unplaced)
+        warnings.push_back(fmt::format("{}: warning: {}", reports.front().model.path, warning));
+    return snapshot;
+}
+
+std::string pprof(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                  std::vector<std::string>& warnings) {
+    return render_pprof(reports, options, warnings);
+}
+
+const std::array kRenderers{
+    Renderer{"text", "what a terminal shows: the diagnosis, then a screenful per process", "report.txt",
+             false, false, ModelDetail::Summary, text, render_changes_text},
+    Renderer{"json", "the whole report as JSON (schema gpuleak-report/1)", "report.json", false, false,
+             ModelDetail::Summary, json, json_changes},
+    Renderer{"torch-snapshot",
+             "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
+             "pytorch.org/memory_viz",
+             "", true, true, ModelDetail::Allocations, torch_snapshot},
+    Renderer{"pprof",
+             "a gzipped profile.proto of the memory live at the end, by stack, for go tool pprof and "
+             "speedscope",
+             "", true, false, ModelDetail::Allocations, pprof},
+};
+
+} // namespace
+
+std::span<const Renderer> renderers() {
+    return kRenderers;
+}
+
+const Renderer* find_renderer(std::string_view name) {
+    const auto found =
+        std::find_if(kRenderers.begin(), kRenderers.end(), [&](const Renderer& r) { return r.name == name; });
+    return found == kRenderers.end() ? nullptr : &*found;
+}
+
+} // namespace gpuleak::analyzer

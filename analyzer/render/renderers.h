@@ -1,0 +1,37 @@
+// The report's output formats, in one table: gpuleak-report's --format, the files gpuleak run writes
+// and the formats the notebook's magic offers all come from it. A renderer reads the models of the
+// process reports only, never their traces.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "process_model.h"
+#include "report.h"
+#include "site_changes.h"
+
+namespace gpuleak::analyzer {
+
+struct Renderer {
+    std::string_view name;        // --format's value
+    std::string_view description; // what --help says of it
+    // The file gpuleak run writes it to, beside the traces; empty: a run does not write it.
+    std::string_view run_file;
+    bool binary = false;      // bytes for a file, never for a terminal
+    bool one_process = false; // of the first process only: the others are left out
+    ModelDetail detail = ModelDetail::Summary;
+    // What could not be rendered is said in `warnings`, one line each: "TRACE: warning: ...".
+    std::string (*render)(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                          std::vector<std::string>& warnings) = nullptr;
+    // What changed between two states (--diff, --between); null where the format cannot say.
+    std::string (*render_changes)(Comparison& comparison, const ReportOptions& options) = nullptr;
+};
+
+std::span<const Renderer> renderers();
+
+// Null when no renderer has that name.
+const Renderer* find_renderer(std::string_view name);
+
+} // namespace gpuleak::analyzer
