@@ -1,5 +1,6 @@
 #include "run_report.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -78,7 +79,12 @@ RunReport write_run_report(const RunDirectory& directory) {
                    printable(fmt::format("left out {} trace{} of another user found in {}: {}",
                                          traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s",
                                          directory.path, fmt::join(traces.foreign, ", "))));
-    report.processes = analyzer::build_reports(traces.paths, symbolize);
+    // As much of each trace as the formats written need (the page draws what each stretch made).
+    analyzer::ModelDetail detail = analyzer::ModelDetail::Summary;
+    for (const analyzer::Renderer& renderer : analyzer::renderers())
+        if (!renderer.run_file.empty())
+            detail = std::max(detail, renderer.detail);
+    report.processes = analyzer::build_reports(traces.paths, symbolize, detail);
     const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
     for (const analyzer::Renderer& renderer : analyzer::renderers()) {
         if (renderer.run_file.empty())

@@ -8,6 +8,7 @@ packages=(
     catch2 libfmt-dev libunwind-dev libdw-dev libelf-dev libcli11-dev nlohmann-json3-dev
     libprotobuf-dev protobuf-compiler # --format pprof: profile.proto through protobuf's lite runtime
     golang-go # go tool pprof, which reads --format pprof's output back in the tests
+    chromium # the HTML report's tests load its pages in a real browser, headless
     heaptrack # the benchmark's point of comparison
     libbz2-dev # libbz2.a, which libdw.a needs in a -DGPULEAK_STATIC_DEPS=ON build (libdw-dev brings zlib and xz's)
     time zstd # the report benchmark: peak memory (GNU time), counting a heaptrack trace's events
@@ -63,6 +64,18 @@ sys.exit(not (ipykernel.__version__, IPython.__version__, jupyter_client.__versi
     done
 }
 
+# tests/html drives Chromium through its DevTools protocol with this client, under pyenv's CPython 3.12.
+readonly browser_requirements=(websocket-client==1.8.0)
+install_browser_client() {
+    local interpreter
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+        [[ -x $interpreter ]] || continue
+        "$interpreter" -c 'import websocket, sys; sys.exit(websocket.__version__ != "1.8.0")' 2>/dev/null && continue
+        echo "setup: installing ${browser_requirements[*]} for $interpreter" >&2
+        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${browser_requirements[@]}"
+    done
+}
+
 # tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
 # downloaded once, 1.6 GB installed, both cached under ~/.cache/gpuleak). Without the toolkit there is
 # nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
@@ -91,4 +104,5 @@ install_packages
 add_test_users
 install_pytest
 install_jupyter
+install_browser_client
 install_torch

@@ -41,8 +41,6 @@ int64_t int64_of(uint64_t value) {
 class ProfileBuilder {
   public:
     explicit ProfileBuilder(const ReportOptions& options) : options_(options) {
-        // Frames past the depth would cut a stack off from its roots, which a flame graph is drawn from.
-        options_.stack_depth = std::numeric_limits<size_t>::max();
         string("");
         for (const char* type : {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}) {
             pb::ValueType* value_type = profile_.add_sample_type();
@@ -121,25 +119,14 @@ class ProfileBuilder {
         std::vector<uint64_t> locations;
         if (stack_id == 0)
             return {location_named("[no stack recorded]")};
-        for (const ReportFrame* frame : shown_frames(stacks.frames(stack_id), options_))
+        for (const ReportFrame* frame : profile_frames(stacks.frames(stack_id), options_))
             locations.push_back(location_of(*frame));
         return locations;
     }
 
     uint64_t location_of(const ReportFrame& frame) {
-        std::string name;
-        std::string file;
-        if (frame.python) {
-            name = frame.function.empty() ? "?" : frame.function;
-            file = frame.source_name.empty() ? frame.file : frame.source_name;
-        } else {
-            if (frame.function.empty())
-                name = fmt::format("{}+{:#x}", frame.module, frame.module_offset);
-            else
-                name = options_.full_names ? frame.function : short_function_name(frame.function);
-            file = frame.file.empty() ? frame.module : frame.file;
-        }
-        return location(name, file, frame.line);
+        const ProfileName named = profile_name(frame, options_);
+        return location(named.function, named.file, frame.line);
     }
 
     uint64_t location_named(std::string_view name) { return location(std::string(name), "", 0); }
@@ -189,7 +176,7 @@ class ProfileBuilder {
         kind_label->set_str(string(kind));
     }
 
-    ReportOptions options_;
+    const ReportOptions& options_;
     pb::Profile profile_;
     std::unordered_map<std::string, int64_t> strings_;
     std::map<std::tuple<std::string, std::string, uint32_t>, uint64_t> locations_;

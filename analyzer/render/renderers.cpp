@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "render_html.h"
 #include "render_json.h"
 #include "render_pprof.h"
 #include "render_text.h"
@@ -43,6 +44,11 @@ std::string torch_snapshot(std::vector<ProcessReport>& reports, const ReportOpti
     return snapshot;
 }
 
+std::string html(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                 std::vector<std::string>& /*warnings*/) {
+    return render_html(reports, options);
+}
+
 std::string pprof(std::vector<ProcessReport>& reports, const ReportOptions& options,
                   std::vector<std::string>& warnings) {
     return render_pprof(reports, options, warnings);
@@ -53,6 +59,10 @@ const std::array kRenderers{
              false, false, ModelDetail::Summary, text, render_changes_text},
     Renderer{"json", "the whole report as JSON (schema gpuleak-report/1)", "report.json", false, false,
              ModelDetail::Summary, json, json_changes},
+    Renderer{"html",
+             "one self-contained page for a browser: the memory timeline with markers and failures, the "
+             "diagnosis, a flame graph of what holds the memory, what a stretch of the run made",
+             "report.html", false, false, ModelDetail::Allocations, html},
     Renderer{"torch-snapshot",
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -10,8 +9,15 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-// The same for the same site in two traces of one program: the file, function and line of each of
-// its Python frames, or of each frame where it has none, and its kind.
+uint64_t total(const std::vector<LiveSiteAt>& sites) {
+    uint64_t bytes = 0;
+    for (const LiveSiteAt& site : sites)
+        bytes += site.bytes;
+    return bytes;
+}
+
+} // namespace
+
 std::string site_identity(StackFrames& stacks, uint32_t stack_id, format::MemoryKind kind) {
     const std::vector<ReportFrame>& frames = stacks.frames(stack_id);
     const bool python =
@@ -28,15 +34,6 @@ std::string site_identity(StackFrames& stacks, uint32_t stack_id, format::Memory
     }
     return identity;
 }
-
-uint64_t total(const std::vector<LiveSiteAt>& sites) {
-    uint64_t bytes = 0;
-    for (const LiveSiteAt& site : sites)
-        bytes += site.bytes;
-    return bytes;
-}
-
-} // namespace
 
 MemoryState state_at_end(ProcessReport& report) {
     MemoryState state{&report, std::nullopt, report.model.path, {}};

@@ -13,6 +13,10 @@
 
 namespace gpuleak::analyzer {
 
+// The same for the same site in two traces of one program: the file, function and line of each of its
+// Python frames, or of each frame where it has none, and its kind.
+std::string site_identity(StackFrames& stacks, uint32_t stack_id, format::MemoryKind kind);
+
 // One state: a process report, and what its sites held then.
 struct MemoryState {
     ProcessReport* report = nullptr;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <string_view>
 
@@ -320,6 +321,23 @@ std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& fra
             }
     }
     return shown;
+}
+
+ProfileName profile_name(const ReportFrame& frame, const ReportOptions& options) {
+    if (frame.python)
+        return {frame.function.empty() ? "?" : frame.function,
+                frame.source_name.empty() ? frame.file : frame.source_name};
+    std::string function = frame.function.empty() ? fmt::format("{}+{:#x}", frame.module, frame.module_offset)
+                           : options.full_names   ? frame.function
+                                                  : short_function_name(frame.function);
+    return {std::move(function), frame.file.empty() ? frame.module : frame.file};
+}
+
+std::vector<const ReportFrame*> profile_frames(const std::vector<ReportFrame>& frames,
+                                               const ReportOptions& options) {
+    ReportOptions whole = options;
+    whole.stack_depth = std::numeric_limits<size_t>::max();
+    return shown_frames(frames, whole);
 }
 
 bool is_program_frame(const ReportFrame& frame) {

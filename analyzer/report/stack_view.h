@@ -45,6 +45,20 @@ std::vector<StackLine> stack_lines(const std::vector<ReportFrame>& frames, const
 std::vector<const ReportFrame*> shown_frames(const std::vector<ReportFrame>& frames,
                                              const ReportOptions& options);
 
+// The frames of shown_frames() without the depth limit: what a profile or a flame graph draws, whose
+// roots must be the stack's outermost frames.
+std::vector<const ReportFrame*> profile_frames(const std::vector<ReportFrame>& frames,
+                                               const ReportOptions& options);
+
+// A frame as a profile or a flame graph names it: its function (a Python frame's qualified name, "?"
+// where unknown; a native function without its parameter list unless --full-names, or module+offset)
+// and its file (a named source's name, else the file, else a native frame's module).
+struct ProfileName {
+    std::string function;
+    std::string file;
+};
+ProfileName profile_name(const ReportFrame& frame, const ReportOptions& options);
+
 // Whether a Python frame is the program's own code: not an installed package's (site-packages,
 // dist-packages), the standard library's, the interpreter's frozen modules or gpuleak's own package.
 bool is_program_frame(const ReportFrame& frame);

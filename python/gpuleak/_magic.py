@@ -1,14 +1,21 @@
 """``%gpuleak``: the GPU memory of this kernel now, from its own trace (``gpuleak-report`` on it).
 
 ``%gpuleak`` prints what is reserved and allocated now and at the peak, how much that changed since the
-previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` prints the whole
-text report of the trace so far; ``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`).
-What it prints is what the user asked for, so it goes to stdout.
+previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` shows the whole
+report of the trace so far: in a notebook its HTML page (timeline, flame graph), in a terminal its text;
+``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`). What it prints is what the user
+asked for, so it goes to stdout.
 """
 
 from __future__ import annotations
 
+import html
+
 from . import _native, _report, _why
+
+# The page in the notebook: a frame of its own, whose scripts run apart from the notebook's (no
+# allow-same-origin: an opaque origin that reaches neither the notebook's page nor its cookies).
+PAGE_FRAME = '<iframe srcdoc="%s" sandbox="allow-scripts" style="width: 100%%; height: 900px; border: 0"></iframe>'
 
 TOP_SITES = 5
 USAGE = (
@@ -110,6 +117,18 @@ def live_state(process: dict, trace: str) -> str:
     return "\n".join(_report.printable(line) for line in lines)
 
 
+def show_report(text: str, page) -> None:
+    """The text report, and in a front end that shows HTML the page instead (IPython picks)."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        display = None
+    if page is None or display is None:
+        print(text)
+        return
+    display({"text/plain": text, "text/html": PAGE_FRAME % html.escape(page, quote=True)}, raw=True)
+
+
 def gpuleak_magic(line: str) -> None:
     argument = line.strip()
     if argument not in ("", "report", "why"):
@@ -124,7 +143,10 @@ def gpuleak_magic(line: str) -> None:
         return
     if argument == "report":
         text, why = _report.run_text_report(trace)
-        print(text if text is not None else "gpuleak: no report: " + why)
+        if text is None:
+            print("gpuleak: no report: " + why)
+            return
+        show_report(text, _report.run_html_report(trace)[0])
         return
     document, why = _report.run_report(trace)
     process = _report.process_entry(document, None, trace)

@@ -100,6 +100,11 @@ def run_text_report(trace: str) -> Tuple[Optional[str], str]:
     return _run_report([trace])
 
 
+def run_html_report(trace: str) -> Tuple[Optional[str], str]:
+    """(the HTML page of the report, "") or (None, why there is none)."""
+    return _run_report(["--format", "html", trace])
+
+
 def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[str]) -> Optional[dict]:
     """The entry of ``document["processes"]`` for this pid (or this trace file)."""
     if not document:

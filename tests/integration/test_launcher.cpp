@@ -210,7 +210,13 @@ TEST_CASE("run -o DIR receives the traces and the report") {
     CHECK(traces_in(directory).size() == 1);
     CHECK(fs::exists(directory + "/report.txt"));
     CHECK(report_of(directory)["processes"].size() == 1);
-    CHECK(run.err.find("full report: " + directory + "/report.txt") != std::string::npos);
+    CHECK(run.err.find("full report: " + directory +
+                       "/report.txt (and report.json, report.html beside it)") != std::string::npos);
+    // The page is the report's: its data is the JSON report's, and it needs nothing from elsewhere.
+    const std::string page = read_text(directory + "/report.html");
+    CHECK(page.starts_with("<!DOCTYPE html>"));
+    CHECK(page.find("<script type=\"application/json\" id=\"gpuleak-data\">{") != std::string::npos);
+    CHECK(page.find("default-src 'none'") != std::string::npos);
     CHECK(run_directories(dir.path()).empty());
 
     // A directory that holds anything would mix two runs in one report.

@@ -11,6 +11,7 @@ GPULEAK_TEST_REPORT.
 """
 
 import glob
+import html
 import json
 import os
 import signal
@@ -165,11 +166,17 @@ class Kernel:
         self.client.wait_for_ready(timeout=TIMEOUT)
 
     def run(self, code):
-        """The text of the cell's stream and result outputs; fails on an error."""
+        """The text of the cell's stream and result outputs; fails on an error. The HTML the cell showed
+        is kept in `pages`."""
         texts = []
-        reply = self.client.execute_interactive(
-            code, output_hook=lambda message: add_output(texts, message), timeout=TIMEOUT
-        )
+        self.pages = []
+
+        def keep(message):
+            add_output(texts, message)
+            if message["msg_type"] == "display_data" and "text/html" in message["content"]["data"]:
+                self.pages.append(message["content"]["data"]["text/html"])
+
+        reply = self.client.execute_interactive(code, output_hook=keep, timeout=TIMEOUT)
         text = "".join(texts)
         assert reply["content"]["status"] == "ok", text
         return text
@@ -262,6 +269,10 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert labels[:4] == ["cell [1]", "end of cell [1]", "cell [2]", "end of cell [2]"]
         text = kernel.run("%gpuleak report\n%gpuleak why")  # cell [4]
         assert "cell [2], line 3 in <module> (`held.append(allocate(3 << 20))`)" in text, text
+        # The notebook shows the report's page instead of its text, in a sandboxed frame of its own.
+        (page,) = kernel.pages
+        assert page.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;') and 'sandbox="allow-scripts"' in page
+        assert "cell [2]" in html.unescape(page)
         # The cell's memory is held by a pointer, an int, which no search from the notebook's objects can
         # tell from any other int: said so, at the cell's line.
         why = text[text.index("gpuleak: what keeps this process's GPU memory alive") :]

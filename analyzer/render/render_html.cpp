@@ -1,0 +1,403 @@
+#include "render_html.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "html_assets.h"
+#include "render_json.h"
+#include "site_changes.h"
+#include "stack_view.h"
+
+namespace gpuleak::analyzer {
+
+using nlohmann::json;
+
+namespace {
+
+// What one page keeps, shared among its processes so that it stays within a few MB (3.1 MB for 64
+// processes, bench/README.md; past 32 each keeps a floor, enough to be read, about 50 KB): the sites a flame
+// graph draws one by one (the rest are one box), the sites whose activity over time it keeps for a stretch of
+// the timeline, the frames they name, and the points of the timelines and the markers drawn.
+constexpr size_t kSitesDrawn = 2000;
+constexpr size_t kActiveSites = 300;
+constexpr size_t kFrames = 30000;
+constexpr size_t kTimelinePoints = 16000;
+constexpr size_t kMarkers = 8000;
+// The stretches the run is cut into for what a stretch made and freed.
+constexpr size_t kActivityBuckets = 100;
+
+struct Budget {
+    size_t sites_drawn = kSitesDrawn;
+    size_t active_sites = kActiveSites;
+    size_t frames = kFrames;
+    size_t timeline_points = kTimelinePoints;
+    size_t markers = kMarkers;
+
+    // A process's share of the page.
+    static Budget per_process(size_t processes) {
+        const size_t n = std::max<size_t>(processes, 1);
+        return {std::max<size_t>(kSitesDrawn / n, 100), std::max<size_t>(kActiveSites / n, 20),
+                std::max<size_t>(kFrames / n, 1000), std::clamp<size_t>(kTimelinePoints / n, 500, 2000),
+                std::max<size_t>(kMarkers / n, 250)};
+    }
+};
+
+// The frames of a process's sites, each once: sites refer to them by index.
+class FrameTable {
+  public:
+    FrameTable(StackFrames& stacks, const ReportOptions& options, size_t most)
+        : stacks_(stacks), options_(options), most_(most) {}
+
+    // Past its share of the page: the sites still to come are drawn as one box.
+    [[nodiscard]] bool full() const { return table_.size() >= most_; }
+
+    // The stack's frames, innermost first, as indices; a stack without frames is one frame saying so.
+    json stack(uint32_t stack_id) {
+        json indices = json::array();
+        const std::vector<ReportFrame>& frames = stacks_.frames(stack_id);
+        if (frames.empty()) {
+            indices.push_back(named("(no stack)"));
+            return indices;
+        }
+        // A native program's own frames are those of the executable its _start is in: they stay apart in
+        // the graph as a Python program's do, where a library's are one box.
+        const bool python =
+            std::any_of(frames.begin(), frames.end(), [](const ReportFrame& f) { return f.python; });
+        const std::string program = !python && frames.back().function == "_start" ? frames.back().module : "";
+        for (const ReportFrame* frame : profile_frames(frames, options_))
+            indices.push_back(index_of(*frame, !program.empty() && frame->module == program));
+        // The stack that started a library's thread is where the program asked for what it made.
+        if (const uint32_t start = stacks_.thread_start_of(stack_id); start != 0)
+            for (const ReportFrame* frame : profile_frames(stacks_.frames(start), options_))
+                indices.push_back(index_of(*frame, false));
+        return indices;
+    }
+
+    size_t named(const std::string& name) {
+        return add({name, "", 0, false, false, "", ""}, {{"name", name},
+                                                         {"file", ""},
+                                                         {"line", 0},
+                                                         {"python", false},
+                                                         {"program", false},
+                                                         {"library", ""}});
+    }
+
+    json take() { return std::move(table_); }
+
+  private:
+    using Key = std::tuple<std::string, std::string, uint32_t, bool, bool, std::string, std::string>;
+
+    size_t index_of(const ReportFrame& frame, bool native_program) {
+        const auto [name, file] = profile_name(frame, options_);
+        const bool program = frame.python ? is_program_frame(frame) : native_program;
+        const std::string library = library_of(frame);
+        return add({name, file, frame.line, frame.python, program, library, frame.source_line},
+                   {{"name", name},
+                    {"file", file},
+                    {"line", frame.line},
+                    {"python", frame.python},
+                    {"program", program},
+                    {"library", library},
+                    {"source_line", frame.source_line}});
+    }
+
+    size_t add(const Key& key, json entry) {
+        const auto [found, added] = indices_.try_emplace(key, table_.size());
+        if (added)
+            table_.push_back(std::move(entry));
+        return found->second;
+    }
+
+    StackFrames& stacks_;
+    const ReportOptions& options_;
+    size_t most_;
+    std::map<Key, size_t> indices_;
+    json table_ = json::array();
+};
+
+json site_json(FrameTable& frames, uint32_t stack_id, format::MemoryKind kind, uint64_t bytes,
+               uint64_t count) {
+    return {{"frames", frames.stack(stack_id)},
+            {"kind", format::kind_name(kind)},
+            {"bytes", bytes},
+            {"count", count}};
+}
+
+// What was live at one moment, for a flame graph: the largest sites one by one, the rest as one box.
+json state_json(FrameTable& frames, const Budget& budget, const std::string& name, double t_s,
+                std::vector<LiveSiteAt> sites, bool largest_only) {
+    std::stable_sort(sites.begin(), sites.end(),
+                     [](const LiveSiteAt& a, const LiveSiteAt& b) { return a.bytes > b.bytes; });
+    json drawn = json::array();
+    uint64_t held = 0;
+    uint64_t rest_bytes = 0;
+    uint64_t rest_count = 0;
+    size_t rest_sites = 0;
+    for (size_t i = 0; i < sites.size(); ++i) {
+        held += sites[i].bytes;
+        if (i < budget.sites_drawn && !frames.full()) {
+            drawn.push_back(
+                site_json(frames, sites[i].stack_id, sites[i].kind, sites[i].bytes, sites[i].count));
+        } else {
+            rest_bytes += sites[i].bytes;
+            rest_count += sites[i].count;
+            ++rest_sites;
+        }
+    }
+    if (rest_sites > 0)
+        drawn.push_back(
+            {{"frames", json::array({frames.named(fmt::format("({} smaller sites)", rest_sites))})},
+             {"kind", "other"},
+             {"bytes", rest_bytes},
+             {"count", rest_count}});
+    return {{"name", name},
+            {"t_s", t_s},
+            {"held_bytes", held},
+            {"largest_only", largest_only},
+            {"sites", std::move(drawn)}};
+}
+
+// Bytes per stretch of the run, as [stretch, bytes] pairs of the stretches that have any.
+struct Activity {
+    uint32_t stack_id = 0;
+    format::MemoryKind kind = format::MemoryKind::None;
+    std::map<size_t, uint64_t> made;
+    std::map<size_t, uint64_t> made_live; // of `made`, what is still alive at the end
+    std::map<size_t, uint64_t> freed;
+    uint64_t total = 0;
+};
+
+json pairs(const std::map<size_t, uint64_t>& buckets) {
+    json out = json::array();
+    for (const auto& [bucket, bytes] : buckets)
+        out.push_back({bucket, bytes});
+    return out;
+}
+
+// What each site made and freed in each stretch of the run: the ring's events, and for what is alive at
+// the end the live table's allocation times.
+json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budget) {
+    const ProcessModel& model = report.model;
+    const uint64_t duration = std::max<uint64_t>(model.duration_ns, 1);
+    const auto bucket_of = [&](uint64_t since_start_ns) {
+        return std::min(kActivityBuckets - 1,
+                        static_cast<size_t>(static_cast<double>(since_start_ns) /
+                                            static_cast<double>(duration) * kActivityBuckets));
+    };
+    std::unordered_map<std::string, Activity> by_site;
+    // A stack's site is looked up once: the ring repeats a few stacks many times.
+    std::map<std::pair<uint32_t, format::MemoryKind>, Activity*> by_stack;
+    const auto activity = [&](uint32_t stack_id, format::MemoryKind kind) -> Activity& {
+        Activity*& known = by_stack[{stack_id, kind}];
+        if (known == nullptr) {
+            known = &by_site[site_identity(*report.stacks, stack_id, kind)];
+            known->stack_id = stack_id;
+            known->kind = kind;
+        }
+        return *known;
+    };
+    for (const Event& event : model.ring_events) {
+        if ((event.type != format::EventType::Alloc && event.type != format::EventType::Free) ||
+            !program_holds(model, event.kind))
+            continue;
+        Activity& entry = activity(event.stack_id, event.kind);
+        (event.type == format::EventType::Alloc
+             ? entry.made
+             : entry.freed)[bucket_of(since_start(event.time_ns, model.header))] += event.size;
+        entry.total += event.size;
+    }
+    for (const LiveAllocation& live : model.live_allocations) {
+        if (!program_holds(model, live.kind))
+            continue;
+        Activity& entry = activity(live.stack_id, live.kind);
+        entry.made_live[bucket_of(since_start(live.time_ns, model.header))] += live.size;
+        entry.total += live.size;
+    }
+    std::vector<Activity*> sites;
+    sites.reserve(by_site.size());
+    for (auto& [identity, entry] : by_site)
+        sites.push_back(&entry);
+    std::sort(sites.begin(), sites.end(), [](const Activity* a, const Activity* b) {
+        return std::tie(b->total, a->stack_id, a->kind) < std::tie(a->total, b->stack_id, b->kind);
+    });
+    json drawn = json::array();
+    size_t kept = 0;
+    for (; kept < sites.size() && kept < budget.active_sites && !frames.full(); ++kept) {
+        const Activity* site = sites[kept];
+        drawn.push_back({{"frames", frames.stack(site->stack_id)},
+                         {"kind", format::kind_name(site->kind)},
+                         {"made", pairs(site->made)},
+                         {"made_live", pairs(site->made_live)},
+                         {"freed", pairs(site->freed)}});
+    }
+    std::optional<uint64_t> oldest;
+    if (model.events_overwritten > 0 && !model.ring_events.empty())
+        oldest = since_start(model.ring_events.front().time_ns, model.header);
+    return {{"buckets", kActivityBuckets},
+            {"duration_s", seconds_of(duration)},
+            {"events_from_s", oldest ? json(seconds_of(*oldest)) : json()},
+            {"sites_left_out", sites.size() - kept},
+            {"spilled", model.exactness.spilled().count},
+            {"sites", std::move(drawn)}};
+}
+
+json pictures_json(ProcessReport& report, const ReportOptions& options, const Budget& budget) {
+    const ProcessModel& model = report.model;
+    FrameTable frames(*report.stacks, options, budget.frames);
+    json states = json::array();
+    std::vector<LiveSiteAt> at_end = state_at_end(report).sites;
+    uint64_t cached = 0;
+    if (model.reports_blocks)
+        for (const DeviceSummary& device : model.devices)
+            cached += device.final_reserved > device.final_allocated
+                          ? device.final_reserved - device.final_allocated
+                          : 0;
+    json end = state_json(frames, budget, "the end", seconds_of(model.duration_ns), std::move(at_end), false);
+    end["cached_bytes"] = cached;
+    states.push_back(std::move(end));
+    for (size_t i = 0; i < model.failures.size(); ++i) {
+        const FailureSummary& failure = model.failures[i];
+        if (!failure.reserved_then)
+            continue;
+        states.push_back(state_json(
+            frames, budget, fmt::format("failure #{} at {:.2f} s", i + 1, seconds_of(failure.time_ns)),
+            seconds_of(failure.time_ns), failure.top_sites_then, true));
+    }
+    json activity = activity_json(report, frames, budget);
+    return {{"frames", frames.take()}, {"states", std::move(states)}, {"activity", std::move(activity)}};
+}
+
+// Of `count` points, those a timeline of at most `most` keeps: the first and the last, and in each
+// stretch of points the one where `value(i)` is highest and the one where it is lowest, so that no
+// peak and no trough is lost.
+template <class Value> std::vector<size_t> kept_points(size_t count, size_t most, Value&& value) {
+    std::vector<size_t> kept;
+    if (count <= most) {
+        for (size_t i = 0; i < count; ++i)
+            kept.push_back(i);
+        return kept;
+    }
+    const size_t stretch = (count + most / 2 - 1) / (most / 2);
+    kept.push_back(0);
+    for (size_t first = 0; first < count; first += stretch) {
+        const size_t end = std::min(count, first + stretch);
+        size_t high = first;
+        size_t low = first;
+        for (size_t i = first; i < end; ++i) {
+            if (value(i) > value(high))
+                high = i;
+            if (value(i) < value(low))
+                low = i;
+        }
+        kept.push_back(std::min(high, low));
+        kept.push_back(std::max(high, low));
+    }
+    kept.push_back(count - 1);
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    return kept;
+}
+
+// The named fields of the points kept, as one array each: {"t_s": [...], "rss_bytes": [...]}.
+json columns(const json& points, const std::vector<size_t>& kept, std::initializer_list<const char*> fields) {
+    json out = json::object();
+    for (const char* field : fields) {
+        json& column = out[field] = json::array();
+        for (const size_t i : kept)
+            column.push_back(points[i][field]);
+    }
+    return out;
+}
+
+// What the page draws of a process: the JSON report's entry without the lists it does not show (the
+// sites and holders, which the flame graph and the text report give), its timelines as columns within
+// the process's share of the page, and its markers, every n-th where there are more than the share.
+json page_process(json process, const Budget& budget) {
+    for (const char* unshown : {"leaks", "growth", "spent_graphs", "kept_for_backward", "retainers"})
+        process.erase(unshown);
+    const json& timeline = process["timeline"];
+    const std::vector<size_t> device_kept =
+        kept_points(timeline.size(), budget.timeline_points, [&](size_t i) {
+            return timeline[i]["reserved_bytes"].get<uint64_t>() +
+                   timeline[i]["allocated_bytes"].get<uint64_t>();
+        });
+    process["timeline"] = columns(timeline, device_kept, {"t_s", "reserved_bytes", "allocated_bytes"});
+    json& host = process["host"];
+    const json& points = host["timeline"];
+    const std::vector<size_t> host_kept = kept_points(points.size(), budget.timeline_points, [&](size_t i) {
+        return points[i]["rss_bytes"].get<uint64_t>();
+    });
+    host["timeline"] = columns(points, host_kept, {"t_s", "rss_bytes", "uss_bytes"});
+    json& markers = process["markers"];
+    process["markers_set"] = markers.size();
+    if (markers.size() > budget.markers) {
+        const size_t every = (markers.size() + budget.markers - 1) / budget.markers;
+        json shown = json::array();
+        for (size_t i = 0; i < markers.size(); i += every)
+            shown.push_back(markers[i]);
+        markers = std::move(shown);
+    }
+    json failures = json::array();
+    for (const json& failure : process["failures"])
+        failures.push_back({{"t_s", failure["t_s"]},
+                            {"bytes", failure["bytes"]},
+                            {"out_of_memory", failure["out_of_memory"]}});
+    process["failures"] = std::move(failures);
+    return process;
+}
+
+// JSON inside a <script> element: "</" would end it early, and "<!--" could start a comment state.
+std::string script_safe(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '<' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '!'))
+            out += "\\u003c";
+        else
+            out += text[i];
+    }
+    return out;
+}
+
+// The template with each of its placeholders ("@DATA@") replaced. Only the template is searched: what
+// replaces a placeholder (the data, the script) may hold anything.
+std::string filled(std::string_view page, const std::map<std::string_view, std::string_view>& values) {
+    std::string out;
+    size_t at = 0;
+    for (size_t start = page.find('@'); start != std::string_view::npos; start = page.find('@', at)) {
+        const size_t end = page.find('@', start + 1);
+        const auto value =
+            end == std::string_view::npos ? values.end() : values.find(page.substr(start, end - start + 1));
+        if (value == values.end()) {
+            out += page.substr(at, start + 1 - at);
+            at = start + 1;
+            continue;
+        }
+        out += page.substr(at, start - at);
+        out += value->second;
+        at = end + 1;
+    }
+    return out + std::string(page.substr(at));
+}
+
+} // namespace
+
+std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+    json document = render_json(reports, options);
+    const Budget budget = Budget::per_process(reports.size());
+    for (size_t i = 0; i < reports.size(); ++i) {
+        json& process = document["processes"][i];
+        process = page_process(std::move(process), budget);
+        process["pictures"] = pictures_json(reports[i], options, budget);
+    }
+    // Command lines and paths may not be UTF-8: JSON must be (U+FFFD for the rest).
+    const std::string data = script_safe(document.dump(-1, ' ', false, json::error_handler_t::replace));
+    return filled(html_assets::kTemplate,
+                  {{"@STYLE@", html_assets::kStyle}, {"@SCRIPT@", html_assets::kScript}, {"@DATA@", data}});
+}
+
+} // namespace gpuleak::analyzer

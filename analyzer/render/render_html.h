@@ -1,0 +1,17 @@
+// The report as one self-contained HTML page, for a browser and a notebook: per process the timeline of
+// reserved, allocated and host memory with its markers and failures, the diagnosis, and a flame graph of
+// what holds the memory at the end and at each failure; a stretch selected on the timeline shows what
+// was made in it and is still alive, and what was freed. Everything it needs is inside: no network.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report.h"
+
+namespace gpuleak::analyzer {
+
+// The models must hold their live allocations and events (ModelDetail::Allocations).
+std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+} // namespace gpuleak::analyzer

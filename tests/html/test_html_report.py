@@ -1,0 +1,249 @@
+"""gpuleak-report --format html in a real browser: Debian's Chromium, headless, through DevTools.
+
+Scenario programs run under libgpuleak.so on the simulated device; the page of each report must load
+from its file with no request, no console message and no error; its timeline must draw the JSON
+report's values; its flame graph's root must be what the process holds; a click on a box must list the
+box's sites; a stretch dragged across the timeline must list what it made. Each page is kept as a
+screenshot, light and dark, 1280x800, in GPULEAK_TEST_ARTIFACTS.
+
+ctest sets GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_PROGRAMS, GPULEAK_TEST_REPORT,
+GPULEAK_TEST_CHROMIUM and GPULEAK_TEST_ARTIFACTS (tests/html/CMakeLists.txt).
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from devtools_browser import Browser  # noqa: E402
+
+MiB = 1 << 20
+
+PYTHON_SCRIPT = textwrap.dedent(
+    """\
+    import ctypes, os
+
+    cudart = ctypes.CDLL(os.path.join(os.environ["SIMDEVICE_DIR"], "libcudart.so.13"))
+    cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    kept = []
+
+    def train_step(step):
+        pointer = ctypes.c_void_p()
+        assert cudart.cudaMalloc(ctypes.byref(pointer), 3 << 20) == 0
+        kept.append(pointer)
+
+    for step in range(12):
+        train_step(step)
+    """
+)
+
+
+def setting(name):
+    value = os.environ.get(name)
+    if not value:
+        pytest.skip("%s is not set (ctest sets it)" % name)
+    return value
+
+
+def traced(directory, command, **extra):
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
+    environment.update(
+        LD_PRELOAD=setting("GPULEAK_TEST_LIBRARY"),
+        LD_LIBRARY_PATH=setting("GPULEAK_TEST_SIMDEVICE_DIR"),
+        SIMDEVICE_DIR=setting("GPULEAK_TEST_SIMDEVICE_DIR"),
+        GPULEAK_OUTPUT=str(directory / "trace.%p"),
+        GPULEAK_QUIET="1",
+        GPULEAK_SIM_QUIET="1",
+        **extra,
+    )
+    completed = subprocess.run(command, env=environment, cwd=directory, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return sorted(directory.glob("trace.*"))
+
+
+def report(*arguments):
+    completed = subprocess.run([setting("GPULEAK_TEST_REPORT"), *map(str, arguments)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def program(name):
+    return os.path.join(setting("GPULEAK_TEST_PROGRAMS"), name)
+
+
+SCENARIOS = {
+    # Steps of 5 ms: a hundredth of the run is shorter than a step.
+    "leak": lambda d: traced(d, [program("scenario_leak"), "20", "5"]),
+    "cache_growth": lambda d: traced(d, [program("scenario_cache_growth"), "20"]),
+    "oom": lambda d: traced(d, [program("scenario_oom")], GPULEAK_SIM_CAPACITY="64MiB"),
+    "worker_leak": lambda d: traced(d, [program("scenario_worker_leak")]),
+    "python": lambda d: traced(d, [sys.executable, str(d / "train.py")]),
+}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    setting("GPULEAK_TEST_REPORT")
+    chromium = Browser(setting("GPULEAK_TEST_CHROMIUM"), tmp_path_factory.mktemp("chromium-profile"))
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="module", params=sorted(SCENARIOS))
+def scenario(request, tmp_path_factory, browser):
+    """A scenario's traces, its JSON report, and its HTML page open in the browser."""
+    directory = tmp_path_factory.mktemp(request.param)
+    (directory / "train.py").write_text(PYTHON_SCRIPT)
+    traces = SCENARIOS[request.param](directory)
+    document = json.loads(report("--format", "json", *traces))
+    page_file = directory / "report.html"
+    report("--format", "html", "-o", page_file, *traces)
+    page = browser.open(page_file.as_uri())
+    yield request.param, document, page, page_file
+    page.close()
+
+
+def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser):
+    name, document, page, page_file = scenario
+    assert page_file.stat().st_size < 5 * MiB
+    problems = []
+    for event in browser.events(page.session):
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            problems.append(params["exceptionDetails"])
+        elif method == "Runtime.consoleAPICalled":
+            problems.append((params["type"], params.get("args")))
+        elif method == "Log.entryAdded" and params["entry"]["level"] in ("error", "warning"):
+            problems.append(params["entry"])
+        elif method == "Network.requestWillBeSent" and params["request"]["url"] != page_file.as_uri():
+            problems.append(params["request"]["url"])
+        elif method == "Network.loadingFailed":
+            problems.append(params)
+    assert problems == []
+    sections = page.evaluate("[...document.querySelectorAll('section[data-pid]')].map((s) => Number(s.dataset.pid))")
+    assert sections == [process["pid"] for process in document["processes"]]
+    artifacts = pathlib.Path(setting("GPULEAK_TEST_ARTIFACTS"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    page.screenshot(artifacts / ("%s-light.png" % name))
+    dark = browser.open(page_file.as_uri(), dark=True)
+    try:
+        background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(22, 22, 22)"
+        dark.screenshot(artifacts / ("%s-dark.png" % name))
+    finally:
+        dark.close()
+
+
+DRAWN = """[...document.querySelectorAll('section[data-pid]')].map((section) => {
+  const chart = section.querySelector('svg.timeline');
+  const series = {};
+  for (const line of chart.querySelectorAll('polyline[data-series]'))
+    series[line.dataset.series] = [...line.points].map((p) => [p.x, p.y]);
+  return {pid: Number(section.dataset.pid), end: Number(chart.dataset.endS), highest: Number(chart.dataset.highestBytes),
+          left: Number(chart.dataset.left), top: Number(chart.dataset.top),
+          width: Number(chart.dataset.plotWidth), height: Number(chart.dataset.plotHeight), series};
+})"""
+
+
+def test_the_timeline_draws_the_values_of_the_json_report(scenario):
+    _, document, page, _ = scenario
+    for drawn, process in zip(page.evaluate(DRAWN), document["processes"]):
+        assert drawn["pid"] == process["pid"]
+        wanted = {
+            "reserved": [(p["t_s"], p["reserved_bytes"]) for p in process["timeline"]],
+            "allocated": [(p["t_s"], p["allocated_bytes"]) for p in process["timeline"]],
+            "rss": [(p["t_s"], p["rss_bytes"]) for p in process["host"]["timeline"] if p["rss_bytes"] is not None],
+        }
+        for key, points in wanted.items():
+            # Steps: point i is vertex 2i, and the vertex between two points holds the earlier value.
+            vertices = drawn["series"].get(key, [])
+            assert len(vertices) == max(2 * len(points) - 1, 0), key
+            for index in range(1, len(points)):
+                assert vertices[2 * index - 1][0] == vertices[2 * index][0], key
+                assert vertices[2 * index - 1][1] == vertices[2 * index - 2][1], key
+            for (x, y), (t, value) in zip(vertices[::2], points):
+                t_drawn = (x - drawn["left"]) / drawn["width"] * drawn["end"]
+                value_drawn = (drawn["top"] + drawn["height"] - y) / drawn["height"] * drawn["highest"]
+                assert abs(t_drawn - t) <= drawn["end"] * 1e-4, (key, t, t_drawn)
+                assert abs(value_drawn - value) <= drawn["highest"] * 1e-4 + 1, (key, value, value_drawn)
+
+
+def test_the_flame_graph_root_is_what_the_process_holds(scenario):
+    _, document, page, _ = scenario
+    roots = page.evaluate(
+        "[...document.querySelectorAll('section[data-pid]')].map((s) => "
+        "Number(s.querySelector('svg.flame').dataset.rootBytes))"
+    )
+    for root, process in zip(roots, document["processes"]):
+        summary = process["summary"]
+        # What the program holds at the end, and with a caching allocator what it keeps cached besides.
+        held = summary["final_reserved_bytes"] if summary["allocator_reports_blocks"] else summary["final_allocated_bytes"]
+        assert root == held
+
+
+def center_of(page, selector):
+    """Scrolls the element into view and returns the middle of its box on the screen."""
+    box = page.evaluate(
+        "(() => { const e = document.querySelector(%s); e.scrollIntoView({block: 'center'});"
+        " const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()" % json.dumps(selector)
+    )
+    return box[0] + box[2] / 2, box[1] + box[3] / 2, box
+
+
+def test_a_click_on_a_box_of_the_flame_graph_lists_its_sites(scenario):
+    name, _, page, _ = scenario
+    if name != "leak":
+        pytest.skip("the leak scenario's sites are known")
+    x, y, _ = center_of(page, "svg.flame rect[data-label^='keep_history  scenario_leak.cpp:']")
+    page.click(x, y)
+    details = page.evaluate("document.querySelector('.details').innerText")
+    assert re.search(r"20\.0 MiB in 20 device allocations made at keep_history +scenario_leak\.cpp:\d+", details)
+    assert re.search(r"\nkeep_history  scenario_leak\.cpp:\d+\nmain  scenario_leak\.cpp:\d+\n", details)
+    # Zoomed in: the box is the top of the graph now, and its root still the whole process.
+    assert page.evaluate("document.querySelector('svg.flame rect').dataset.label").startswith("keep_history ")
+
+
+def stretch_rows(page):
+    """The stretch's sites, by function: [still alive, made, freed]."""
+    rows = page.evaluate(
+        "[...document.querySelectorAll('.stretch tbody tr')].map((row) => [row.dataset.site,"
+        " ...[...row.querySelectorAll('td[data-bytes]')].map((cell) => Number(cell.dataset.bytes))])"
+    )
+    return {row[0].split()[0]: row[1:] for row in rows}
+
+
+def test_a_stretch_dragged_across_the_timeline_lists_what_it_made(scenario):
+    name, document, page, _ = scenario
+    if name != "leak":
+        pytest.skip("the leak scenario's sites are known")
+    _, _, box = center_of(page, "svg.timeline")
+    chart = page.evaluate(DRAWN)[0]
+    scale = box[2] / 1180  # the chart's viewBox width
+    y = box[1] + box[3] / 2
+
+    def screen_x(t):
+        return box[0] + (chart["left"] + t / chart["end"] * chart["width"]) * scale
+
+    # The whole run: everything still alive, and the steps' scratch buffers made and freed.
+    page.drag((screen_x(0) + 1, y), (screen_x(chart["end"]) - 1, y))
+    rows = stretch_rows(page)
+    assert rows["keep_history"] == [20 * MiB, 20 * MiB, 0]
+    assert rows["main"] == [32 * MiB, 32 * MiB, 0]
+    assert rows["step"] == [0, 20 * 8 * MiB, 20 * 8 * MiB]
+
+    # From the marker of iteration 10 on: the history kept from then, and not the weights made before
+    # the loop. The stretch is the run's hundredths it touches, so it may take in a step before the
+    # marker too.
+    marker = next(m["t_s"] for m in document["processes"][0]["markers"] if m["label"] == "iteration 10")
+    page.drag((screen_x(marker), y), (screen_x(chart["end"]) - 1, y))
+    rows = stretch_rows(page)
+    assert 10 * MiB <= rows["keep_history"][0] < 20 * MiB
+    assert "main" not in rows
