@@ -114,7 +114,7 @@ int run(int argc, char** argv) {
         app.add_flag("--diff", diff,
                      "what changed from the first trace named to the second, at their ends (two trials, two "
                      "runs, before and after a fix): the sites whose live bytes grew or shrank, the largest "
-                     "change first; text or json");
+                     "change first; text, json or html");
     app.add_option(
            "--between", between,
            "what changed in the trace from one marker to another (--between \"epoch 2\" \"epoch 9\"), "
@@ -157,7 +157,12 @@ int run(int argc, char** argv) {
     options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
     const bool changes = diff || !between.empty();
     if (changes && renderer.render_changes == nullptr) {
-        say(fmt::format("--format {} cannot show what changed: text and json can{}", renderer.name,
+        std::vector<std::string_view> able;
+        for (const Renderer& other : renderers())
+            if (other.render_changes != nullptr)
+                able.push_back(other.name);
+        say(fmt::format("--format {} cannot show what changed: {} can{}", renderer.name,
+                        fmt::join(able, ", "),
                         renderer.name == "pprof" ? " (pprof compares two profiles itself: go tool pprof "
                                                    "-diff_base BEFORE.pb.gz AFTER.pb.gz)"
                                                  : ""));
@@ -210,9 +215,9 @@ int run(int argc, char** argv) {
         say(error.what());
         return kBadInput;
     }
-    // The text report lists warnings with each process; other formats keep them in the data or have no
-    // place for them, so say them here too.
-    if (renderer.name != "text") {
+    // The text report lists warnings with each process; other formats, and what changed, keep them in the
+    // data or have no place for them, so say them here too.
+    if (renderer.name != "text" || changes) {
         for (const ProcessReport& report : reports)
             for (const std::string& warning : report.model.warnings)
                 say(fmt::format("{}: warning: {}", report.model.path, warning));

@@ -200,10 +200,11 @@ class SpilledTallies {
     std::map<std::tuple<uint32_t, int, MemoryKind>, Tally> tallies_;
 };
 
-// The live sites of the kinds `holds` accepts, by site and kind, most bytes first.
+// The live sites of the kinds `holds` accepts, most bytes first: by site and kind, or by site alone
+// (kind None).
 template <class Holds>
 std::vector<LiveSiteAt> live_sites(const LiveObjects& objects, const SpilledTallies& tallies,
-                                   const SiteKeys& site_keys, Holds&& holds) {
+                                   const SiteKeys& site_keys, Holds&& holds, bool by_kind) {
     struct Held {
         LiveSiteAt site;
         std::map<uint32_t, uint64_t> bytes_by_stack;
@@ -212,8 +213,9 @@ std::vector<LiveSiteAt> live_sites(const LiveObjects& objects, const SpilledTall
     const auto hold = [&](const LiveObject& object, uint64_t count) {
         if (!holds(object.kind))
             return;
-        Held& held = by_site[site_keys.of(object.stack_id)][object.kind];
-        held.site.kind = object.kind;
+        const MemoryKind kind = by_kind ? object.kind : MemoryKind::None;
+        Held& held = by_site[site_keys.of(object.stack_id)][kind];
+        held.site.kind = kind;
         held.site.bytes += object.size;
         held.site.count += count;
         held.bytes_by_stack[object.stack_id] += object.size;
@@ -238,10 +240,13 @@ std::vector<LiveSiteAt> live_sites(const LiveObjects& objects, const SpilledTall
 // bytes again.
 std::vector<LiveSiteAt> top_sites(const LiveObjects& objects, const SpilledTallies& tallies,
                                   const SiteKeys& site_keys, bool reports_blocks) {
-    std::vector<LiveSiteAt> sites = live_sites(objects, tallies, site_keys, [&](MemoryKind kind) {
-        return (counts_as_reserved(kind) || kind == MemoryKind::Block) &&
-               !(reports_blocks && is_segment_kind(kind));
-    });
+    std::vector<LiveSiteAt> sites = live_sites(
+        objects, tallies, site_keys,
+        [&](MemoryKind kind) {
+            return (counts_as_reserved(kind) || kind == MemoryKind::Block) &&
+                   !(reports_blocks && is_segment_kind(kind));
+        },
+        false);
     if (sites.size() > kTopSitesAtFailure)
         sites.resize(kTopSitesAtFailure);
     return sites;
@@ -504,10 +509,20 @@ using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummar
 // totals after every event in the ring (passed to add_point(time_ns, reserved, allocated), newest first,
 // while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
 // nothing when add_point stopped the replay.
+// When the program's allocated device memory was highest, as a replay passes it: the first moment of
+// the highest total, since the start.
+struct AllocatedPeak {
+    uint64_t bytes = 0;
+    uint64_t time_ns = 0;
+    std::optional<uint64_t> after_sequence; // none: the end, after every event
+};
+
+// `asked`: moments whose sites the replay takes (Moment::reached says which it reached).
 template <class AddPoint>
-std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& model,
+std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
                                        const SiteKeys& site_keys, FailuresByTimeSize& failures_by_time_size,
-                                       Totals& totals, AddPoint&& add_point) {
+                                       Totals& totals, std::vector<Moment>& asked, AllocatedPeak& peak,
+                                       AddPoint&& add_point) {
     LiveObjects objects(trace.live_allocations().allocations.size());
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
@@ -522,7 +537,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& m
     // The moments asked about, the latest first: each is taken once the replay has undone every event
     // after it.
     std::vector<Moment*> moments;
-    for (Moment& moment : model.moments) {
+    for (Moment& moment : asked) {
         moment.reached = false;
         moment.sites.clear();
         if (moment.time_ns)
@@ -531,15 +546,25 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& m
     std::sort(moments.begin(), moments.end(),
               [](const Moment* a, const Moment* b) { return *a->time_ns > *b->time_ns; });
     auto next_moment = moments.begin();
-    const auto take_moments_until = [&](uint64_t time_ns) {
-        for (; next_moment != moments.end() && *(*next_moment)->time_ns >= time_ns; ++next_moment) {
-            (*next_moment)->sites = live_sites(objects, tallies, site_keys,
-                                               [&](MemoryKind kind) { return program_holds(model, kind); });
+    // Before the replay undoes an event of `time_ns` and `sequence`: the moments at or after it.
+    const auto take_moments_until = [&](uint64_t time_ns, uint64_t sequence) {
+        const auto reached = [&](const Moment& moment) {
+            return moment.after_sequence ? *moment.after_sequence >= sequence : *moment.time_ns >= time_ns;
+        };
+        for (; next_moment != moments.end() && reached(**next_moment); ++next_moment) {
+            (*next_moment)->sites = live_sites(
+                objects, tallies, site_keys, [&](MemoryKind kind) { return program_holds(model, kind); },
+                true);
             (*next_moment)->reached = true;
         }
     };
+    peak = {totals.allocated(), model.duration_ns, std::nullopt};
     trace.visit_events_newest_first([&](const Event& event) {
-        take_moments_until(since_start(event.time_ns, model.header));
+        const uint64_t time_ns = since_start(event.time_ns, model.header);
+        take_moments_until(time_ns, event.sequence);
+        // Going back in time, an equal total is an earlier moment of the same peak: right after this event.
+        if (totals.allocated() >= peak.bytes)
+            peak = {totals.allocated(), time_ns, event.sequence};
         ++points;
         if (!add_point(since_start(event.time_ns, model.header), totals.reserved(), totals.allocated())) {
             stopped = true;
@@ -572,7 +597,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& m
     if (stopped)
         return std::nullopt;
     if (trace.events_dropped() == 0) {
-        take_moments_until(0);
+        take_moments_until(0, 0);
         ++points;
         if (!add_point(0, totals.reserved(), totals.allocated()))
             return std::nullopt;
@@ -587,14 +612,15 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, ProcessModel& m
 std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel& model,
                                           const SiteKeys& site_keys,
                                           const std::vector<TimelinePoint>& samples,
-                                          FailuresByTimeSize& failures_by_time_size, Totals& totals) {
+                                          FailuresByTimeSize& failures_by_time_size, Totals& totals,
+                                          AllocatedPeak& peak) {
     const size_t zero_point = trace.events_dropped() == 0 ? 1 : 0;
     size_t expected = trace.ring_slots_present() + zero_point + samples.size();
     for (int attempt = 0; attempt < 2; ++attempt) {
         StreamingThinner thinner(expected, samples);
         totals = Totals(model.reports_blocks);
         const std::optional<size_t> produced =
-            replay_backwards(trace, model, site_keys, failures_by_time_size, totals,
+            replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
                              [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
                                  return thinner.add(time_ns, reserved, allocated);
                              });
@@ -607,7 +633,7 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel
     std::vector<TimelinePoint> points;
     points.reserve(trace.ring_slots_present() + zero_point + samples.size());
     totals = Totals(model.reports_blocks);
-    replay_backwards(trace, model, site_keys, failures_by_time_size, totals,
+    replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
                      [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
                          points.push_back(TimelinePoint{time_ns, reserved, allocated, {}});
                          return true;
@@ -679,7 +705,8 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     model.forks = fork_records(trace);
     const SiteKeys site_keys(trace);
     Totals totals(model.reports_blocks);
-    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals);
+    AllocatedPeak peak;
+    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals, peak);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
 
@@ -746,6 +773,34 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     if (detail == ModelDetail::Allocations) {
         model.live_allocations = trace.live_allocations().allocations;
         model.ring_events = trace.events().events;
+        for (const LiveAllocation& live : model.live_allocations)
+            model.site_of_stack.try_emplace(live.stack_id, site_keys.of(live.stack_id));
+        for (const Event& event : model.ring_events)
+            model.site_of_stack.try_emplace(event.stack_id, site_keys.of(event.stack_id));
+        // The sites at the peak: a second replay, as far back as the peak. Where the ring wrapped, the
+        // highest total it reaches may not be the peak the accounting counted.
+        uint64_t counted_peak = 0;
+        for (const DeviceSummary& device : model.devices)
+            counted_peak = std::max(counted_peak, device.peak_allocated);
+        if (peak.bytes > 0 && (model.events_overwritten == 0 || peak.bytes >= counted_peak)) {
+            std::vector<Moment> at_peak(1);
+            at_peak.front().label = "the peak";
+            at_peak.front().time_ns = peak.time_ns;
+            at_peak.front().after_sequence = peak.after_sequence;
+            Totals scratch(model.reports_blocks);
+            FailuresByTimeSize no_failures;
+            AllocatedPeak again;
+            replay_backwards(trace, model, site_keys, no_failures, scratch, at_peak, again,
+                             [&](uint64_t time_ns, uint64_t, uint64_t) { return time_ns >= peak.time_ns; });
+            if (at_peak.front().reached) {
+                // Of what it held then, what the peak counts: allocated device memory.
+                std::erase_if(at_peak.front().sites, [&](const LiveSiteAt& site) {
+                    return model.reports_blocks ? site.kind != MemoryKind::Block
+                                                : !counts_as_reserved(site.kind);
+                });
+                model.peak = std::move(at_peak.front());
+            }
+        }
     }
     return model;
 }

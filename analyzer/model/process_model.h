@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "host_memory.h"
@@ -97,8 +98,8 @@ struct LeakSite {
 
 // What one site (site_keys.h) held of one kind at a moment of the run.
 struct LiveSiteAt {
-    uint32_t stack_id = 0; // as LeakSite's
-    format::MemoryKind kind = format::MemoryKind::None;
+    uint32_t stack_id = 0;                              // as LeakSite's
+    format::MemoryKind kind = format::MemoryKind::None; // None where kinds are not told apart (a failure's)
     uint64_t bytes = 0;
     uint64_t count = 0;
 };
@@ -109,6 +110,9 @@ struct Moment {
     std::string label; // as asked
     // Of the first marker with that label, since the start; none when the process set no such marker.
     std::optional<uint64_t> time_ns;
+    // The moment right after the ring's event of this sequence number, where it is known (the peak's):
+    // events of the same time after it are not part of it.
+    std::optional<uint64_t> after_sequence;
     // The ring reached back to it: `sites` holds what was live then. Not where the ring wrapped after it.
     bool reached = false;
     std::vector<LiveSiteAt> sites; // of what the program holds (program_holds), most bytes first
@@ -335,6 +339,12 @@ struct ProcessModel {
     std::vector<SpentGraph> spent_graphs; // per the latest record without a problem, most passes first
     std::vector<TimelinePoint> timeline;
     std::vector<Moment> moments; // those asked for, in the order asked
+    // With ModelDetail::Allocations: what the program held of its allocated device memory when that was
+    // highest (the first moment of it); none where the ring no longer reaches back to it.
+    std::optional<Moment> peak;
+    // With ModelDetail::Allocations: the site (site_keys.h) of each stack of live_allocations and
+    // ring_events, for a renderer that groups them as the model does without symbolizing them.
+    std::unordered_map<uint32_t, uint64_t> site_of_stack;
     // The stacks of live allocations and failures made on a thread whose start was recorded
     // (EventType::ThreadStart), each with the stack that started that thread: what a library's thread
     // (PyTorch's pin-memory thread) makes, the program's line that started it asked for.

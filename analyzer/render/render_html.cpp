@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "html_assets.h"
 #include "render_json.h"
+#include "render_text.h"
 #include "site_changes.h"
 #include "stack_view.h"
 
@@ -189,17 +189,17 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
                         static_cast<size_t>(static_cast<double>(since_start_ns) /
                                             static_cast<double>(duration) * kActivityBuckets));
     };
-    std::unordered_map<std::string, Activity> by_site;
-    // A stack's site is looked up once: the ring repeats a few stacks many times.
-    std::map<std::pair<uint32_t, format::MemoryKind>, Activity*> by_stack;
+    // By the model's sites (site_keys.h), which need no symbols: only the sites kept are symbolized.
+    std::map<std::pair<uint64_t, format::MemoryKind>, Activity> by_site;
     const auto activity = [&](uint32_t stack_id, format::MemoryKind kind) -> Activity& {
-        Activity*& known = by_stack[{stack_id, kind}];
-        if (known == nullptr) {
-            known = &by_site[site_identity(*report.stacks, stack_id, kind)];
-            known->stack_id = stack_id;
-            known->kind = kind;
+        const auto site = model.site_of_stack.find(stack_id);
+        const uint64_t key = site != model.site_of_stack.end() ? site->second : stack_id;
+        const auto [entry, added] = by_site.try_emplace({key, kind});
+        if (added) {
+            entry->second.stack_id = stack_id;
+            entry->second.kind = kind;
         }
-        return *known;
+        return entry->second;
     };
     for (const Event& event : model.ring_events) {
         if ((event.type != format::EventType::Alloc && event.type != format::EventType::Free) ||
@@ -220,7 +220,7 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
     }
     std::vector<Activity*> sites;
     sites.reserve(by_site.size());
-    for (auto& [identity, entry] : by_site)
+    for (auto& [site, entry] : by_site)
         sites.push_back(&entry);
     std::sort(sites.begin(), sites.end(), [](const Activity* a, const Activity* b) {
         return std::tie(b->total, a->stack_id, a->kind) < std::tie(a->total, b->stack_id, b->kind);
@@ -260,6 +260,10 @@ json pictures_json(ProcessReport& report, const ReportOptions& options, const Bu
     json end = state_json(frames, budget, "the end", seconds_of(model.duration_ns), std::move(at_end), false);
     end["cached_bytes"] = cached;
     states.push_back(std::move(end));
+    if (model.peak)
+        states.push_back(state_json(frames, budget,
+                                    fmt::format("the peak at {:.2f} s", seconds_of(*model.peak->time_ns)),
+                                    seconds_of(*model.peak->time_ns), model.peak->sites, false));
     for (size_t i = 0; i < model.failures.size(); ++i) {
         const FailureSummary& failure = model.failures[i];
         if (!failure.reserved_then)
@@ -316,7 +320,7 @@ json columns(const json& points, const std::vector<size_t>& kept, std::initializ
 // What the page draws of a process: the JSON report's entry without the lists it does not show (the
 // sites and holders, which the flame graph and the text report give), its timelines as columns within
 // the process's share of the page, and its markers, every n-th where there are more than the share.
-json page_process(json process, const Budget& budget) {
+json page_process(json process, const ProcessModel& model, const Budget& budget) {
     for (const char* unshown : {"leaks", "growth", "spent_graphs", "kept_for_backward", "retainers"})
         process.erase(unshown);
     const json& timeline = process["timeline"];
@@ -329,7 +333,8 @@ json page_process(json process, const Budget& budget) {
     json& host = process["host"];
     const json& points = host["timeline"];
     const std::vector<size_t> host_kept = kept_points(points.size(), budget.timeline_points, [&](size_t i) {
-        return points[i]["rss_bytes"].get<uint64_t>();
+        const json& uss = points[i]["uss_bytes"];
+        return points[i]["rss_bytes"].get<uint64_t>() + (uss.is_null() ? 0 : uss.get<uint64_t>());
     });
     host["timeline"] = columns(points, host_kept, {"t_s", "rss_bytes", "uss_bytes"});
     json& markers = process["markers"];
@@ -341,11 +346,12 @@ json page_process(json process, const Budget& budget) {
             shown.push_back(markers[i]);
         markers = std::move(shown);
     }
+    // Every failure on the timeline, not only the --top the JSON lists.
     json failures = json::array();
-    for (const json& failure : process["failures"])
-        failures.push_back({{"t_s", failure["t_s"]},
-                            {"bytes", failure["bytes"]},
-                            {"out_of_memory", failure["out_of_memory"]}});
+    for (const FailureSummary& failure : model.failures)
+        failures.push_back({{"t_s", seconds_of(failure.time_ns)},
+                            {"bytes", failure.bytes},
+                            {"out_of_memory", failure.out_of_memory()}});
     process["failures"] = std::move(failures);
     return process;
 }
@@ -384,20 +390,38 @@ std::string filled(std::string_view page, const std::map<std::string_view, std::
     return out + std::string(page.substr(at));
 }
 
+std::string page_of(const json& document) {
+    // Command lines and paths may not be UTF-8: JSON must be (U+FFFD for the rest).
+    const std::string data = script_safe(document.dump(-1, ' ', false, json::error_handler_t::replace));
+    return filled(html_assets::kTemplate,
+                  {{"@STYLE@", html_assets::kStyle}, {"@SCRIPT@", html_assets::kScript}, {"@DATA@", data}});
+}
+
 } // namespace
+
+std::string render_changes_html(Comparison& comparison, const ReportOptions& options) {
+    json document = render_changes_json(comparison, options);
+    // Each site's stack as the text report shows it: the program's lines, libraries' runs collapsed.
+    json& changes = document["changes"];
+    const std::vector<const SiteChange*> shown = shown_changes(comparison, options);
+    for (size_t i = 0; i < changes.size(); ++i) {
+        const SiteChange& change = *shown[i];
+        const MemoryState& shown = change.after ? comparison.after : comparison.before;
+        changes[i]["lines"] = stack_text(
+            *shown.report->stacks, change.after ? change.after->stack_id : change.before->stack_id, options);
+    }
+    return page_of(document);
+}
 
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json document = render_json(reports, options);
     const Budget budget = Budget::per_process(reports.size());
     for (size_t i = 0; i < reports.size(); ++i) {
         json& process = document["processes"][i];
-        process = page_process(std::move(process), budget);
+        process = page_process(std::move(process), reports[i].model, budget);
         process["pictures"] = pictures_json(reports[i], options, budget);
     }
-    // Command lines and paths may not be UTF-8: JSON must be (U+FFFD for the rest).
-    const std::string data = script_safe(document.dump(-1, ' ', false, json::error_handler_t::replace));
-    return filled(html_assets::kTemplate,
-                  {{"@STYLE@", html_assets::kStyle}, {"@SCRIPT@", html_assets::kScript}, {"@DATA@", data}});
+    return page_of(document);
 }
 
 } // namespace gpuleak::analyzer

@@ -8,10 +8,15 @@
 #include <vector>
 
 #include "report.h"
+#include "site_changes.h"
 
 namespace gpuleak::analyzer {
 
 // The models must hold their live allocations and events (ModelDetail::Allocations).
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+// What changed between two states (--diff, --between): each site's bytes then and now as a pair of bars,
+// with its stack, the largest change first.
+std::string render_changes_html(Comparison& comparison, const ReportOptions& options);
 
 } // namespace gpuleak::analyzer

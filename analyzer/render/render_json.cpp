@@ -423,12 +423,8 @@ json held_json(const std::optional<LiveSiteAt>& site) {
 
 json render_changes_json(Comparison& comparison, const ReportOptions& options) {
     json changes = json::array();
-    for (const SiteChange& change : comparison.changes) {
-        if (changes.size() == options.top)
-            break;
-        if (static_cast<uint64_t>(change.change() < 0 ? -change.change() : change.change()) <
-            options.min_bytes)
-            continue;
+    for (const SiteChange* listed : shown_changes(comparison, options)) {
+        const SiteChange& change = *listed;
         const MemoryState& shown = change.after ? comparison.after : comparison.before;
         const uint32_t stack_id = change.after ? change.after->stack_id : change.before->stack_id;
         changes.push_back(

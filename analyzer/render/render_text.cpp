@@ -125,6 +125,21 @@ std::string frame_line(const StackLine& line, const ReportOptions& options) {
     return fmt::format("{}  {}{}{}", function, where, frame.inlined ? " (inlined)" : "", more);
 }
 
+// A stack line, and whether it stands for frames left out (shown dim).
+std::pair<std::string, bool> line_text(const StackLine& line, const ReportOptions& options) {
+    switch (line.kind) {
+    case StackLine::Kind::Frame:
+        return {printable(frame_line(line, options)), false};
+    case StackLine::Kind::NativeLeftOut:
+        return {fmt::format("... {} native frame{}", line.count, line.count == 1 ? "" : "s"), true};
+    case StackLine::Kind::MoreLeftOut:
+        return {fmt::format("... {} more frames", line.count), true};
+    case StackLine::Kind::MorePythonLeftOut:
+        return {fmt::format("... {} more Python frames", line.count), true};
+    }
+    return {};
+}
+
 void append_frame_lines(std::string& out, StackFrames& stacks, uint32_t stack_id,
                         const ReportOptions& options, const Style& style) {
     const auto& frames = stacks.frames(stack_id);
@@ -133,22 +148,8 @@ void append_frame_lines(std::string& out, StackFrames& stacks, uint32_t stack_id
         return;
     }
     for (const StackLine& line : stack_lines(frames, options)) {
-        switch (line.kind) {
-        case StackLine::Kind::Frame:
-            out += "        " + printable(frame_line(line, options)) + "\n";
-            break;
-        case StackLine::Kind::NativeLeftOut:
-            out += style.dim(
-                       fmt::format("        ... {} native frame{}", line.count, line.count == 1 ? "" : "s")) +
-                   "\n";
-            break;
-        case StackLine::Kind::MoreLeftOut:
-            out += style.dim(fmt::format("        ... {} more frames", line.count)) + "\n";
-            break;
-        case StackLine::Kind::MorePythonLeftOut:
-            out += style.dim(fmt::format("        ... {} more Python frames", line.count)) + "\n";
-            break;
-        }
+        const auto [text, left_out] = line_text(line, options);
+        out += (left_out ? style.dim("        " + text) : "        " + text) + "\n";
     }
 }
 
@@ -577,6 +578,23 @@ std::string then_and_now(const SiteChange& change) {
 
 } // namespace
 
+std::vector<std::string> stack_text(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
+    std::vector<std::string> lines;
+    const auto add = [&](uint32_t id) {
+        const auto& frames = stacks.frames(id);
+        if (frames.empty())
+            lines.emplace_back("(no stack)");
+        for (const StackLine& line : stack_lines(frames, options))
+            lines.push_back(line_text(line, options).first);
+    };
+    add(stack_id);
+    if (const uint32_t start = stacks.thread_start_of(stack_id); start != 0) {
+        lines.emplace_back("on a thread started at");
+        add(start);
+    }
+    return lines;
+}
+
 std::string render_changes_text(Comparison& comparison, const ReportOptions& options) {
     const Style style(options.color);
     std::string out = style.bold(fmt::format("What changed from {}\n  to {}", state_name(comparison.before),
@@ -592,16 +610,10 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
                                comparison.changes.size() - grown,
                                comparison.changes.empty() ? "" : "; the largest changes first"),
                    "");
+    const std::vector<const SiteChange*> shown = shown_changes(comparison, options);
     size_t number = 0;
-    for (const SiteChange& site : comparison.changes) {
-        if (number == options.top) {
-            out += style.dim(
-                       fmt::format("  ... {} more (--top shows more)", comparison.changes.size() - number)) +
-                   "\n";
-            break;
-        }
-        if (static_cast<uint64_t>(site.change() < 0 ? -site.change() : site.change()) < options.min_bytes)
-            continue;
+    for (const SiteChange* listed : shown) {
+        const SiteChange& site = *listed;
         ++number;
         out += fmt::format("\n  #{} {}: {}\n", number, signed_bytes(site.change()), then_and_now(site));
         // The later state's stack where it has the site, else the earlier one's.
@@ -611,6 +623,10 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
             out += style.dim(fmt::format("        ({})", purpose)) + "\n";
         append_frames(out, stacks, stack_id, options, style);
     }
+    if (shown.size() < comparison.changes.size())
+        out += style.dim(fmt::format("\n  ... {} more, smaller (--top and --min-bytes choose)",
+                                     comparison.changes.size() - shown.size())) +
+               "\n";
     return out;
 }
 

@@ -11,6 +11,10 @@ namespace gpuleak::analyzer {
 
 std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options);
 
+// A stack as the text report shows it, a line each, without indentation: the frames, the lines that
+// stand for frames left out, and where a thread was started, the stack that started it.
+std::vector<std::string> stack_text(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options);
+
 // What grew and what shrank between two states (--diff, --between), the largest change first.
 std::string render_changes_text(Comparison& comparison, const ReportOptions& options);
 

@@ -62,7 +62,7 @@ const std::array kRenderers{
     Renderer{"html",
              "one self-contained page for a browser: the memory timeline with markers and failures, the "
              "diagnosis, a flame graph of what holds the memory, what a stretch of the run made",
-             "report.html", false, false, ModelDetail::Allocations, html},
+             "report.html", false, false, ModelDetail::Allocations, html, render_changes_html},
     Renderer{"torch-snapshot",
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",

@@ -69,10 +69,9 @@ Comparison compare(MemoryState before, MemoryState after) {
     add(before, &SiteChange::before);
     add(after, &SiteChange::after);
     for (auto& [identity, change] : by_identity)
-        if (change.change() != 0 ||
-            (change.before ? change.before->count : 0) != (change.after ? change.after->count : 0))
+        if (change.change() != 0)
             comparison.changes.push_back(change);
-    // The largest change first; equal changes the larger site first, then by stack, for a stable order.
+    // The largest change first; equal changes in the order of their sites' identities (stable).
     std::stable_sort(comparison.changes.begin(), comparison.changes.end(),
                      [](const SiteChange& a, const SiteChange& b) {
                          const auto magnitude = [](const SiteChange& c) {
@@ -83,6 +82,22 @@ Comparison compare(MemoryState before, MemoryState after) {
     comparison.before = std::move(before);
     comparison.after = std::move(after);
     return comparison;
+}
+
+} // namespace gpuleak::analyzer
+
+namespace gpuleak::analyzer {
+
+std::vector<const SiteChange*> shown_changes(const Comparison& comparison, const ReportOptions& options) {
+    std::vector<const SiteChange*> shown;
+    for (const SiteChange& change : comparison.changes) {
+        if (shown.size() == options.top)
+            break;
+        const int64_t bytes = change.change();
+        if (static_cast<uint64_t>(bytes < 0 ? -bytes : bytes) >= options.min_bytes)
+            shown.push_back(&change);
+    }
+    return shown;
 }
 
 } // namespace gpuleak::analyzer

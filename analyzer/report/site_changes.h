@@ -45,4 +45,7 @@ struct Comparison {
 
 Comparison compare(MemoryState before, MemoryState after);
 
+// The changes a report lists: of at least `min_bytes` either way, the largest `top`.
+std::vector<const SiteChange*> shown_changes(const Comparison& comparison, const ReportOptions& options);
+
 } // namespace gpuleak::analyzer

@@ -117,6 +117,17 @@ def live_state(process: dict, trace: str) -> str:
     return "\n".join(_report.printable(line) for line in lines)
 
 
+def shows_html() -> bool:
+    """Whether this IPython sends its output to a front end that may show HTML (a kernel's: Jupyter, VS
+    Code), rather than to a terminal."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def show_report(text: str, page) -> None:
     """The text report, and in a front end that shows HTML the page instead (IPython picks)."""
     try:
@@ -146,7 +157,7 @@ def gpuleak_magic(line: str) -> None:
         if text is None:
             print("gpuleak: no report: " + why)
             return
-        show_report(text, _report.run_html_report(trace)[0])
+        show_report(text, _report.run_html_report(trace)[0] if shows_html() else None)
         return
     document, why = _report.run_report(trace)
     process = _report.process_entry(document, None, trace)

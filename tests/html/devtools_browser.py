@@ -127,14 +127,29 @@ class Browser:
             for index, event in enumerate(self.pending):
                 if event.get("method") == method and event.get("sessionId") == session:
                     return self.pending.pop(index)
-            self.socket.settimeout(max(deadline - time.monotonic(), 0.1))
-            try:
-                self.pending.append(json.loads(self.socket.recv()))
-            except websocket.WebSocketTimeoutException:
+            if not self.receive(max(deadline - time.monotonic(), 0.1)):
                 break
         raise DevToolsError("no %s within %s s" % (method, timeout))
 
+    def receive(self, timeout):
+        """Keeps the next message that arrives within `timeout` s; False when none did."""
+        self.socket.settimeout(timeout)
+        try:
+            self.pending.append(json.loads(self.socket.recv()))
+            return True
+        except websocket.WebSocketTimeoutException:
+            return False
+        finally:
+            self.socket.settimeout(60)
+
+    def drain(self, quiet=0.3):
+        """Keeps every message that arrives until none has for `quiet` s."""
+        while self.receive(quiet):
+            pass
+
     def events(self, session):
+        """The events of a page so far, those still on their way included."""
+        self.drain()
         return [event for event in self.pending if event.get("sessionId") == session]
 
     def open(self, url, width=1280, height=800, dark=False):

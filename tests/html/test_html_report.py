@@ -111,9 +111,8 @@ def scenario(request, tmp_path_factory, browser):
     page.close()
 
 
-def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser):
-    name, document, page, page_file = scenario
-    assert page_file.stat().st_size < 5 * MiB
+def problems_of(browser, page, page_file):
+    """What went wrong on the page: exceptions, console messages, logged errors and warnings, requests."""
     problems = []
     for event in browser.events(page.session):
         method, params = event.get("method"), event.get("params", {})
@@ -127,7 +126,13 @@ def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser)
             problems.append(params["request"]["url"])
         elif method == "Network.loadingFailed":
             problems.append(params)
-    assert problems == []
+    return problems
+
+
+def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser):
+    name, document, page, page_file = scenario
+    assert page_file.stat().st_size < 5 * MiB
+    assert problems_of(browser, page, page_file) == []
     sections = page.evaluate("[...document.querySelectorAll('section[data-pid]')].map((s) => Number(s.dataset.pid))")
     assert sections == [process["pid"] for process in document["processes"]]
     artifacts = pathlib.Path(setting("GPULEAK_TEST_ARTIFACTS"))
@@ -137,6 +142,7 @@ def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser)
     try:
         background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(22, 22, 22)"
+        assert problems_of(browser, dark, page_file) == []
         dark.screenshot(artifacts / ("%s-dark.png" % name))
     finally:
         dark.close()
@@ -187,6 +193,18 @@ def test_the_flame_graph_root_is_what_the_process_holds(scenario):
         # What the program holds at the end, and with a caching allocator what it keeps cached besides.
         held = summary["final_reserved_bytes"] if summary["allocator_reports_blocks"] else summary["final_allocated_bytes"]
         assert root == held
+    # At the peak: what was allocated then (these programs hold device memory only).
+    peaks = page.evaluate(
+        "[...document.querySelectorAll('section[data-pid]')].map((s) => {"
+        " const peak = [...s.querySelectorAll('button.state')].find((b) => b.textContent.startsWith('the peak at '));"
+        " if (!peak) return null; peak.click(); const root = Number(s.querySelector('svg.flame').dataset.rootBytes);"
+        " s.querySelector('button.state').click(); return root; })"
+    )
+    for root, process in zip(peaks, document["processes"]):
+        if process["summary"]["peak_allocated_bytes"] == 0:
+            assert root is None
+            continue
+        assert root == process["summary"]["peak_allocated_bytes"]
 
 
 def center_of(page, selector):
@@ -198,8 +216,8 @@ def center_of(page, selector):
     return box[0] + box[2] / 2, box[1] + box[3] / 2, box
 
 
-def test_a_click_on_a_box_of_the_flame_graph_lists_its_sites(scenario):
-    name, _, page, _ = scenario
+def test_a_click_on_a_box_of_the_flame_graph_lists_its_sites(scenario, browser):
+    name, _, page, page_file = scenario
     if name != "leak":
         pytest.skip("the leak scenario's sites are known")
     x, y, _ = center_of(page, "svg.flame rect[data-label^='keep_history  scenario_leak.cpp:']")
@@ -207,8 +225,13 @@ def test_a_click_on_a_box_of_the_flame_graph_lists_its_sites(scenario):
     details = page.evaluate("document.querySelector('.details').innerText")
     assert re.search(r"20\.0 MiB in 20 device allocations made at keep_history +scenario_leak\.cpp:\d+", details)
     assert re.search(r"\nkeep_history  scenario_leak\.cpp:\d+\nmain  scenario_leak\.cpp:\d+\n", details)
-    # Zoomed in: the box is the top of the graph now, and its root still the whole process.
-    assert page.evaluate("document.querySelector('svg.flame rect').dataset.label").startswith("keep_history ")
+    # Zoomed in: the box is the top of the graph now; a click on it zooms out a level.
+    top = "document.querySelector('svg.flame rect').dataset.label"
+    assert page.evaluate(top).startswith("keep_history ")
+    x, y, _ = center_of(page, "svg.flame rect")
+    page.click(x, y)
+    assert page.evaluate(top).startswith("main ")
+    assert problems_of(browser, page, page_file) == []
 
 
 def stretch_rows(page):
@@ -220,8 +243,8 @@ def stretch_rows(page):
     return {row[0].split()[0]: row[1:] for row in rows}
 
 
-def test_a_stretch_dragged_across_the_timeline_lists_what_it_made(scenario):
-    name, document, page, _ = scenario
+def test_a_stretch_dragged_across_the_timeline_lists_what_it_made(scenario, browser):
+    name, document, page, page_file = scenario
     if name != "leak":
         pytest.skip("the leak scenario's sites are known")
     _, _, box = center_of(page, "svg.timeline")
@@ -247,3 +270,25 @@ def test_a_stretch_dragged_across_the_timeline_lists_what_it_made(scenario):
     rows = stretch_rows(page)
     assert 10 * MiB <= rows["keep_history"][0] < 20 * MiB
     assert "main" not in rows
+    assert problems_of(browser, page, page_file) == []
+
+
+def test_what_changed_between_two_markers_is_drawn_as_bars_then_and_now(scenario, browser):
+    name, _, _, page_file = scenario
+    if name != "leak":
+        pytest.skip("the leak scenario's markers are known")
+    changes = page_file.parent / "changes.html"
+    traces = sorted(page_file.parent.glob("trace.*"))
+    report("--format", "html", "-o", changes, "--between", "iteration 2", "iteration 9", *traces)
+    page = browser.open(changes.as_uri())
+    try:
+        assert problems_of(browser, page, changes) == []
+        drawn = page.evaluate(
+            "[...document.querySelectorAll('section.change')].map((s) => [Number(s.dataset.changeBytes),"
+            " ...[...s.querySelectorAll('rect[data-bytes]')].map((r) => Number(r.dataset.bytes)), s.querySelector('.frames').innerText])"
+        )
+        ((change, before, after, frames),) = drawn
+        assert (change, before, after) == (7 * MiB, 2 * MiB, 9 * MiB)
+        assert frames.startswith("keep_history  scenario_leak.cpp:")
+    finally:
+        page.close()

@@ -125,7 +125,7 @@ TEST_CASE("what changed is refused with one line where it cannot be answered") {
           "gpuleak-report: --diff compares two traces: name the one before and the "
           "one after (each a trace file or a directory)\n");
     CHECK(refusal({"--format", "pprof", "-o", dir.path() + "/p.pb.gz", "--diff", trace, trace})
-              .starts_with("gpuleak-report: --format pprof cannot show what changed: text and json can"));
+              .starts_with("gpuleak-report: --format pprof cannot show what changed: text, json, html can"));
 
     // A marker older than the oldest event the ring kept: its state is no longer known.
     TempDir small;
@@ -146,6 +146,7 @@ TEST_CASE("what changed is refused with one line where it cannot be answered") {
         if (const std::string label = marker["label"]; label.starts_with("iteration "))
             last = std::max(last, std::stoi(label.substr(10)));
     REQUIRE(last > 2000);
+    REQUIRE(last < 2490);
     CHECK(changes_json(small, {"--between", "iteration " + std::to_string(last - 7),
                                "iteration " + std::to_string(last), long_trace})["change_bytes"] == 7 * kMiB);
     TracedRun unlabelled = report(small, {"--between", "iteration 2490", "iteration 2000", long_trace});

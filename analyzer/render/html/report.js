@@ -364,7 +364,8 @@
         box.addEventListener("mouseleave", hideTooltip);
         box.addEventListener("click", () => {
           hideTooltip();
-          focus = path;
+          // The top box zooms out a level; any other zooms into itself.
+          focus = n === top && path.length ? path.slice(0, -1) : path;
           showDetails(n, tree);
           draw();
         });
@@ -529,13 +530,24 @@
     return section;
   }
 
+  // In a notebook the page is a frame's srcdoc, where "#process-1" would resolve against the notebook's
+  // address and load it: the link scrolls instead.
+  function processLink(pid) {
+    const link = html("a", { href: `#process-${pid}`, text: String(pid) });
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      document.getElementById(`process-${pid}`).scrollIntoView();
+    });
+    return link;
+  }
+
   function processTable(processes) {
     const table = html("table", {}, html("thead", {}, html("tr", {},
       ...["pid", "who", "peak reserved", "allocated at the end", "diagnosis"].map((text) => html("th", { text })))));
     const body = html("tbody");
     for (const process of processes) {
       body.append(html("tr", {},
-        html("td", {}, html("a", { href: `#process-${process.pid}`, text: String(process.pid) })),
+        html("td", {}, processLink(process.pid)),
         html("td", { text: process.role && process.role.text ? process.role.text : (process.command || []).join(" ") }),
         html("td", { class: "number", text: bytes(process.summary.peak_reserved_bytes) }),
         html("td", { class: "number", text: bytes(process.summary.final_allocated_bytes) }),
@@ -543,6 +555,50 @@
     }
     table.append(body);
     return table;
+  }
+
+  function stateName(state) {
+    const process = `pid ${state.pid} (${state.command_line.join(" ")})`;
+    return state.marker === null ? `the end of ${process}` : `"${state.marker}" at ${seconds(state.t_s)} in ${process}`;
+  }
+
+  // --diff and --between: each site's bytes then and now as two bars on one scale, with its stack.
+  function changesPage(document_) {
+    const main = document.getElementById("report");
+    const changes = document_.changes;
+    const grown = changes.filter((change) => change.change_bytes > 0).length;
+    main.replaceChildren(
+      html("h1", { text: "What changed" }),
+      html("p", { text: `From ${stateName(document_.before)}` }),
+      html("p", { text: `to ${stateName(document_.after)}.` }),
+      html("p", { class: "diagnosis", text: `The program held ${bytes(document_.before.bytes)}, then ${bytes(document_.after.bytes)} ` +
+        `(${document_.change_bytes < 0 ? "" : "+"}${bytes(document_.change_bytes)}). ${plural(grown, "site")} grew and ` +
+        `${document_.sites_changed - grown} shrank` + (changes.length < document_.sites_changed ? `; the ${changes.length} largest changes:` : ".") }));
+    const largest = Math.max(1, ...changes.map((change) => Math.max(change.before.bytes, change.after.bytes)));
+    const width = 1180;
+    const list = html("div", { class: "changes" });
+    changes.forEach((change, index) => {
+      const bars = svg("svg", { viewBox: `0 0 ${width} 34`, width: "100%", class: "change-bars", role: "img",
+        "aria-label": `${bytes(change.before.bytes)} then, ${bytes(change.after.bytes)} now` });
+      [["before", change.before.bytes, "var(--library)"], ["after", change.after.bytes, change.change_bytes > 0 ? "var(--failure)" : "var(--rss)"]]
+        .forEach(([key, value, colour], row) => {
+          const box = svg("rect", { x: 160, y: row * 17, height: 15, width: ((width - 170) * value) / largest, "data-state": key, "data-bytes": value });
+          box.style.fill = colour;
+          bars.append(box, svg("text", { x: 150, y: row * 17 + 12, "text-anchor": "end", text: `${key === "before" ? "then" : "now"} ${bytes(value)}` }));
+        });
+      const held = (side) => (side.count ? `${bytes(side.bytes)} in ${allocations(change.kind, side.count)}` : "nothing");
+      list.append(html("section", { class: "change", "data-change-bytes": change.change_bytes },
+        html("h3", { text: `#${index + 1} ${change.change_bytes < 0 ? "" : "+"}${bytes(change.change_bytes)}: ${held(change.before)} then, ${held(change.after)} now` }),
+        bars,
+        html("div", { class: "frames", text: change.lines.join("\n") })));
+    });
+    main.append(list);
+  }
+
+  if (report.schema === "gpuleak-changes/1") {
+    document.title = "gpuleak: what changed";
+    changesPage(report);
+    return;
   }
 
   const main = document.getElementById("report");
