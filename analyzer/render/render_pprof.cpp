@@ -68,13 +68,34 @@ class ProfileBuilder {
                             model.header.simulated_device() ? " (simulated CUDA device: no real GPU was used)"
                                                             : ""));
 
+        // In use: each live allocation with a slot of its own on its stack and device; the rest of a site,
+        // its allocations counted by site only, at its shown stack on the device most of its bytes are on.
         std::map<SampleKey, Values> samples;
+        std::map<std::pair<uint64_t, format::MemoryKind>, std::pair<uint64_t, uint64_t>>
+            slotted; // bytes, count
+        const auto site_of = [&](uint32_t stack_id) {
+            const auto site = model.site_of_stack.find(stack_id);
+            return site != model.site_of_stack.end() ? site->second : stack_id;
+        };
+        for (const LiveAllocation& live : model.live_allocations) {
+            if (!program_holds(model, live.kind))
+                continue;
+            Values& values = samples[{live.stack_id, live.kind, live.device}];
+            ++values[kInuseObjects];
+            values[kInuseSpace] += int64_of(live.size);
+            auto& [bytes, count] = slotted[{site_of(live.stack_id), live.kind}];
+            bytes += live.size;
+            ++count;
+        }
         for (const LeakSite& site : model.leak_sites) {
             if (site.segments)
                 continue;
+            const auto [bytes, count] = slotted[{site_of(site.stack_id), site.kind}];
+            if (site.bytes <= bytes && site.count <= count)
+                continue;
             Values& values = samples[{site.stack_id, site.kind, site.device}];
-            values[kInuseObjects] += int64_of(site.count);
-            values[kInuseSpace] += int64_of(site.bytes);
+            values[kInuseObjects] += int64_of(site.count > count ? site.count - count : 0);
+            values[kInuseSpace] += int64_of(site.bytes > bytes ? site.bytes - bytes : 0);
         }
         for (const Event& event : model.ring_events) {
             if (event.type != format::EventType::Alloc || !program_holds(model, event.kind))

@@ -184,6 +184,30 @@ TEST_CASE("pprof shows a caching allocator's cache as reserved but not allocated
     CHECK(profile.total_inuse() == summary["final_reserved_bytes"].get<int64_t>());
 }
 
+TEST_CASE("pprof counts the allocations a small trace keeps by site only, as the report does") {
+    TempDir dir;
+    RunOptions options;
+    // Two blocks a step, far past the 28,541 live slots of the smallest trace.
+    options.environment = {"GPULEAK_MAX_MB=4"};
+    TracedRun run = run_traced(dir, program_path("scenario_many_live"), {"60000"}, options);
+    REQUIRE(run.exited_with(0));
+    const Profile profile = pprof_of(dir, run.traces());
+    const json process = report_json(dir, run.traces())["processes"][0];
+    REQUIRE(process["summary"]["exactness"]["spilled"].get<int64_t>() > 0);
+    int64_t blocks = 0;
+    int64_t block_objects = 0;
+    for (const Sample& sample : profile.samples) {
+        if (sample.labels.at("kind") != "block")
+            continue;
+        blocks += sample.inuse_space;
+        block_objects += sample.inuse_objects;
+        CHECK(sample.labels.at("device") == "cuda:0");
+    }
+    CHECK(blocks == process["summary"]["final_allocated_bytes"].get<int64_t>());
+    CHECK(block_objects == 2 * 60000);
+    CHECK(profile.total_inuse() == process["summary"]["final_reserved_bytes"].get<int64_t>());
+}
+
 TEST_CASE("pprof holds every process of a run, each sample labelled with its pid") {
     TempDir dir;
     TracedRun run = run_traced(dir, program_path("scenario_worker_leak"), {});
