@@ -1,6 +1,6 @@
 // The full report of a run, built in the launcher from every trace in the run's directory and written
 // beside them in each format that names a file for a run (renderers.h): report.txt (what gpuleak-report
-// prints), report.json (its --format json).
+// prints), report.json and report.html (its --format json and html).
 #pragma once
 
 #include <string>

@@ -66,9 +66,7 @@ std::optional<CacheFacts> cache_growth(const ProcessModel& model) {
     if (!model.reports_blocks)
         return std::nullopt;
     for (const DeviceSummary& device : model.devices) {
-        const uint64_t cached = device.final_reserved > device.final_allocated
-                                    ? device.final_reserved - device.final_allocated
-                                    : 0;
+        const uint64_t cached = device.cached();
         const uint64_t excess =
             device.peak_reserved > device.peak_allocated ? device.peak_reserved - device.peak_allocated : 0;
         const bool weighs =

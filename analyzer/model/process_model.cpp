@@ -505,10 +505,6 @@ std::vector<FailureSummary> collect_failures(const TraceReader& trace, const Tra
 
 using FailuresByTimeSize = std::map<std::pair<uint64_t, uint64_t>, FailureSummary*>;
 
-// Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
-// totals after every event in the ring (passed to add_point(time_ns, reserved, allocated), newest first,
-// while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
-// nothing when add_point stopped the replay.
 // When the program's allocated device memory was highest, as a replay passes it: the first moment of
 // the highest total, since the start.
 struct AllocatedPeak {
@@ -517,7 +513,11 @@ struct AllocatedPeak {
     std::optional<uint64_t> after_sequence; // none: the end, after every event
 };
 
-// `asked`: moments whose sites the replay takes (Moment::reached says which it reached).
+// Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
+// totals after every event in the ring (passed to add_point(time_ns, reserved, allocated), newest first,
+// while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
+// nothing when add_point stopped the replay. `asked`: moments whose sites the replay takes
+// (Moment::reached says which it reached); `peak`: where the allocated total was highest.
 template <class AddPoint>
 std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
                                        const SiteKeys& site_keys, FailuresByTimeSize& failures_by_time_size,
@@ -566,7 +566,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
         if (totals.allocated() >= peak.bytes)
             peak = {totals.allocated(), time_ns, event.sequence};
         ++points;
-        if (!add_point(since_start(event.time_ns, model.header), totals.reserved(), totals.allocated())) {
+        if (!add_point(time_ns, totals.reserved(), totals.allocated())) {
             stopped = true;
             return false;
         }
@@ -644,6 +644,11 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel
 }
 
 } // namespace
+
+uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
+    const auto site = model.site_of_stack.find(stack_id);
+    return site != model.site_of_stack.end() ? site->second : stack_id;
+}
 
 bool program_holds(const ProcessModel& model, MemoryKind kind) {
     return is_memory_held(kind) && !(model.reports_blocks && is_segment_kind(kind));

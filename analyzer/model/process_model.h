@@ -39,6 +39,10 @@ struct DeviceSummary {
     std::optional<uint64_t> capacity;
     std::optional<uint64_t> lowest_free;
     std::optional<uint64_t> peak_used_by_driver;
+    // Reserved but not allocated at the end: what a caching allocator keeps cached there.
+    [[nodiscard]] uint64_t cached() const {
+        return final_reserved > final_allocated ? final_reserved - final_allocated : 0;
+    }
 };
 
 struct Marker {
@@ -356,6 +360,9 @@ struct ProcessModel {
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };
+
+// The site (site_keys.h) of a stack of live_allocations or ring_events (ModelDetail::Allocations).
+uint64_t site_of(const ProcessModel& model, uint32_t stack_id);
 
 // Whether allocations of this kind are memory the program holds, as leak_sites counts it: not address
 // space, and not the segments a sub-allocator that reports its blocks (LeakSite::segments) keeps them in.

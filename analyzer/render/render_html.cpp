@@ -78,14 +78,7 @@ class FrameTable {
         return indices;
     }
 
-    size_t named(const std::string& name) {
-        return add({name, "", 0, false, false, "", ""}, {{"name", name},
-                                                         {"file", ""},
-                                                         {"line", 0},
-                                                         {"python", false},
-                                                         {"program", false},
-                                                         {"library", ""}});
-    }
+    size_t named(const std::string& name) { return add({name, "", 0, false, false, "", ""}); }
 
     json take() { return std::move(table_); }
 
@@ -96,20 +89,21 @@ class FrameTable {
         const auto [name, file] = profile_name(frame, options_);
         const bool program = frame.python ? is_program_frame(frame) : native_program;
         const std::string library = library_of(frame);
-        return add({name, file, frame.line, frame.python, program, library, frame.source_line},
-                   {{"name", name},
-                    {"file", file},
-                    {"line", frame.line},
-                    {"python", frame.python},
-                    {"program", program},
-                    {"library", library},
-                    {"source_line", frame.source_line}});
+        return add({name, file, frame.line, frame.python, program, library, frame.source_line});
     }
 
-    size_t add(const Key& key, json entry) {
+    size_t add(const Key& key) {
         const auto [found, added] = indices_.try_emplace(key, table_.size());
-        if (added)
-            table_.push_back(std::move(entry));
+        if (added) {
+            const auto& [name, file, line, python, program, library, source_line] = key;
+            table_.push_back({{"name", name},
+                              {"file", file},
+                              {"line", line},
+                              {"python", python},
+                              {"program", program},
+                              {"library", library},
+                              {"source_line", source_line}});
+        }
         return found->second;
     }
 
@@ -129,10 +123,9 @@ json site_json(FrameTable& frames, uint32_t stack_id, format::MemoryKind kind, u
 }
 
 // What was live at one moment, for a flame graph: the largest sites one by one, the rest as one box.
+// `sites` come most bytes first, as the model lists them (leak sites, a moment's, a failure's).
 json state_json(FrameTable& frames, const Budget& budget, const std::string& name, double t_s,
-                std::vector<LiveSiteAt> sites, bool largest_only) {
-    std::stable_sort(sites.begin(), sites.end(),
-                     [](const LiveSiteAt& a, const LiveSiteAt& b) { return a.bytes > b.bytes; });
+                const std::vector<LiveSiteAt>& sites, bool largest_only) {
     json drawn = json::array();
     uint64_t held = 0;
     uint64_t rest_bytes = 0;
@@ -192,9 +185,7 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
     // By the model's sites (site_keys.h), which need no symbols: only the sites kept are symbolized.
     std::map<std::pair<uint64_t, format::MemoryKind>, Activity> by_site;
     const auto activity = [&](uint32_t stack_id, format::MemoryKind kind) -> Activity& {
-        const auto site = model.site_of_stack.find(stack_id);
-        const uint64_t key = site != model.site_of_stack.end() ? site->second : stack_id;
-        const auto [entry, added] = by_site.try_emplace({key, kind});
+        const auto [entry, added] = by_site.try_emplace({site_of(model, stack_id), kind});
         if (added) {
             entry->second.stack_id = stack_id;
             entry->second.kind = kind;
@@ -250,14 +241,12 @@ json pictures_json(ProcessReport& report, const ReportOptions& options, const Bu
     const ProcessModel& model = report.model;
     FrameTable frames(*report.stacks, options, budget.frames);
     json states = json::array();
-    std::vector<LiveSiteAt> at_end = state_at_end(report).sites;
     uint64_t cached = 0;
     if (model.reports_blocks)
         for (const DeviceSummary& device : model.devices)
-            cached += device.final_reserved > device.final_allocated
-                          ? device.final_reserved - device.final_allocated
-                          : 0;
-    json end = state_json(frames, budget, "the end", seconds_of(model.duration_ns), std::move(at_end), false);
+            cached += device.cached();
+    json end = state_json(frames, budget, "the end", seconds_of(model.duration_ns),
+                          state_at_end(report).sites, false);
     end["cached_bytes"] = cached;
     states.push_back(std::move(end));
     if (model.peak)

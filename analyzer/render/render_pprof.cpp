@@ -73,24 +73,20 @@ class ProfileBuilder {
         std::map<SampleKey, Values> samples;
         std::map<std::pair<uint64_t, format::MemoryKind>, std::pair<uint64_t, uint64_t>>
             slotted; // bytes, count
-        const auto site_of = [&](uint32_t stack_id) {
-            const auto site = model.site_of_stack.find(stack_id);
-            return site != model.site_of_stack.end() ? site->second : stack_id;
-        };
         for (const LiveAllocation& live : model.live_allocations) {
             if (!program_holds(model, live.kind))
                 continue;
             Values& values = samples[{live.stack_id, live.kind, live.device}];
             ++values[kInuseObjects];
             values[kInuseSpace] += int64_of(live.size);
-            auto& [bytes, count] = slotted[{site_of(live.stack_id), live.kind}];
+            auto& [bytes, count] = slotted[{site_of(model, live.stack_id), live.kind}];
             bytes += live.size;
             ++count;
         }
         for (const LeakSite& site : model.leak_sites) {
             if (site.segments)
                 continue;
-            const auto [bytes, count] = slotted[{site_of(site.stack_id), site.kind}];
+            const auto [bytes, count] = slotted[{site_of(model, site.stack_id), site.kind}];
             if (site.bytes <= bytes && site.count <= count)
                 continue;
             Values& values = samples[{site.stack_id, site.kind, site.device}];
@@ -110,10 +106,10 @@ class ProfileBuilder {
 
         if (model.reports_blocks) {
             for (const DeviceSummary& device : model.devices) {
-                if (device.final_reserved <= device.final_allocated)
+                if (device.cached() == 0)
                     continue;
                 Values values{};
-                values[kInuseSpace] = int64_of(device.final_reserved - device.final_allocated);
+                values[kInuseSpace] = int64_of(device.cached());
                 add_sample({location_named("[cached by the caching allocator: reserved, not allocated]")},
                            values, model.header.pid, device.device, "cached");
             }

@@ -47,6 +47,11 @@ int64_t SiteChange::change() const {
     return static_cast<int64_t>(after ? after->bytes : 0) - static_cast<int64_t>(before ? before->bytes : 0);
 }
 
+uint64_t SiteChange::magnitude() const {
+    const int64_t bytes = change();
+    return static_cast<uint64_t>(bytes < 0 ? -bytes : bytes);
+}
+
 Comparison compare(MemoryState before, MemoryState after) {
     Comparison comparison;
     comparison.before_bytes = total(before.sites);
@@ -73,28 +78,18 @@ Comparison compare(MemoryState before, MemoryState after) {
             comparison.changes.push_back(change);
     // The largest change first; equal changes in the order of their sites' identities (stable).
     std::stable_sort(comparison.changes.begin(), comparison.changes.end(),
-                     [](const SiteChange& a, const SiteChange& b) {
-                         const auto magnitude = [](const SiteChange& c) {
-                             return c.change() < 0 ? -c.change() : c.change();
-                         };
-                         return magnitude(a) > magnitude(b);
-                     });
+                     [](const SiteChange& a, const SiteChange& b) { return a.magnitude() > b.magnitude(); });
     comparison.before = std::move(before);
     comparison.after = std::move(after);
     return comparison;
 }
-
-} // namespace gpuleak::analyzer
-
-namespace gpuleak::analyzer {
 
 std::vector<const SiteChange*> shown_changes(const Comparison& comparison, const ReportOptions& options) {
     std::vector<const SiteChange*> shown;
     for (const SiteChange& change : comparison.changes) {
         if (shown.size() == options.top)
             break;
-        const int64_t bytes = change.change();
-        if (static_cast<uint64_t>(bytes < 0 ? -bytes : bytes) >= options.min_bytes)
+        if (change.magnitude() >= options.min_bytes)
             shown.push_back(&change);
     }
     return shown;

@@ -33,6 +33,7 @@ struct SiteChange {
     std::optional<LiveSiteAt> before; // none: the site held nothing then
     std::optional<LiveSiteAt> after;
     [[nodiscard]] int64_t change() const;
+    [[nodiscard]] uint64_t magnitude() const; // of change(), grown or shrunk
 };
 
 struct Comparison {
