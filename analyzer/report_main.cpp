@@ -108,6 +108,13 @@ int run(int argc, char** argv) {
     }
     app.add_option("--format", output_format, "the report's format, text unless named:" + format_help)
         ->check(CLI::IsMember(format_names));
+    app.add_flag_callback(
+        "--list-formats",
+        [] {
+            fmt::print("{}", format_table_json());
+            throw CLI::Success();
+        },
+        "print the formats as JSON (schema gpuleak-formats/1) and exit");
     bool diff = false;
     std::vector<std::string> between;
     CLI::Option* diff_flag =

@@ -46,6 +46,12 @@ constexpr int CU_GET_PROC_ADDRESS_SUCCESS = 0;
 constexpr int CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1;
 constexpr int CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2;
 
+// A thread's stream capture interaction mode (cuThreadExchangeStreamCaptureMode).
+using CUstreamCaptureMode = int;
+constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+
 struct cudaPitchedPtr {
     void* ptr;
     std::size_t pitch;

@@ -12,10 +12,12 @@ namespace {
 using CudaGetDevice = cudaError_t (*)(int*);
 using CuCtxGetDevice = CUresult (*)(CUdevice*);
 using CuMemGetInfo = CUresult (*)(size_t*, size_t*);
+using CuThreadExchangeStreamCaptureMode = CUresult (*)(CUstreamCaptureMode*);
 
 constinit std::atomic<void*> real_cuda_get_device{nullptr};
 constinit std::atomic<void*> real_cu_ctx_get_device{nullptr};
 constinit std::atomic<void*> real_cu_mem_get_info{nullptr};
+constinit std::atomic<void*> real_cu_thread_exchange_stream_capture_mode{nullptr};
 
 // The first CUDA versions of the two cuGetProcAddress forms; cuCtxGetDevice and cuMemGetInfo_v2 are
 // older than both.
@@ -71,6 +73,35 @@ void* find_cu_mem_get_info() {
     return find_driver_function("cuMemGetInfo", "cuMemGetInfo_v2");
 }
 
+void* find_cu_thread_exchange_stream_capture_mode() {
+    return find_driver_function("cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode");
+}
+
+// Sets the calling thread's stream capture mode to relaxed for its lifetime, then back: a question to the
+// driver that a capture under way (the program's, on any thread) might count as unsafe must never
+// invalidate it.
+class RelaxedCapture {
+  public:
+    RelaxedCapture()
+        : exchange_(reinterpret_cast<CuThreadExchangeStreamCaptureMode>(
+              cached<find_cu_thread_exchange_stream_capture_mode>(
+                  real_cu_thread_exchange_stream_capture_mode))) {
+        exchanged_ = exchange_ != nullptr && exchange_(&mode_) == CUDA_SUCCESS;
+    }
+    ~RelaxedCapture() {
+        if (exchanged_) {
+            exchange_(&mode_);
+        }
+    }
+    RelaxedCapture(const RelaxedCapture&) = delete;
+    RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+  private:
+    CuThreadExchangeStreamCaptureMode exchange_;
+    CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool exchanged_ = false;
+};
+
 } // namespace
 
 int16_t runtime_device() {
@@ -97,9 +128,13 @@ int16_t driver_device() {
 
 bool driver_memory_info(uint64_t& free_bytes, uint64_t& total_bytes) {
     const auto get_info = reinterpret_cast<CuMemGetInfo>(cached<find_cu_mem_get_info>(real_cu_mem_get_info));
+    if (get_info == nullptr) {
+        return false;
+    }
     size_t free_now = 0;
     size_t total = 0;
-    if (get_info == nullptr || get_info(&free_now, &total) != CUDA_SUCCESS || total == 0) {
+    const RelaxedCapture relaxed;
+    if (get_info(&free_now, &total) != CUDA_SUCCESS || total == 0) {
         return false;
     }
     free_bytes = free_now;

@@ -1,5 +1,7 @@
 #include "recorder.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "driver_view.h"
 #include "gpuleak/gpuleak.h"
 #include "host_memory.h"
 #include "live_table.h"
@@ -823,12 +826,47 @@ void record_free(format::KeySpace space, uint64_t address, uint64_t stream, uint
     end_free(begin_free(space, address), true, stream, api);
 }
 
+namespace {
+
+// What the program held on each device when the driver was last asked about it, and when (CLOCK_MONOTONIC;
+// 0: never). Claimed by the thread that asks, so that two threads do not both ask.
+struct DriverAnswers {
+    std::array<std::atomic<uint64_t>, format::kMaxDevices> held{};
+    std::array<std::atomic<uint64_t>, format::kMaxDevices> time_ns{};
+};
+constinit DriverAnswers g_driver_answers;
+
+} // namespace
+
+bool claim_driver_view(int16_t device) {
+    if (device < 0 || device >= static_cast<int16_t>(format::kMaxDevices) ||
+        g_state.load(std::memory_order_acquire) != State::Active)
+        return false;
+    __attribute__((tls_model("initial-exec"))) static thread_local uint32_t calls = 0;
+    const auto index = static_cast<size_t>(device);
+    const uint64_t held =
+        format::device_memory_live(g_writer.header()->accounting, static_cast<uint32_t>(device));
+    const bool moved = driver_view_moved(held, g_driver_answers.held[index].load(std::memory_order_relaxed));
+    if (!moved && calls++ % kDriverViewCallsBetweenClockReads != 0)
+        return false;
+    const uint64_t now = monotonic_ns();
+    uint64_t then = g_driver_answers.time_ns[index].load(std::memory_order_relaxed);
+    const uint64_t since = then == 0 ? UINT64_MAX : now - std::min(now, then);
+    if (!driver_view_due(since, moved) ||
+        !g_driver_answers.time_ns[index].compare_exchange_strong(then, now, std::memory_order_relaxed))
+        return false;
+    // Whether or not the driver answers: one that cannot is not asked again at every move.
+    g_driver_answers.held[index].store(held, std::memory_order_relaxed);
+    return true;
+}
+
 void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes) {
     ErrnoGuard errno_guard;
     if (device < 0 || device >= static_cast<int16_t>(format::kMaxDevices) || !ensure_active())
         return;
     format::DeviceMemoryView& view = g_writer.header()->device_memory[device];
     __atomic_store_n(&view.last_free_bytes, free_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&view.last_time_ns, monotonic_ns(), __ATOMIC_RELAXED);
     if (__atomic_load_n(&view.total_bytes, __ATOMIC_ACQUIRE) == 0) {
         __atomic_store_n(&view.lowest_free_bytes, free_bytes, __ATOMIC_RELAXED);
         __atomic_store_n(&view.total_bytes, total_bytes, __ATOMIC_RELEASE);

@@ -40,6 +40,9 @@ void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes);
 
 // The driver's view of a device's memory, asked by the hooks now and then.
 void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes);
+// Whether the hooks should ask the driver about `device` now (driver_view.h); true claims the question,
+// and record_device_memory then takes the answer.
+bool claim_driver_view(int16_t device);
 
 // A free in two steps around the real call. begin_free takes the object at `address` in `space` out of
 // the live set before the memory goes back to CUDA (so no other thread can be handed the address and

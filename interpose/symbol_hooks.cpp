@@ -1,10 +1,8 @@
 // The exported wrappers of the allocation, free and trim rows of cuda_entry_points.def: the program's
 // calls bind to these, they call the real function and tell the recorder what happened. Return values
 // and out-parameters pass through untouched.
-#include <atomic>
 #include <concepts>
 #include <cstdint>
-#include <ctime>
 
 #include "device_of_call.h"
 #include "entry_points.h"
@@ -29,33 +27,22 @@ constexpr uint8_t api_of(EntryPoint row) {
 }
 
 // The device's free memory per the driver now, also told to the recorder; kUnknownFreeBytes when the
-// driver cannot say.
+// driver cannot say, or would answer for another device (it answers for the current context's, and a
+// program may free another device's memory, or make it with an explicit device).
 uint64_t free_device_memory(int16_t device) {
     uint64_t free_bytes = 0;
     uint64_t total_bytes = 0;
-    if (device < 0 || !driver_memory_info(free_bytes, total_bytes)) {
+    if (device < 0 || driver_device() != device || !driver_memory_info(free_bytes, total_bytes)) {
         return kUnknownFreeBytes;
     }
     record_device_memory(device, free_bytes, total_bytes);
     return free_bytes;
 }
 
-// After an allocation of device memory, now and then (at most every 100 ms, and the clock is read only
-// every 32nd call of a thread): the driver's view over the run at a cost that does not show.
+// After an allocation or a free of device memory, when it is due: the driver's view over the run, for the
+// timeline's samples.
 void sample_device_memory(int16_t device) {
-    constexpr uint32_t kCallsBetweenClockReads = 32;
-    constexpr uint64_t kIntervalNs = 100'000'000;
-    __attribute__((tls_model("initial-exec"))) static thread_local uint32_t calls = 0;
-    static constinit std::atomic<uint64_t> next_sample_ns{0};
-    if (calls++ % kCallsBetweenClockReads != 0) {
-        return;
-    }
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    const uint64_t now_ns =
-        static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-    uint64_t due = next_sample_ns.load(std::memory_order_relaxed);
-    if (now_ns >= due && next_sample_ns.compare_exchange_strong(due, now_ns + kIntervalNs)) {
+    if (claim_driver_view(device)) {
         free_device_memory(device);
     }
 }
@@ -128,6 +115,10 @@ void sample_device_memory(int16_t device) {
         GPULEAK_CALL_REAL_(lib, sym, args)                                                                   \
         if (record) {                                                                                        \
             end_free(pending, rc == kSuccessOf<Library::lib>, as_u64(stream), api_of(EntryPoint::sym));      \
+            if (rc == kSuccessOf<Library::lib> && pending.found &&                                           \
+                format::occupies_device_memory(static_cast<MemoryKind>(pending.entry.kind))) {               \
+                sample_device_memory(pending.entry.device);                                                  \
+            }                                                                                                \
         }                                                                                                    \
         return rc;                                                                                           \
     }

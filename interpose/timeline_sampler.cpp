@@ -2,6 +2,7 @@
 
 #include "monotonic_clock.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -125,14 +126,22 @@ void TimelineSampler::sample_now(SampleMoment moment) {
     host_.read(sample.host, sample.rss_bytes, sample.time_ns, moment);
     sample.events = __atomic_load_n(&header.ring_head, __ATOMIC_RELAXED);
     sample.python_modules = python_modules;
-    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
-        for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
-            uint64_t bytes = __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);
-            sample.kind_bytes[kind] += bytes;
-            if (slot < format::kMaxDevices &&
-                format::occupies_device_memory(static_cast<format::MemoryKind>(kind)))
-                sample.device_bytes[slot] += bytes;
-        }
+    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot)
+        for (uint32_t kind = 0; kind < format::kKindCount; ++kind)
+            sample.kind_bytes[kind] +=
+                __atomic_load_n(&header.accounting.live_bytes[slot][kind], __ATOMIC_RELAXED);
+    for (uint32_t device = 0; device < format::kMaxDevices; ++device) {
+        sample.device_bytes[device] = format::device_memory_live(header.accounting, device);
+        sample.device_block_bytes[device] = __atomic_load_n(
+            &header.accounting.live_bytes[device][static_cast<size_t>(format::MemoryKind::Block)],
+            __ATOMIC_RELAXED);
+        const format::DeviceMemoryView& view = header.device_memory[device];
+        const uint64_t total = __atomic_load_n(&view.total_bytes, __ATOMIC_ACQUIRE);
+        if (total == 0)
+            continue;
+        const uint64_t free_bytes = __atomic_load_n(&view.last_free_bytes, __ATOMIC_RELAXED);
+        sample.driver_used_bytes[device] = total - std::min(total, free_bytes);
+        sample.driver_said_ns[device] = __atomic_load_n(&view.last_time_ns, __ATOMIC_RELAXED);
     }
     if (stored_ == header.timeline_capacity)
         thin();

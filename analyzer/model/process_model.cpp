@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -74,6 +75,7 @@ class Totals {
     [[nodiscard]] uint64_t reserved() const { return total_.reserved; }
     [[nodiscard]] uint64_t allocated() const { return total_.allocated; }
     [[nodiscard]] uint64_t reserved_on(int device) const { return find(device).now.reserved; }
+    [[nodiscard]] uint64_t allocated_on(int device) const { return find(device).now.allocated; }
     [[nodiscard]] uint64_t peak_reserved(int device) const { return find(device).peak.reserved; }
     [[nodiscard]] uint64_t peak_allocated(int device) const { return find(device).peak.allocated; }
 
@@ -513,10 +515,14 @@ struct AllocatedPeak {
     std::optional<uint64_t> after_sequence; // none: the end, after every event
 };
 
+// An event that changed no device's memory, as replay_backwards tells add_point.
+constexpr int kNoDevice = std::numeric_limits<int>::min();
+
 // Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
-// totals after every event in the ring (passed to add_point(time_ns, reserved, allocated), newest first,
-// while it returns true), the peaks, and what was live at each failure. Returns the points passed, or
-// nothing when add_point stopped the replay. `asked`: moments whose sites the replay takes
+// totals after every event in the ring (passed to add_point(time_ns, totals, device), newest first, while
+// it returns true; `device` the ordinal whose memory the event changed, kNoDevice for none), the peaks,
+// and what was live at each failure. Returns the points passed, or nothing when add_point stopped the
+// replay. `asked`: moments whose sites the replay takes
 // (Moment::reached says which it reached); `peak`: where the allocated total was highest.
 template <class AddPoint>
 std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
@@ -566,7 +572,8 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
         if (totals.allocated() >= peak.bytes)
             peak = {totals.allocated(), time_ns, event.sequence};
         ++points;
-        if (!add_point(time_ns, totals.reserved(), totals.allocated())) {
+        const bool changes_memory = event.type == EventType::Alloc || event.type == EventType::Free;
+        if (!add_point(time_ns, totals, changes_memory ? event.device : kNoDevice)) {
             stopped = true;
             return false;
         }
@@ -599,30 +606,62 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     if (trace.events_dropped() == 0) {
         take_moments_until(0, 0);
         ++points;
-        if (!add_point(0, totals.reserved(), totals.allocated()))
+        if (!add_point(0, totals, kNoDevice))
             return std::nullopt;
     }
     return points;
 }
 
-// The timeline from the replay and the samples, and the totals the replay leaves, whose peaks count.
-// Thinned as the replay goes when it can be (see StreamingThinner): that needs the number of points up
-// front, which the ring's torn events make uncertain until it is replayed; the first replay assumes
-// none, and a second knows. Otherwise all the points are kept and then sorted and thinned.
+using DeviceThinner = TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated>;
+// Each device's timeline, as the replay passes the events that change it.
+class DeviceTimelines {
+  public:
+    explicit DeviceTimelines(uint64_t end_ns) : end_ns_(end_ns) {}
+
+    // What `device` holds after an event that changed it.
+    void add(uint64_t time_ns, const Totals& totals, int device) {
+        if (device < 0 || device >= static_cast<int>(format::kMaxDevices))
+            return;
+        thinner(static_cast<uint32_t>(device))
+            .add({time_ns, totals.reserved_on(device), totals.allocated_on(device)});
+    }
+    DeviceThinner& thinner(uint32_t device) {
+        std::optional<DeviceThinner>& thinner = thinners_[device];
+        if (!thinner)
+            thinner.emplace(end_ns_);
+        return *thinner;
+    }
+    void clear() { thinners_ = {}; }
+
+  private:
+    uint64_t end_ns_;
+    std::array<std::optional<DeviceThinner>, format::kMaxDevices> thinners_;
+};
+
+// The timeline from the replay and the samples, each device's from the replay into `devices`
+// (null where one device held all the memory: its timeline is the process's; the caller adds the
+// samples), and the totals the replay leaves, whose peaks count. Thinned as the replay goes when it
+// can be (see StreamingThinner): that needs the number of points up front, which the ring's torn events
+// make uncertain until it is replayed; the first replay assumes none, and a second knows. Otherwise all
+// the points are kept and then sorted and thinned.
 std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel& model,
                                           const SiteKeys& site_keys,
                                           const std::vector<TimelinePoint>& samples,
                                           FailuresByTimeSize& failures_by_time_size, Totals& totals,
-                                          AllocatedPeak& peak) {
+                                          AllocatedPeak& peak, DeviceTimelines* devices) {
     const size_t zero_point = trace.events_dropped() == 0 ? 1 : 0;
     size_t expected = trace.ring_slots_present() + zero_point + samples.size();
     for (int attempt = 0; attempt < 2; ++attempt) {
         StreamingThinner thinner(expected, samples);
         totals = Totals(model.reports_blocks);
+        if (devices != nullptr)
+            devices->clear();
         const std::optional<size_t> produced =
             replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
-                             [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
-                                 return thinner.add(time_ns, reserved, allocated);
+                             [&](uint64_t time_ns, const Totals& now, int device) {
+                                 if (devices != nullptr)
+                                     devices->add(time_ns, now, device);
+                                 return thinner.add(time_ns, now.reserved(), now.allocated());
                              });
         if (!produced)
             break;
@@ -633,9 +672,13 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel
     std::vector<TimelinePoint> points;
     points.reserve(trace.ring_slots_present() + zero_point + samples.size());
     totals = Totals(model.reports_blocks);
+    if (devices != nullptr)
+        devices->clear();
     replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
-                     [&](uint64_t time_ns, uint64_t reserved, uint64_t allocated) {
-                         points.push_back(TimelinePoint{time_ns, reserved, allocated, {}});
+                     [&](uint64_t time_ns, const Totals& now, int device) {
+                         if (devices != nullptr)
+                             devices->add(time_ns, now, device);
+                         points.push_back(TimelinePoint{time_ns, now.reserved(), now.allocated(), {}, {}});
                          return true;
                      });
     const size_t ring_points = points.size();
@@ -697,13 +740,16 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     std::vector<TimelinePoint> samples;
     samples.reserve(trace.timeline().size());
     for (const TimelineSample& sample : trace.timeline()) {
-        TimelinePoint point{since_start(sample.time_ns, model.header), 0, 0, sample.rss_bytes};
+        TimelinePoint point{since_start(sample.time_ns, model.header), 0, 0, sample.rss_bytes, {}};
         for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
             if (counts_as_reserved(static_cast<MemoryKind>(kind)))
                 point.reserved += sample.kind_bytes[kind];
         }
         point.allocated =
             model.reports_blocks ? sample.kind_bytes[static_cast<size_t>(MemoryKind::Block)] : point.reserved;
+        for (const std::optional<TimelineSample::DriverSaid>& said : sample.driver_said)
+            if (said)
+                point.driver_used = point.driver_used.value_or(0) + said->used_bytes;
         samples.push_back(point);
     }
     model.host = build_host_memory(trace);
@@ -711,7 +757,19 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     const SiteKeys site_keys(trace);
     Totals totals(model.reports_blocks);
     AllocatedPeak peak;
-    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals, peak);
+    // Each device's own timeline where several held memory; one that held all of it has the process's.
+    uint64_t slots_holding = 0;
+    for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
+        bool holds = accounting.peak_bytes[slot][static_cast<size_t>(MemoryKind::Block)] != 0;
+        for (uint32_t kind = 0; kind < format::kKindCount; ++kind)
+            holds |=
+                counts_as_reserved(static_cast<MemoryKind>(kind)) && accounting.peak_bytes[slot][kind] != 0;
+        slots_holding += holds ? 1 : 0;
+    }
+    const bool several_devices = slots_holding > 1;
+    DeviceTimelines device_timelines(model.duration_ns);
+    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals, peak,
+                                    several_devices ? &device_timelines : nullptr);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
 
@@ -737,8 +795,23 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
         if (any == 0 && view.total_bytes == 0)
             continue;
         device.peak_reserved = std::max(device.peak_reserved, totals.peak_reserved(device.device));
-        for (const TimelineSample& sample : trace.timeline())
-            device.peak_reserved = std::max(device.peak_reserved, sample.device_bytes[slot]);
+        DeviceThinner* memory = several_devices ? &device_timelines.thinner(slot) : nullptr;
+        TimeThinner<DriverUsedPoint, &DriverUsedPoint::bytes> driver_used(model.duration_ns);
+        for (const TimelineSample& sample : trace.timeline()) {
+            const uint64_t reserved = sample.device_bytes[slot];
+            device.peak_reserved = std::max(device.peak_reserved, reserved);
+            if (memory != nullptr)
+                memory->add({since_start(sample.time_ns, model.header), reserved,
+                             model.reports_blocks ? sample.device_block_bytes[slot] : reserved});
+            if (const std::optional<TimelineSample::DriverSaid>& said = sample.driver_said[slot])
+                driver_used.add({since_start(said->time_ns, model.header), said->used_bytes});
+        }
+        if (memory != nullptr) {
+            device.timeline = memory->finish();
+        } else {
+            for (const TimelinePoint& point : model.timeline)
+                device.timeline.push_back({point.time_ns, point.reserved, point.allocated});
+        }
         const auto block = static_cast<size_t>(MemoryKind::Block);
         if (model.reports_blocks) {
             device.peak_allocated = accounting.peak_bytes[slot][block];
@@ -747,6 +820,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
             device.peak_allocated = device.peak_reserved;
             device.final_allocated = device.final_reserved;
         }
+        device.driver_used = driver_used.finish();
         model.devices.push_back(device);
     }
 
@@ -777,9 +851,12 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
                         model.events_overwritten, model.events));
     if (detail == ModelDetail::Allocations) {
         model.live_allocations = trace.live_allocations().allocations;
+        model.spilled_allocations = trace.live_allocations().spilled;
         model.ring_events = trace.events().events;
         for (const LiveAllocation& live : model.live_allocations)
             model.site_of_stack.try_emplace(live.stack_id, site_keys.of(live.stack_id));
+        for (const SpilledSite& spilled : model.spilled_allocations)
+            model.site_of_stack.try_emplace(spilled.stack_id, site_keys.of(spilled.stack_id));
         for (const Event& event : model.ring_events)
             model.site_of_stack.try_emplace(event.stack_id, site_keys.of(event.stack_id));
         // The sites at the peak: a second replay, as far back as the peak. Where the ring wrapped, the
@@ -796,7 +873,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
             FailuresByTimeSize no_failures;
             AllocatedPeak again;
             replay_backwards(trace, model, site_keys, no_failures, scratch, at_peak, again,
-                             [&](uint64_t time_ns, uint64_t, uint64_t) { return time_ns >= peak.time_ns; });
+                             [&](uint64_t time_ns, const Totals&, int) { return time_ns >= peak.time_ns; });
             if (at_peak.front().reached) {
                 // Of what it held then, what the peak counts: allocated device memory.
                 std::erase_if(at_peak.front().sites, [&](const LiveSiteAt& site) {

@@ -28,6 +28,17 @@ inline uint64_t since_start(uint64_t time_ns, const TraceHeader& header) {
 // Kinds whose bytes were obtained from CUDA as device memory: what "reserved" counts.
 bool counts_as_reserved(format::MemoryKind kind);
 
+struct DevicePoint {
+    uint64_t time_ns = 0; // since the process's trace started
+    uint64_t reserved = 0;
+    uint64_t allocated = 0;
+};
+
+struct DriverUsedPoint {
+    uint64_t time_ns = 0;
+    uint64_t bytes = 0;
+};
+
 struct DeviceSummary {
     int device = 0;
     uint64_t peak_reserved = 0;
@@ -39,6 +50,12 @@ struct DeviceSummary {
     std::optional<uint64_t> capacity;
     std::optional<uint64_t> lowest_free;
     std::optional<uint64_t> peak_used_by_driver;
+    // The device's reserved and allocated bytes over the run (where it held all of the process's device
+    // memory, the process's timeline; else its own, thinned by time, TimeThinner), and what its driver said
+    // was used (the whole device's: contexts, other libraries and other processes too) when asked, thinned
+    // by time; oldest first.
+    std::vector<DevicePoint> timeline;
+    std::vector<DriverUsedPoint> driver_used;
     // Reserved but not allocated at the end: what a caching allocator keeps cached there.
     [[nodiscard]] uint64_t cached() const {
         return final_reserved > final_allocated ? final_reserved - final_allocated : 0;
@@ -159,6 +176,9 @@ struct TimelinePoint {
     uint64_t reserved = 0;  // all devices
     uint64_t allocated = 0; // all devices
     std::optional<uint64_t> rss;
+    // At a sample, once the driver was asked about a device: what it said was used, summed over those
+    // devices (see DeviceSummary::driver_used).
+    std::optional<uint64_t> driver_used;
 };
 
 struct SpilledCount {
@@ -346,22 +366,26 @@ struct ProcessModel {
     // With ModelDetail::Allocations: what the program held of its allocated device memory when that was
     // highest (the first moment of it); none where the ring no longer reaches back to it.
     std::optional<Moment> peak;
-    // With ModelDetail::Allocations: the site (site_keys.h) of each stack of live_allocations and
-    // ring_events, for a renderer that groups them as the model does without symbolizing them.
+    // With ModelDetail::Allocations: the site (site_keys.h) of each stack of live_allocations,
+    // spilled_allocations and ring_events, for a renderer that groups them as the model does without
+    // symbolizing them.
     std::unordered_map<uint32_t, uint64_t> site_of_stack;
     // The stacks of live allocations and failures made on a thread whose start was recorded
     // (EventType::ThreadStart), each with the stack that started that thread: what a library's thread
     // (PyTorch's pin-memory thread) makes, the program's line that started it asked for.
     std::map<uint32_t, uint32_t> thread_start_stacks;
-    // With ModelDetail::Allocations: every live allocation that had a slot of its own, and the ring's
-    // events, oldest first. Empty otherwise.
+    // With ModelDetail::Allocations: every live allocation that had a slot of its own, those that had
+    // none by site (with the stretches of the run they were made in), and the ring's events, oldest
+    // first. Empty otherwise.
     std::vector<LiveAllocation> live_allocations;
+    std::vector<SpilledSite> spilled_allocations;
     std::vector<Event> ring_events;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };
 
-// The site (site_keys.h) of a stack of live_allocations or ring_events (ModelDetail::Allocations).
+// The site (site_keys.h) of a stack of live_allocations, spilled_allocations or ring_events
+// (ModelDetail::Allocations).
 uint64_t site_of(const ProcessModel& model, uint32_t stack_id);
 
 // Whether allocations of this kind are memory the program holds, as leak_sites counts it: not address

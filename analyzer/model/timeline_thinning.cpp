@@ -43,20 +43,27 @@ size_t per_bucket_for(size_t total) {
 StreamingThinner::StreamingThinner(size_t total, std::vector<TimelinePoint> samples)
     : samples_(std::move(samples)), per_bucket_(per_bucket_for(total)), remaining_(total),
       bucket_(total / per_bucket_), in_bucket_(total % per_bucket_),
-      kept_((total + per_bucket_ - 1) / per_bucket_), unfilled_(kept_.size()),
-      broken_(!std::is_sorted(samples_.begin(), samples_.end(), earlier)) {}
+      most_reserved_((total + per_bucket_ - 1) / per_bucket_), most_allocated_(most_reserved_.size()),
+      unfilled_(most_reserved_.size()), broken_(!std::is_sorted(samples_.begin(), samples_.end(), earlier)) {}
 
 std::optional<std::vector<TimelinePoint>> StreamingThinner::finish() {
     if (!run_.empty())
         flush_run();
-    while (!samples_.empty()) {
-        const TimelinePoint& sample = samples_.back();
-        emit(sample.time_ns, sample.reserved, sample.allocated, sample.rss);
-        samples_.pop_back();
-    }
+    while (!samples_.empty())
+        emit_sample();
     if (broken_ || remaining_ != 0)
         return std::nullopt;
-    return std::move(kept_);
+    std::vector<TimelinePoint> kept;
+    for (size_t bucket = 0; bucket < most_reserved_.size(); ++bucket) {
+        const Kept& reserved = most_reserved_[bucket];
+        const Kept& allocated = most_allocated_[bucket];
+        const auto [earlier, later] =
+            std::minmax(reserved, allocated, [](const Kept& a, const Kept& b) { return a.index < b.index; });
+        kept.push_back(earlier.point);
+        if (later.index != earlier.index)
+            kept.push_back(later.point);
+    }
+    return kept;
 }
 
 std::vector<TimelinePoint> sort_and_thin(std::vector<TimelinePoint> points, size_t ring_points) {
@@ -66,10 +73,16 @@ std::vector<TimelinePoint> sort_and_thin(std::vector<TimelinePoint> points, size
     const size_t per_bucket = per_bucket_for(points.size());
     std::vector<TimelinePoint> kept;
     for (size_t start = 0; start < points.size(); start += per_bucket) {
-        const size_t end = std::min(points.size(), start + per_bucket);
-        kept.push_back(*std::max_element(
-            points.begin() + static_cast<ptrdiff_t>(start), points.begin() + static_cast<ptrdiff_t>(end),
-            [](const auto& a, const auto& b) { return a.reserved < b.reserved; }));
+        const auto first = points.begin() + static_cast<ptrdiff_t>(start);
+        const auto last =
+            points.begin() + static_cast<ptrdiff_t>(std::min(points.size(), start + per_bucket));
+        const auto reserved = std::max_element(
+            first, last, [](const auto& a, const auto& b) { return a.reserved < b.reserved; });
+        const auto allocated = std::max_element(
+            first, last, [](const auto& a, const auto& b) { return a.allocated < b.allocated; });
+        kept.push_back(*std::min(reserved, allocated));
+        if (allocated != reserved)
+            kept.push_back(*std::max(reserved, allocated));
     }
     return kept;
 }

@@ -628,6 +628,12 @@ class TraceReader::Decoder {
             std::copy(std::begin(record.kind_bytes), std::end(record.kind_bytes), sample.kind_bytes.begin());
             std::copy(std::begin(record.device_bytes), std::end(record.device_bytes),
                       sample.device_bytes.begin());
+            std::copy(std::begin(record.device_block_bytes), std::end(record.device_block_bytes),
+                      sample.device_block_bytes.begin());
+            for (uint32_t device = 0; device < format::kMaxDevices; ++device)
+                if (record.driver_said_ns[device] != 0)
+                    sample.driver_said[device] = {record.driver_used_bytes[device],
+                                                  record.driver_said_ns[device]};
             timeline.push_back(sample);
         }
         // Thinning moves samples within the array, so one sample may briefly sit in two slots.

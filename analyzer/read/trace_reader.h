@@ -192,6 +192,13 @@ struct TimelineSample {
     uint64_t python_modules = 0; // sys.modules' size; 0 when unknown
     std::array<uint64_t, format::kKindCount> kind_bytes{};
     std::array<uint64_t, format::kMaxDevices> device_bytes{};
+    std::array<uint64_t, format::kMaxDevices> device_block_bytes{};
+    // What the driver last said was used on each device, and when; none where it was not asked yet.
+    struct DriverSaid {
+        uint64_t used_bytes = 0;
+        uint64_t time_ns = 0;
+    };
+    std::array<std::optional<DriverSaid>, format::kMaxDevices> driver_said{};
 
     [[nodiscard]] bool has(format::HostField field) const {
         return (host.fields & static_cast<uint32_t>(field)) != 0;

@@ -12,6 +12,7 @@
 #include "render_text.h"
 #include "site_changes.h"
 #include "stack_view.h"
+#include "timeline_thinning.h"
 
 namespace gpuleak::analyzer {
 
@@ -19,10 +20,13 @@ using nlohmann::json;
 
 namespace {
 
-// What one page keeps, shared among its processes so that it stays within a few MB (3.1 MB for 64
-// processes, bench/README.md; past 32 each keeps a floor, enough to be read, about 50 KB): the sites a flame
-// graph draws one by one (the rest are one box), the sites whose activity over time it keeps for a stretch of
-// the timeline, the frames they name, and the points of the timelines and the markers drawn.
+// Past this many processes, the page draws those that say the most and lists the rest: what it draws of
+// each past 32 is a floor, enough to be read, about 50 KB.
+constexpr size_t kDrawnProcesses = 64;
+// What one page keeps, shared among the processes it draws so that it stays within a few MB (3.1 MB for
+// 64 processes, bench/README.md): the sites a flame graph draws one by one (the rest are one box), the
+// sites whose activity over time it keeps for a stretch of the timeline, the frames they name, and the
+// points of the timelines and the markers drawn.
 constexpr size_t kSitesDrawn = 2000;
 constexpr size_t kActiveSites = 300;
 constexpr size_t kFrames = 30000;
@@ -42,7 +46,8 @@ struct Budget {
     static Budget per_process(size_t processes) {
         const size_t n = std::max<size_t>(processes, 1);
         return {std::max<size_t>(kSitesDrawn / n, 100), std::max<size_t>(kActiveSites / n, 20),
-                std::max<size_t>(kFrames / n, 1000), std::clamp<size_t>(kTimelinePoints / n, 500, 2000),
+                std::max<size_t>(kFrames / n, 1000),
+                std::clamp<size_t>(kTimelinePoints / n, 500, 2 * kMaxTimelinePoints),
                 std::max<size_t>(kMarkers / n, 250)};
     }
 };
@@ -172,6 +177,35 @@ json pairs(const std::map<size_t, uint64_t>& buckets) {
     return out;
 }
 
+// `bytes` made in a span of time (since the start) into the buckets of the run it spans, in proportion to
+// how much of each the span covers. In integers: the figures come from the trace, whatever they are.
+void spread_evenly(std::map<size_t, uint64_t>& buckets, uint64_t bytes, std::pair<uint64_t, uint64_t> span_ns,
+                   uint64_t duration_ns) {
+    const uint64_t first_ns = span_ns.first;
+    using Wide = unsigned __int128;
+    const auto bucket_of = [&](uint64_t ns) {
+        return static_cast<size_t>(
+            std::min<Wide>(kActivityBuckets - 1, Wide{ns} * kActivityBuckets / duration_ns));
+    };
+    const auto bucket_start = [&](size_t bucket) {
+        return static_cast<uint64_t>(Wide{duration_ns} * bucket / kActivityBuckets);
+    };
+    const uint64_t last_ns = std::max(first_ns, span_ns.second);
+    const size_t last = bucket_of(last_ns);
+    uint64_t spread = 0;
+    for (size_t bucket = bucket_of(first_ns); bucket < last; ++bucket) {
+        const uint64_t from = std::max(bucket_start(bucket), first_ns);
+        const uint64_t to = std::min(bucket_start(bucket + 1), last_ns);
+        const auto part =
+            static_cast<uint64_t>(Wide{bytes} * (to > from ? to - from : 0) / (last_ns - first_ns));
+        if (part > 0)
+            buckets[bucket] += part;
+        spread += part;
+    }
+    if (bytes > spread)
+        buckets[last] += bytes - spread;
+}
+
 // What each site made and freed in each stretch of the run: the ring's events, and for what is alive at
 // the end the live table's allocation times.
 json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budget) {
@@ -209,6 +243,33 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
         entry.made_live[bucket_of(since_start(live.time_ns, model.header))] += live.size;
         entry.total += live.size;
     }
+    // Those without a slot of their own are known by the stretches of the run they were made in: each
+    // stretch's share of its site's bytes (by its count of all the stretches' counts, the last stretch the
+    // rest), spread evenly over its time. Counts read as a killed process left them may disagree.
+    uint64_t spread_allocations = 0;
+    for (const SpilledSite& spilled : model.spilled_allocations) {
+        uint64_t counts = 0;
+        for (const SpilledSite::Stretch& stretch : spilled.stretches)
+            counts += stretch.count;
+        if (!program_holds(model, spilled.kind) || counts == 0)
+            continue;
+        spread_allocations += spilled.count;
+        Activity& entry = activity(spilled.stack_id, spilled.kind);
+        uint64_t counted = 0;
+        for (size_t i = 0; i < spilled.stretches.size(); ++i) {
+            const SpilledSite::Stretch& stretch = spilled.stretches[i];
+            const uint64_t bytes = i + 1 == spilled.stretches.size()
+                                       ? spilled.bytes - counted
+                                       : static_cast<uint64_t>(static_cast<unsigned __int128>(spilled.bytes) *
+                                                               stretch.count / counts);
+            counted += bytes;
+            spread_evenly(entry.made_live, bytes,
+                          {since_start(stretch.first_time_ns, model.header),
+                           since_start(stretch.last_time_ns, model.header)},
+                          duration);
+        }
+        entry.total += spilled.bytes;
+    }
     std::vector<Activity*> sites;
     sites.reserve(by_site.size());
     for (auto& [site, entry] : by_site)
@@ -233,7 +294,7 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
             {"duration_s", seconds_of(duration)},
             {"events_from_s", oldest ? json(seconds_of(*oldest)) : json()},
             {"sites_left_out", sites.size() - kept},
-            {"spilled", model.exactness.spilled().count},
+            {"spread", spread_allocations},
             {"sites", std::move(drawn)}};
 }
 
@@ -312,13 +373,29 @@ json columns(const json& points, const std::vector<size_t>& kept, std::initializ
 json page_process(json process, const ProcessModel& model, const Budget& budget) {
     for (const char* unshown : {"leaks", "growth", "spent_graphs", "kept_for_backward", "retainers"})
         process.erase(unshown);
-    const json& timeline = process["timeline"];
-    const std::vector<size_t> device_kept =
-        kept_points(timeline.size(), budget.timeline_points, [&](size_t i) {
-            return timeline[i]["reserved_bytes"].get<uint64_t>() +
-                   timeline[i]["allocated_bytes"].get<uint64_t>();
-        });
-    process["timeline"] = columns(timeline, device_kept, {"t_s", "reserved_bytes", "allocated_bytes"});
+    // Where a process used several devices, a chart each beside the process's, sharing its points; a single
+    // device's timeline is the process's, drawn once.
+    json& devices = process["summary"]["devices"];
+    const size_t charts = devices.size() > 1 ? devices.size() + 1 : 1;
+    const size_t per_chart = std::max<size_t>(budget.timeline_points / charts, 100);
+    const auto memory_columns = [&](const json& points) {
+        return columns(points,
+                       kept_points(points.size(), per_chart,
+                                   [&](size_t i) {
+                                       return points[i]["reserved_bytes"].get<uint64_t>() +
+                                              points[i]["allocated_bytes"].get<uint64_t>();
+                                   }),
+                       {"t_s", "reserved_bytes", "allocated_bytes"});
+    };
+    process["timeline"] = memory_columns(process["timeline"]);
+    for (json& device : devices) {
+        device["timeline"] = memory_columns(devices.size() > 1 ? device["timeline"] : json::array());
+        const json& used = device["driver_used"];
+        device["driver_used"] = columns(
+            used,
+            kept_points(used.size(), per_chart, [&](size_t i) { return used[i]["bytes"].get<uint64_t>(); }),
+            {"t_s", "bytes"});
+    }
     json& host = process["host"];
     const json& points = host["timeline"];
     const std::vector<size_t> host_kept = kept_points(points.size(), budget.timeline_points, [&](size_t i) {
@@ -340,9 +417,48 @@ json page_process(json process, const ProcessModel& model, const Budget& budget)
     for (const FailureSummary& failure : model.failures)
         failures.push_back({{"t_s", seconds_of(failure.time_ns)},
                             {"bytes", failure.bytes},
+                            {"device", failure.device},
                             {"out_of_memory", failure.out_of_memory()}});
     process["failures"] = std::move(failures);
     return process;
+}
+
+// Which processes the page draws: all of them up to kDrawnProcesses, else that many of those that say the
+// most, a verdict other than stable (or growth of host memory) first, then the most device memory, then
+// the most host memory, in the report's order among equals. The rest are in the process table only.
+std::vector<bool> drawn_processes(const std::vector<ProcessReport>& reports) {
+    std::vector<bool> drawn(reports.size(), reports.size() <= kDrawnProcesses);
+    if (reports.size() <= kDrawnProcesses)
+        return drawn;
+    std::vector<size_t> order(reports.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    const auto weight = [&](size_t i) {
+        const ProcessReport& report = reports[i];
+        const bool says_something =
+            report.diagnosis.kind != DiagnosisKind::Stable || report.diagnosis.host_ram.has_value();
+        uint64_t peak_reserved = 0;
+        for (const DeviceSummary& device : report.model.devices)
+            peak_reserved += device.peak_reserved;
+        return std::make_tuple(says_something, peak_reserved, report.model.host.peak_rss);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight(a) > weight(b); });
+    for (size_t i = 0; i < kDrawnProcesses; ++i)
+        drawn[order[i]] = true;
+    return drawn;
+}
+
+// A process the page lists without drawing it: what its row in the process table says.
+json listed_process(const json& process) {
+    json listed = json::object();
+    for (const char* field : {"pid", "ppid", "role", "command", "trace", "host_only"})
+        listed[field] = process[field];
+    const json& summary = process["summary"];
+    listed["summary"] = {{"peak_reserved_bytes", summary["peak_reserved_bytes"]},
+                         {"final_allocated_bytes", summary["final_allocated_bytes"]}};
+    listed["diagnosis"] = {{"kind", process["diagnosis"]["kind"]}, {"text", process["diagnosis"]["text"]}};
+    listed["drawn"] = false;
+    return listed;
 }
 
 // JSON inside a <script> element: "</" would end it early, and "<!--" could start a comment state.
@@ -404,11 +520,17 @@ std::string render_changes_html(Comparison& comparison, const ReportOptions& opt
 
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json document = render_json(reports, options);
-    const Budget budget = Budget::per_process(reports.size());
+    const std::vector<bool> drawn = drawn_processes(reports);
+    const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     for (size_t i = 0; i < reports.size(); ++i) {
         json& process = document["processes"][i];
+        if (!drawn[i]) {
+            process = listed_process(process);
+            continue;
+        }
         process = page_process(std::move(process), reports[i].model, budget);
         process["pictures"] = pictures_json(reports[i], options, budget);
+        process["drawn"] = true;
     }
     return page_of(document);
 }

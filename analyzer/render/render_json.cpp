@@ -215,7 +215,15 @@ uint64_t sum(const std::vector<DeviceSummary>& devices, uint64_t DeviceSummary::
 json process_json(ProcessReport& report, const ReportOptions& options) {
     const ProcessModel& model = report.model;
     json devices = json::array();
-    for (const DeviceSummary& device : model.devices)
+    for (const DeviceSummary& device : model.devices) {
+        json timeline = json::array();
+        for (const DevicePoint& point : device.timeline)
+            timeline.push_back({{"t_s", seconds_of(point.time_ns)},
+                                {"reserved_bytes", point.reserved},
+                                {"allocated_bytes", point.allocated}});
+        json driver_used = json::array();
+        for (const DriverUsedPoint& point : device.driver_used)
+            driver_used.push_back({{"t_s", seconds_of(point.time_ns)}, {"bytes", point.bytes}});
         devices.push_back({{"device", device.device},
                            {"peak_reserved_bytes", device.peak_reserved},
                            {"final_reserved_bytes", device.final_reserved},
@@ -223,7 +231,10 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                            {"final_allocated_bytes", device.final_allocated},
                            {"capacity_bytes", optional_json(device.capacity)},
                            {"lowest_free_bytes", optional_json(device.lowest_free)},
-                           {"peak_driver_used_bytes", optional_json(device.peak_used_by_driver)}});
+                           {"peak_driver_used_bytes", optional_json(device.peak_used_by_driver)},
+                           {"timeline", std::move(timeline)},
+                           {"driver_used", std::move(driver_used)}});
+    }
     json leaks = json::array();
     for (const LeakSite& site : model.leak_sites) {
         if (leaks.size() >= options.top || site.bytes < options.min_bytes)
@@ -333,7 +344,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         timeline.push_back({{"t_s", seconds_of(point.time_ns)},
                             {"reserved_bytes", point.reserved},
                             {"allocated_bytes", point.allocated},
-                            {"device_used_bytes", nullptr},
+                            {"device_used_bytes", optional_json(point.driver_used)},
                             {"rss_bytes", optional_json(point.rss)}});
     json retainers = json::array();
     for (const RetainerSnapshot& snapshot : model.retainers)

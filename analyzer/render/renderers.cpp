@@ -55,22 +55,22 @@ std::string pprof(std::vector<ProcessReport>& reports, const ReportOptions& opti
 }
 
 const std::array kRenderers{
-    Renderer{"text", "what a terminal shows: the diagnosis, then a screenful per process", "report.txt",
-             false, false, ModelDetail::Summary, text, render_changes_text},
-    Renderer{"json", "the whole report as JSON (schema gpuleak-report/1)", "report.json", false, false,
-             ModelDetail::Summary, json, json_changes},
+    Renderer{"text", "what a terminal shows: the diagnosis, then a screenful per process", "text/plain",
+             "report.txt", false, false, ModelDetail::Summary, text, render_changes_text},
+    Renderer{"json", "the whole report as JSON (schema gpuleak-report/1)", "application/json", "report.json",
+             false, false, ModelDetail::Summary, json, json_changes},
     Renderer{"html",
              "one self-contained page for a browser: the memory timeline with markers and failures, the "
              "diagnosis, a flame graph of what holds the memory, what a stretch of the run made",
-             "report.html", false, false, ModelDetail::Allocations, html, render_changes_html},
+             "text/html", "report.html", false, false, ModelDetail::Allocations, html, render_changes_html},
     Renderer{"torch-snapshot",
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",
-             "", true, true, ModelDetail::Allocations, torch_snapshot},
+             "application/x-python-pickle", "", true, true, ModelDetail::Allocations, torch_snapshot},
     Renderer{"pprof",
              "a gzipped profile.proto of the memory live at the end, by stack, for go tool pprof and "
              "speedscope",
-             "", true, false, ModelDetail::Allocations, pprof},
+             "application/gzip", "", true, false, ModelDetail::Allocations, pprof},
 };
 
 } // namespace
@@ -83,6 +83,19 @@ const Renderer* find_renderer(std::string_view name) {
     const auto found =
         std::find_if(kRenderers.begin(), kRenderers.end(), [&](const Renderer& r) { return r.name == name; });
     return found == kRenderers.end() ? nullptr : &*found;
+}
+
+std::string format_table_json() {
+    nlohmann::json formats = nlohmann::json::array();
+    for (const Renderer& renderer : renderers())
+        formats.push_back({{"name", renderer.name},
+                           {"description", renderer.description},
+                           {"media_type", renderer.media_type},
+                           {"binary", renderer.binary},
+                           {"one_process", renderer.one_process},
+                           {"run_file", renderer.run_file},
+                           {"changes", renderer.render_changes != nullptr}});
+    return json_text({{"schema", "gpuleak-formats/1"}, {"formats", std::move(formats)}});
 }
 
 } // namespace gpuleak::analyzer

@@ -17,6 +17,7 @@ namespace gpuleak::analyzer {
 struct Renderer {
     std::string_view name;        // --format's value
     std::string_view description; // what --help says of it
+    std::string_view media_type;  // what it is, for what shows it (a notebook shows text/html inline)
     // The file gpuleak run writes it to, beside the traces; empty: a run does not write it.
     std::string_view run_file;
     bool binary = false;      // bytes for a file, never for a terminal
@@ -33,5 +34,9 @@ std::span<const Renderer> renderers();
 
 // Null when no renderer has that name.
 const Renderer* find_renderer(std::string_view name);
+
+// The table as JSON (schema gpuleak-formats/1), for gpuleak-report --list-formats: what the notebook
+// reads to pick the formats a front end shows.
+std::string format_table_json();
 
 } // namespace gpuleak::analyzer

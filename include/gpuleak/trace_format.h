@@ -62,8 +62,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // (TimelineSample::host), HeaderFlag::HostOnly, the distributed rank, a fork's stack; the timeline and
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
-// counts. 12: EventType::Retainers. 13: EventType::ThreadStart.
-static const uint32_t kFormatVersion = 13;
+// counts. 12: EventType::Retainers. 13: EventType::ThreadStart. 14: a TimelineSample holds each
+// device's allocated bytes and what its driver last said was used.
+static const uint32_t kFormatVersion = 14;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -197,6 +198,7 @@ struct DeviceMemoryView {
     uint64_t total_bytes;
     uint64_t lowest_free_bytes;
     uint64_t last_free_bytes;
+    uint64_t last_time_ns; // CLOCK_MONOTONIC when the driver said last_free_bytes
 };
 
 // The function that multiprocessing started the process to run (what BaseProcess.run calls: a Process's
@@ -477,6 +479,15 @@ struct TimelineSample {
     struct HostSample host;
     uint64_t python_modules; // sys.modules' size then: a Python program's imports rise, its work does not; 0
                              // when unknown
+    uint64_t device_block_bytes[16]; // live bytes of the blocks a caching allocator reported (Block) per
+                                     // ordinal
+    // Per ordinal: its total less its free memory as the driver last told the hooks before the sample
+    // (cuMemGetInfo, asked after allocations and frees of device memory when driver_view.h says), the whole
+    // device's: every process's and every library's; and when the driver said it (CLOCK_MONOTONIC), 0 when it
+    // was never asked. Read without a lock: a sample taken as the hooks write may pair an answer with the
+    // time of the one before.
+    uint64_t driver_used_bytes[16];
+    uint64_t driver_said_ns[16];
 };
 
 #ifdef __cplusplus
@@ -491,7 +502,7 @@ static_assert(sizeof(StackRecord) == 16, "StackRecord layout is part of the file
 static_assert(sizeof(PythonFrameRecord) == 8, "PythonFrameRecord layout is part of the file format");
 static_assert(sizeof(CodeRecord) == 40, "CodeRecord layout is part of the file format");
 static_assert(sizeof(HostSample) == 104, "HostSample layout is part of the file format");
-static_assert(sizeof(TimelineSample) == 352, "TimelineSample layout is part of the file format");
+static_assert(sizeof(TimelineSample) == 736, "TimelineSample layout is part of the file format");
 static_assert(sizeof(ProcessTarget) == 792, "ProcessTarget layout is part of the file format");
 
 // A CPython version as header.python_version holds it: 3.12 is 0x030c. Line tables depend on it.
@@ -526,6 +537,16 @@ constexpr KeySpace key_space_of(MemoryKind kind) {
 constexpr bool occupies_device_memory(MemoryKind kind) {
     return kind == MemoryKind::Device || kind == MemoryKind::Managed || kind == MemoryKind::AsyncPool ||
            kind == MemoryKind::VmmPhysical;
+}
+
+// The bytes of those kinds live on a device (an ordinal below kMaxDevices) as the accounting holds them
+// now, read while the recorder updates it.
+inline uint64_t device_memory_live(const Accounting& accounting, uint32_t device) {
+    uint64_t bytes = 0;
+    for (uint32_t kind = 0; kind < kKindCount; ++kind)
+        if (occupies_device_memory(static_cast<MemoryKind>(kind)))
+            bytes += __atomic_load_n(&accounting.live_bytes[device][kind], __ATOMIC_RELAXED);
+    return bytes;
 }
 
 constexpr const char* kind_name(MemoryKind kind) {

@@ -153,11 +153,11 @@ def gpuleak_magic(line: str) -> None:
         print("gpuleak: not recording: libgpuleak.so is not loaded in this kernel")
         return
     if argument == "report":
-        text, why = _report.run_text_report(trace)
+        text, why = _report.run_report_as(trace, "text/plain")
         if text is None:
             print("gpuleak: no report: " + why)
             return
-        show_report(text, _report.run_html_report(trace)[0] if shows_html() else None)
+        show_report(text, _report.run_report_as(trace, "text/html")[0] if shows_html() else None)
         return
     document, why = _report.run_report(trace)
     process = _report.process_entry(document, None, trace)

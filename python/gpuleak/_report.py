@@ -7,6 +7,7 @@ as in a build tree), which is the version that wrote the trace; then ``gpuleak-r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -95,14 +96,45 @@ def run_report(trace: str, options=(), timeout_s: float = REPORT_TIMEOUT_S) -> T
         return None, "gpuleak-report printed no valid JSON: %s" % error
 
 
-def run_text_report(trace: str) -> Tuple[Optional[str], str]:
-    """(the text report, "") or (None, why there is none)."""
-    return _run_report([trace])
+# What a gpuleak-report from before --list-formats offered.
+_FORMATS_BEFORE_THE_TABLE = [
+    {"name": "text", "media_type": "text/plain", "binary": False},
+    {"name": "html", "media_type": "text/html", "binary": False},
+]
 
 
-def run_html_report(trace: str) -> Tuple[Optional[str], str]:
-    """(the HTML page of the report, "") or (None, why there is none)."""
-    return _run_report(["--format", "html", trace])
+@functools.lru_cache(maxsize=None)
+def _formats_of(report: str) -> tuple:
+    text, _ = _run_report(["--list-formats"])
+    try:
+        table = json.loads(text) if text is not None else None
+    except ValueError:
+        table = None
+    if not isinstance(table, dict) or table.get("schema") != "gpuleak-formats/1":
+        return tuple(_FORMATS_BEFORE_THE_TABLE)
+    return tuple(table.get("formats") or [])
+
+
+def report_formats() -> Tuple[list, str]:
+    """(gpuleak-report's formats, each {"name", "media_type", "binary", ...}, "") or ([], why there are
+    none): its own table (``--list-formats``, read once per gpuleak-report), so that what a front end is
+    offered follows the report."""
+    report, why = find_report()
+    if report is None:
+        return [], why
+    return list(_formats_of(report)), ""
+
+
+def run_report_as(trace: str, media_type: str) -> Tuple[Optional[str], str]:
+    """(the report in gpuleak-report's first format of `media_type` that is not binary, "") or (None, why
+    there is none)."""
+    formats, why = report_formats()
+    if not formats:
+        return None, why
+    for entry in formats:
+        if entry.get("media_type") == media_type and not entry.get("binary"):
+            return _run_report(["--format", entry["name"], trace])
+    return None, "gpuleak-report has no format of type %s" % media_type
 
 
 def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[str]) -> Optional[dict]:

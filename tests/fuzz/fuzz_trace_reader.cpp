@@ -215,6 +215,11 @@ void check_trace(const TraceReader& trace) {
             sink += bytes;
         for (const uint64_t bytes : sample.device_bytes)
             sink += bytes;
+        for (const uint64_t bytes : sample.device_block_bytes)
+            sink += bytes;
+        for (const auto& said : sample.driver_said)
+            if (said)
+                sink += said->used_bytes + said->time_ns;
     }
     std::sort(numbers.begin(), numbers.end());
     require(std::adjacent_find(numbers.begin(), numbers.end()) == numbers.end(), "each sample once");

@@ -63,6 +63,9 @@ format::TimelineSample sample(uint64_t commit, uint64_t time_ns) {
     record.rss_bytes = 1 << 20;
     record.kind_bytes[1] = 8192;
     record.device_bytes[0] = 8192;
+    record.device_block_bytes[0] = 4096;
+    record.driver_used_bytes[0] = 1 << 29;
+    record.driver_said_ns[0] = time_ns;
     return record;
 }
 
@@ -80,7 +83,7 @@ TraceBuilder complete() {
     header.accounting.live_bytes[0][1] = 4096;
     header.accounting.peak_bytes[0][1] = 8192;
     header.device_memory[0] = {
-        .total_bytes = 1 << 30, .lowest_free_bytes = 1 << 20, .last_free_bytes = 1 << 29};
+        .total_bytes = 1 << 30, .lowest_free_bytes = 1 << 20, .last_free_bytes = 1 << 29, .last_time_ns = 1};
     std::strcpy(header.hostname, "node7");
     std::strcpy(header.parent_trace, "/tmp/gpuleak.41.trace");
     builder.set_command_line({"python", "train.py"});

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sys/stat.h>
@@ -339,6 +340,38 @@ TEST_CASE("usage errors exit with the documented status and a message and no rep
         CHECK(WEXITSTATUS(run.wait_status) == usage.status);
         CHECK(run.out.empty());
         CHECK(!run.err.empty());
+    }
+}
+
+TEST_CASE("the formats' table names every format with its media type, and needs no trace") {
+    TempDir dir;
+    const TracedRun listed = run_report(dir, {"--list-formats"});
+    REQUIRE(WIFEXITED(listed.wait_status));
+    REQUIRE(WEXITSTATUS(listed.wait_status) == 0);
+    const json table = json::parse(listed.out);
+    CHECK(table["schema"] == "gpuleak-formats/1");
+    std::map<std::string, json> formats;
+    for (const json& format : table["formats"])
+        formats[format["name"]] = format;
+    REQUIRE(formats.size() == 5);
+    CHECK(formats["text"]["media_type"] == "text/plain");
+    CHECK(formats["json"]["media_type"] == "application/json");
+    CHECK(formats["html"]["media_type"] == "text/html");
+    CHECK(formats["html"]["run_file"] == "report.html");
+    CHECK(formats["pprof"]["binary"] == true);
+    CHECK(formats["torch-snapshot"]["one_process"] == true);
+    CHECK(formats["torch-snapshot"]["changes"] == false);
+    // Each is one --format takes.
+    const Bytes trace = make_trace(dir);
+    const std::string path = dir.path() + "/valid.trace";
+    write_bytes(path, trace);
+    for (const auto& [name, format] : formats) {
+        INFO("format " << name);
+        const std::string out = dir.path() + "/report." + name;
+        const TracedRun run = run_report(dir, {"--format", name, "-o", out, path});
+        REQUIRE(WIFEXITED(run.wait_status));
+        CHECK(WEXITSTATUS(run.wait_status) == 0);
+        CHECK(std::filesystem::file_size(out) > 0);
     }
 }
 

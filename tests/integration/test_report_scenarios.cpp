@@ -115,6 +115,64 @@ TEST_CASE("the verdict and the top site are the same at any speed, with idling b
     CHECK(process["leaks"][0]["growing"] == false);
 }
 
+TEST_CASE("each device's memory over time is its own, beside what its driver said was used there") {
+    TempDir dir;
+    RunOptions two_devices;
+    two_devices.environment = {"GPULEAK_SIM_DEVICES=2"};
+    // Steps of 2 ms: the frees of cuda:1's buffers with cuda:0 current come after the driver may be
+    // asked again.
+    TracedRun run = run_traced(dir, program_path("scenario_two_devices"), {"20", "2"}, two_devices);
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    CHECK(process["diagnosis"]["kind"] == "leak");
+    REQUIRE(!process["growth"].empty());
+    CHECK(names_site(process["growth"][0]["frames"], "keep_history", "scenario_two_devices.cpp",
+                     line_of("scenario_two_devices.cpp", "leak site")));
+    const json& devices = process["summary"]["devices"];
+    REQUIRE(devices.size() == 2);
+    // cuda:0: 48 MiB of weights and an 8 MiB step; cuda:1: 16 MiB of weights, 19 kept and a 4 MiB step,
+    // then 20 kept.
+    const std::pair<uint64_t, uint64_t> peak_and_end[] = {{56 * kMiB, 48 * kMiB}, {39 * kMiB, 36 * kMiB}};
+    for (int device = 0; device < 2; ++device) {
+        const json& summary = devices[device];
+        INFO("cuda:" << device);
+        CHECK(summary["device"] == device);
+        CHECK(summary["peak_reserved_bytes"] == peak_and_end[device].first);
+        CHECK(summary["final_reserved_bytes"] == peak_and_end[device].second);
+        const json& timeline = summary["timeline"];
+        REQUIRE(!timeline.empty());
+        uint64_t highest_reserved = 0;
+        uint64_t highest_allocated = 0;
+        for (const json& point : timeline) {
+            highest_reserved = std::max(highest_reserved, point["reserved_bytes"].get<uint64_t>());
+            highest_allocated = std::max(highest_allocated, point["allocated_bytes"].get<uint64_t>());
+        }
+        CHECK(highest_reserved == peak_and_end[device].first);
+        CHECK(highest_allocated == peak_and_end[device].first);
+        CHECK(timeline.back()["reserved_bytes"] == peak_and_end[device].second);
+        CHECK(timeline.back()["allocated_bytes"] == peak_and_end[device].second);
+        // The simulated driver counts what the program holds on that device, and nothing of the other's
+        // (cuda:0's is more than cuda:1 ever holds), also when cuda:1's memory is freed with cuda:0
+        // current.
+        const json& used = summary["driver_used"];
+        REQUIRE(!used.empty());
+        for (const json& point : used) {
+            CHECK(point["bytes"].get<uint64_t>() >= 16 * kMiB);
+            CHECK(point["bytes"].get<uint64_t>() <= peak_and_end[device].first);
+            CHECK(point["bytes"].get<uint64_t>() <= summary["peak_driver_used_bytes"].get<uint64_t>());
+        }
+    }
+    // The process's timeline sums the devices, and says at its samples what the drivers said, together.
+    uint64_t highest = 0;
+    bool said = false;
+    for (const json& point : process["timeline"]) {
+        highest = std::max(highest, point["reserved_bytes"].get<uint64_t>());
+        said |= !point["device_used_bytes"].is_null();
+    }
+    CHECK(highest == 56 * kMiB + 35 * kMiB); // cuda:0's last step, while cuda:1 holds 16 + 19 MiB
+    CHECK(said);
+}
+
 TEST_CASE("a stable run is not called a leak") {
     TempDir dir;
     TracedRun run = run_traced(dir, program_path("scenario_stable"), {"20"});

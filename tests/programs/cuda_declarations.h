@@ -23,4 +23,5 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device);
+cudaError_t cudaThreadExchangeStreamCaptureMode(int* mode);
 }

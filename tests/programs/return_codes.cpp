@@ -32,6 +32,7 @@ class Calls {
     explicit Calls(const AllocationLog& log) : log_(log) {}
 
     int run() {
+        capture_mode();
         oversized();
         odd_sizes_and_pitches();
         failed_frees();
@@ -44,6 +45,26 @@ class Calls {
     }
 
   private:
+    // The thread's stream capture mode as the program set it, read back after an allocation and a free:
+    // gpuleak's questions to the driver then run in a mode of their own and put the program's back. The
+    // first allocation of the process, whose size gpuleak always asks the driver about.
+    void capture_mode() {
+        constexpr int kThreadLocal = 1;
+        constexpr size_t kBytes = size_t{2} << 20;
+        int mode = kThreadLocal;
+        log_.line("call cudaThreadExchangeStreamCaptureMode rc=%d",
+                  cudaThreadExchangeStreamCaptureMode(&mode));
+        void* buffer = reinterpret_cast<void*>(kUntouched);
+        const int rc = call([&] { return cudaMalloc(&buffer, kBytes); });
+        alloc("cudaMalloc", rc, buffer, kBytes, kBytes);
+        free("cudaFree", call([&] { return cudaFree(buffer); }), as_u64(buffer));
+        mode = 0; // global, the default
+        log_.line("call cudaThreadExchangeStreamCaptureMode rc=%d",
+                  cudaThreadExchangeStreamCaptureMode(&mode));
+        std::printf("return_codes: capture mode %d after an allocation and a free, set %d\n", mode,
+                    kThreadLocal);
+    }
+
     template <class Call> int call(Call&& function) {
         errno = kErrnoBefore;
         const int rc = function();

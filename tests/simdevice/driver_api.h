@@ -36,6 +36,7 @@ GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned in
 GPULEAK_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetDevice(CUdevice* device);
+GPULEAK_SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx);
 GPULEAK_SIM_EXPORT CUresult cuCtxSynchronize(void);
 GPULEAK_SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx);

@@ -2,6 +2,8 @@
 #include "device_state.h"
 #include "driver_api.h"
 
+#include <utility>
+
 using namespace gpuleak::sim;
 
 namespace {
@@ -169,6 +171,17 @@ CUresult cuStreamSynchronize(CUstream hStream) {
 CUresult cuStreamQuery(CUstream hStream) {
     int device = 0;
     return stream_device(hStream, device);
+}
+
+// The thread's stream capture interaction mode, the runtime's too (it asks the driver), as in CUDA. The
+// simulator never captures, so the mode changes nothing, but it reads back as it was set.
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+    thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    if (mode == nullptr || *mode < CU_STREAM_CAPTURE_MODE_GLOBAL || *mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    std::swap(*mode, t_capture_mode);
+    return CUDA_SUCCESS;
 }
 
 } // extern "C"

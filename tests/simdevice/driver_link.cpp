@@ -56,6 +56,7 @@ bool load(DriverFunctions& cu) {
     resolve(cu.stream_create_with_priority, "cuStreamCreateWithPriority", kLegacy);
     resolve(cu.stream_get_priority, "cuStreamGetPriority", kLegacy);
     resolve(cu.stream_query, "cuStreamQuery", kLegacy);
+    resolve(cu.thread_exchange_stream_capture_mode, "cuThreadExchangeStreamCaptureMode", kLegacy);
     resolve(cu.ctx_get_stream_priority_range, "cuCtxGetStreamPriorityRange", kLegacy);
     resolve(cu.stream_destroy, "cuStreamDestroy", kLegacy);
     resolve(cu.stream_synchronize, "cuStreamSynchronize", kLegacy);

@@ -37,6 +37,7 @@ struct DriverFunctions {
     decltype(&cuStreamCreateWithPriority) stream_create_with_priority;
     decltype(&cuStreamGetPriority) stream_get_priority;
     decltype(&cuStreamQuery) stream_query;
+    decltype(&cuThreadExchangeStreamCaptureMode) thread_exchange_stream_capture_mode;
     decltype(&cuCtxGetStreamPriorityRange) ctx_get_stream_priority_range;
     decltype(&cuStreamDestroy_v2) stream_destroy;
     decltype(&cuStreamSynchronize) stream_synchronize;

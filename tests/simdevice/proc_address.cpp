@@ -55,6 +55,8 @@ const ProcEntry kProcTable[] = {
     {"cuStreamCreateWithPriority", 5050, Streams::NO_STREAM, address_of(&cuStreamCreateWithPriority)},
     {"cuStreamGetPriority", 5050, Streams::NO_STREAM, address_of(&cuStreamGetPriority)},
     {"cuStreamQuery", 2000, Streams::NO_STREAM, address_of(&cuStreamQuery)},
+    {"cuThreadExchangeStreamCaptureMode", 10010, Streams::NO_STREAM,
+     address_of(&cuThreadExchangeStreamCaptureMode)},
     {"cuCtxGetStreamPriorityRange", 5050, Streams::NO_STREAM, address_of(&cuCtxGetStreamPriorityRange)},
     {"cuStreamDestroy", 4000, Streams::NO_STREAM, address_of(&cuStreamDestroy_v2)},
     {"cuStreamSynchronize", 2000, Streams::NO_STREAM, address_of(&cuStreamSynchronize)},

@@ -4,15 +4,9 @@
 #include "runtime_api.h"
 #include "runtime_state.h"
 
-#include <utility>
-
 using namespace gpuleak::sim;
 
 namespace {
-
-// cudaStreamCaptureModeGlobal (0), ThreadLocal (1), Relaxed (2).
-constexpr cudaStreamCaptureMode kLastCaptureMode = 2;
-thread_local cudaStreamCaptureMode t_capture_mode = 0;
 
 cudaError_t not_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
     return with_context([&](const DriverFunctions& cu) {
@@ -48,12 +42,16 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatu
     return not_capturing(stream, captureStatus_out);
 }
 
+// The mode is the driver's, whose modes have the runtime's numbers.
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
-    if (mode == nullptr || *mode < 0 || *mode > kLastCaptureMode) {
+    const DriverFunctions* cu = driver_functions();
+    if (cu == nullptr) {
+        return record_error(cudaErrorInsufficientDriver);
+    }
+    if (mode == nullptr) {
         return record_error(cudaErrorInvalidValue);
     }
-    std::swap(*mode, t_capture_mode);
-    return cudaSuccess;
+    return record_error(from_driver(cu->thread_exchange_stream_capture_mode(mode)));
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t /*stream*/, cudaStreamCaptureMode /*mode*/) {

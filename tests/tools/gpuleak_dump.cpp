@@ -165,9 +165,15 @@ void print_text(const TraceReader& trace) {
     print_source_names(trace);
 
     fmt::print("timeline: {}\n", trace.timeline().size());
-    for (const auto& sample : trace.timeline())
-        fmt::print("  t={} rss={} by kind [{}] by device [{}]\n", sample.time_ns, sample.rss_bytes,
-                   fmt::join(sample.kind_bytes, " "), fmt::join(sample.device_bytes, " "));
+    for (const auto& sample : trace.timeline()) {
+        fmt::print("  t={} rss={} by kind [{}] by device [{}] blocks by device [{}]", sample.time_ns,
+                   sample.rss_bytes, fmt::join(sample.kind_bytes, " "), fmt::join(sample.device_bytes, " "),
+                   fmt::join(sample.device_block_bytes, " "));
+        for (size_t device = 0; device < sample.driver_said.size(); ++device)
+            if (const auto& said = sample.driver_said[device])
+                fmt::print(" driver {} used={} t={}", device, said->used_bytes, said->time_ns);
+        fmt::print("\n");
+    }
 
     for (const auto& warning : trace.warnings())
         fmt::print("warning: {}\n", warning);
@@ -320,12 +326,20 @@ json to_json(const TraceReader& trace) {
     out["notable"] = event_log_json(trace.notable_events());
 
     out["timeline"] = json::array();
-    for (const auto& sample : trace.timeline())
+    for (const auto& sample : trace.timeline()) {
+        json driver = json::object();
+        for (size_t device = 0; device < sample.driver_said.size(); ++device)
+            if (const auto& said = sample.driver_said[device])
+                driver[std::to_string(device)] = {{"used_bytes", said->used_bytes},
+                                                  {"time_ns", said->time_ns}};
         out["timeline"].push_back({{"sample", sample.sample},
                                    {"time_ns", sample.time_ns},
                                    {"rss_bytes", sample.rss_bytes},
                                    {"kind_bytes", sample.kind_bytes},
-                                   {"device_bytes", sample.device_bytes}});
+                                   {"device_bytes", sample.device_bytes},
+                                   {"device_block_bytes", sample.device_block_bytes},
+                                   {"driver_said", std::move(driver)}});
+    }
 
     out["warnings"] = trace.warnings();
     return out;

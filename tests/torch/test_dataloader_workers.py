@@ -51,6 +51,21 @@ def workers_of(main, processes):
     return workers
 
 
+def host_story(process):
+    """The diagnosis and the host samples it judged, for an assertion's message: what a verdict that
+    went wrong was made from."""
+    samples = [
+        "%.2f s: allocated %s, rss %s, modules %s" % (
+            point["t_s"],
+            None if point["anon_bytes"] is None else point["anon_bytes"] - (point["heap_free_bytes"] or 0),
+            point["rss_bytes"],
+            point["python_modules"],
+        )
+        for point in process["host"]["timeline"]
+    ]
+    return "\n".join([process["diagnosis"]["text"], *samples])
+
+
 def check_main(main):
     assert main["host_only"] is False
     assert main["diagnosis"]["kind"] == "stable", main["diagnosis"]["text"]
@@ -111,7 +126,7 @@ def test_a_dataset_that_keeps_what_it_decodes_leaks_in_each_worker(tmp_path, ada
     check_main(main)
     for worker in workers_of(main, others):
         host = worker["diagnosis"]["host"]
-        assert host is not None and host["cause"] == "allocations", worker["diagnosis"]["text"]
+        assert host is not None and host["cause"] == "allocations", host_story(worker)
         assert "dataset" in host["text"]
 
 

@@ -127,6 +127,16 @@ def check_workload(directory, name, adapter_cache):
     assert device["final_allocated_bytes"] == int(counters["memory_allocated"])
     assert device["peak_reserved_bytes"] == int(counters["max_memory_reserved"])
     assert device["final_reserved_bytes"] == int(counters["memory_reserved"])
+    # The device's own timeline keeps its peaks and ends where PyTorch's counters end.
+    timeline = device["timeline"]
+    assert max(point["reserved_bytes"] for point in timeline) == int(counters["max_memory_reserved"])
+    assert max(point["allocated_bytes"] for point in timeline) == int(counters["max_memory_allocated"])
+    assert timeline[-1]["reserved_bytes"] == int(counters["memory_reserved"])
+    assert timeline[-1]["allocated_bytes"] == int(counters["memory_allocated"])
+    assert device["driver_used"], "the driver was asked after the first allocation"
+    if not REAL_DEVICE:
+        # The simulated driver counts the process's device memory and nothing else.
+        assert all(point["bytes"] <= device["peak_reserved_bytes"] for point in device["driver_used"])
     return traced
 
 

@@ -231,6 +231,25 @@ TEST_CASE("cuGetProcAddress_v2 honours version, stream mode and unknown names") 
     }
 }
 
+TEST_CASE("a thread's stream capture mode is the driver's, set through either library, and its own") {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    REQUIRE(CU(cuThreadExchangeStreamCaptureMode)(&mode) == CUDA_SUCCESS);
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_GLOBAL); // the default
+    cudaStreamCaptureMode runtime_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    REQUIRE(RT(cudaThreadExchangeStreamCaptureMode)(&runtime_mode) == cudaSuccess);
+    CHECK(runtime_mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    CUstreamCaptureMode other_thread = CU_STREAM_CAPTURE_MODE_RELAXED;
+    std::thread([&] { CU(cuThreadExchangeStreamCaptureMode)(&other_thread); }).join();
+    CHECK(other_thread == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    REQUIRE(CU(cuThreadExchangeStreamCaptureMode)(&mode) == CUDA_SUCCESS);
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    CHECK(CU(cuThreadExchangeStreamCaptureMode)(nullptr) == CUDA_ERROR_INVALID_VALUE);
+    CUstreamCaptureMode unknown = 3;
+    CHECK(CU(cuThreadExchangeStreamCaptureMode)(&unknown) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(unknown == 3);
+}
+
 TEST_CASE("cudaGetDriverEntryPoint hands out the driver's functions") {
     void* found = nullptr;
     cudaDriverEntryPointQueryResult status = kNotSet;

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "driver_view.h"
 #include "temp_dir.h"
 #include "timeline_sampler.h"
 #include "trace_reader.h"
@@ -19,15 +20,28 @@ gpuleak::Config config_in(const TempDir& dir) {
     return config;
 }
 
+uint64_t seven_modules() {
+    return 7;
+}
+
+// A sampler started on such a trace, as the recorder starts it, with the interpreter's module count.
+struct SampledTrace {
+    explicit SampledTrace(uint64_t (*python_modules)() = seven_modules) {
+        REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
+        sampler.start(
+            writer, [] {}, python_modules, false);
+    }
+    TempDir dir;
+    TraceWriter writer;
+    TimelineSampler sampler;
+};
+
 } // namespace
 
 TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
-    TempDir dir;
-    TraceWriter writer;
-    REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
-    TimelineSampler sampler;
-    sampler.start(
-        writer, [] {}, [] { return uint64_t{7}; }, false);
+    SampledTrace trace;
+    TraceWriter& writer = trace.writer;
+    TimelineSampler& sampler = trace.sampler;
 
     const uint64_t capacity = writer.header()->timeline_capacity;
     const uint64_t taken = capacity * 3 + 10; // two thinnings
@@ -60,6 +74,27 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
     }
 }
 
+TEST_CASE("a sample holds each device's allocated blocks and what its driver last said was used, and when") {
+    SampledTrace trace;
+    gpuleak::format::FileHeader& header = *trace.writer.header();
+    header.accounting.live_bytes[1][static_cast<int>(gpuleak::format::MemoryKind::Block)] = 3000;
+    header.accounting.live_bytes[1][static_cast<int>(gpuleak::format::MemoryKind::Device)] = 4096;
+    header.device_memory[1] = {
+        .total_bytes = 10000, .lowest_free_bytes = 1000, .last_free_bytes = 2500, .last_time_ns = 12345};
+    trace.sampler.sample_now();
+
+    TraceReader reader = TraceReader::open(trace.writer.path());
+    REQUIRE(!reader.timeline().empty());
+    const auto& sample = reader.timeline().back();
+    CHECK(sample.device_block_bytes[1] == 3000);
+    CHECK(sample.device_bytes[1] == 4096);
+    REQUIRE(sample.driver_said[1]);
+    CHECK(sample.driver_said[1]->used_bytes == 7500);
+    CHECK(sample.driver_said[1]->time_ns == 12345);
+    // A device the driver was never asked about has no answer, not a used figure of 0.
+    CHECK_FALSE(sample.driver_said[0]);
+}
+
 namespace {
 int g_module_counts = 0;
 uint64_t g_modules = 0;
@@ -70,12 +105,8 @@ uint64_t count_modules() {
 } // namespace
 
 TEST_CASE("an exit's and an exec's samples take none of the C library's locks") {
-    TempDir dir;
-    TraceWriter writer;
-    REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
-    TimelineSampler sampler;
-    sampler.start(
-        writer, [] {}, count_modules, false);
+    SampledTrace trace(count_modules);
+    TimelineSampler& sampler = trace.sampler;
     // An exec or an exit may come from a signal handler that interrupted malloc: malloc's free memory is
     // read at timed samples only, and the module count only once a timed sample read one. Finding the
     // interpreter takes the dynamic linker's locks; reading the count of one found takes none.
@@ -93,7 +124,7 @@ TEST_CASE("an exit's and an exec's samples take none of the C library's locks") 
     sampler.sample_now(gpuleak::SampleMoment::Exit);
     CHECK(g_module_counts == 4);
 
-    TraceReader reader = TraceReader::open(writer.path());
+    TraceReader reader = TraceReader::open(trace.writer.path());
     const auto& samples = reader.timeline();
     REQUIRE(samples.size() == 6);
     CHECK(samples[0].python_modules == 0);
@@ -102,4 +133,26 @@ TEST_CASE("an exit's and an exec's samples take none of the C library's locks") 
     CHECK(samples[3].python_modules == 7);
     CHECK(samples[4].python_modules == 7);
     CHECK(samples[5].python_modules == 0);
+}
+
+TEST_CASE("the driver is asked every 100 ms, sooner when the program's memory moved by a sixteenth, never "
+          "twice in 1 ms") {
+    using gpuleak::driver_view_due;
+    using gpuleak::driver_view_moved;
+    constexpr uint64_t kMiB = uint64_t{1} << 20;
+    constexpr uint64_t kMs = 1'000'000;
+    // A sixteenth of what was held, and at least 1 MiB, either way.
+    CHECK_FALSE(driver_view_moved(32 * kMiB + 2 * kMiB - 1, 32 * kMiB));
+    CHECK(driver_view_moved(32 * kMiB + 2 * kMiB, 32 * kMiB));
+    CHECK(driver_view_moved(30 * kMiB, 32 * kMiB));
+    CHECK_FALSE(driver_view_moved(kMiB - 1, 0));
+    CHECK(driver_view_moved(kMiB, 0));
+    // Never asked: at the first allocation or free.
+    CHECK(driver_view_due(UINT64_MAX, false));
+    // Within 1 ms of the last question: not even after the largest move.
+    CHECK_FALSE(driver_view_due(kMs - 1, true));
+    CHECK(driver_view_due(kMs, true));
+    CHECK_FALSE(driver_view_due(50 * kMs, false));
+    // Every 100 ms whatever moved.
+    CHECK(driver_view_due(100 * kMs, false));
 }

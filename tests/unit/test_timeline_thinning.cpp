@@ -13,12 +13,15 @@
 
 namespace {
 
+using gpuleak::analyzer::DevicePoint;
 using gpuleak::analyzer::kMaxTimelinePoints;
+using gpuleak::analyzer::kTimeStretches;
 using gpuleak::analyzer::LiveObject;
 using gpuleak::analyzer::LiveObjects;
 using gpuleak::analyzer::sort_and_thin;
 using gpuleak::analyzer::StreamingThinner;
 using gpuleak::analyzer::TimelinePoint;
+using gpuleak::analyzer::TimeThinner;
 namespace format = gpuleak::format;
 
 bool same(const std::vector<TimelinePoint>& a, const std::vector<TimelinePoint>& b) {
@@ -26,7 +29,7 @@ bool same(const std::vector<TimelinePoint>& a, const std::vector<TimelinePoint>&
         return false;
     for (size_t i = 0; i < a.size(); ++i)
         if (a[i].time_ns != b[i].time_ns || a[i].reserved != b[i].reserved ||
-            a[i].allocated != b[i].allocated || a[i].rss != b[i].rss)
+            a[i].allocated != b[i].allocated || a[i].rss != b[i].rss || a[i].driver_used != b[i].driver_used)
             return false;
     return true;
 }
@@ -43,10 +46,11 @@ Points random_points(std::mt19937_64& random, size_t ring_count, size_t sample_c
     uint64_t time = ring_count;
     for (size_t i = 0; i < ring_count; ++i) {
         time -= std::min<uint64_t>(time, random() % 3 == 0 ? 1 : 0);
-        points.ring.push_back({time, random() % 8, i, {}});
+        points.ring.push_back({time, random() % 8, random() % 8, {}, {}});
     }
     for (size_t i = 0; i < sample_count; ++i)
-        points.samples.push_back({random() % (ring_count + 2), random() % 8, i, random() % 5});
+        points.samples.push_back(
+            {random() % (ring_count + 2), random() % 8, random() % 8, random() % 5, random() % 9});
     std::stable_sort(points.samples.begin(), points.samples.end(),
                      [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
     return points;
@@ -68,6 +72,16 @@ TEST_CASE("streaming thinning keeps what sorting and thinning all points keeps")
             const auto streamed = thinner.finish();
             REQUIRE(streamed);
             CHECK(same(*streamed, sort_and_thin(all, points.ring.size())));
+            // The peaks of both lines survive.
+            const auto highest = [](const std::vector<TimelinePoint>& of, uint64_t TimelinePoint::*field) {
+                uint64_t most = 0;
+                for (const TimelinePoint& point : of)
+                    most = std::max(most, point.*field);
+                return most;
+            };
+            CHECK(highest(*streamed, &TimelinePoint::reserved) == highest(all, &TimelinePoint::reserved));
+            CHECK(highest(*streamed, &TimelinePoint::allocated) == highest(all, &TimelinePoint::allocated));
+            CHECK(streamed->size() <= 2 * kMaxTimelinePoints);
         }
     }
 }
@@ -88,6 +102,46 @@ TEST_CASE("streaming thinning gives up on points out of order or of another coun
             thinner.add(point.time_ns, point.reserved, point.allocated);
         CHECK_FALSE(thinner.finish());
     }
+}
+
+TEST_CASE("a device's timeline thinned by time keeps every stretch's peak and what it held at its end") {
+    std::mt19937_64 random(5);
+    const uint64_t end_ns = 1'000'000;
+    // A device's states over time, as the replay gives them (newest first), with samples between.
+    std::vector<DevicePoint> states;
+    uint64_t time = 0;
+    for (size_t i = 0; i < 60000; ++i) {
+        time += random() % 40;
+        states.push_back({std::min(time, end_ns), random() % 1000, random() % 1000});
+    }
+    TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated> thinner(end_ns);
+    for (auto it = states.rbegin(); it != states.rend(); ++it)
+        thinner.add(*it);
+    const std::vector<DevicePoint> kept = thinner.finish();
+    REQUIRE(kept.size() <= 3 * kTimeStretches);
+    REQUIRE(std::is_sorted(kept.begin(), kept.end(),
+                           [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; }));
+    // What a step through the kept points reads at a stretch's end is the state after its last point;
+    // its highest is the stretch's highest.
+    const double per_ns = static_cast<double>(kTimeStretches) / static_cast<double>(end_ns + 1);
+    using Stretches = std::map<size_t, std::pair<uint64_t, uint64_t>>; // reserved, allocated
+    const auto read = [&](const std::vector<DevicePoint>& points, Stretches& most, Stretches& last) {
+        for (const DevicePoint& point : points) {
+            const auto stretch = static_cast<size_t>(static_cast<double>(point.time_ns) * per_ns);
+            auto& [reserved, allocated] = most[stretch];
+            reserved = std::max(reserved, point.reserved);
+            allocated = std::max(allocated, point.allocated);
+            last[stretch] = {point.reserved, point.allocated};
+        }
+    };
+    Stretches most;
+    Stretches last;
+    read(states, most, last);
+    Stretches kept_most;
+    Stretches kept_last;
+    read(kept, kept_most, kept_last);
+    CHECK(kept_most == most);
+    CHECK(kept_last == last);
 }
 
 TEST_CASE("live objects behave like a map, through growth and removals") {

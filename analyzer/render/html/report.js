@@ -107,7 +107,43 @@
     return value;
   }
 
-  function timelineFigure(process, onStretch) {
+  // The timelines come as columns: {t_s: [...], reserved_bytes: [...], ...}; a null value was not read.
+  function column(columns, key) {
+    return columns.t_s.map((t, i) => [t, columns[key][i]]).filter(([, value]) => value !== null);
+  }
+  // What the driver said was used on a device, when it was asked (after the program's allocations and
+  // frees): the whole device's, other processes' and libraries' memory too.
+  function driverSeries(device, label) {
+    const points = column(device.driver_used, "bytes");
+    return points.length ? [{ key: "driver", label, points }] : [];
+  }
+  // The process's memory: its devices' (all of them together) and the host's.
+  function processSeries(process) {
+    const series = [];
+    const devices = process.summary.devices || [];
+    if (!process.host_only) {
+      const where = devices.length > 1 ? "all devices" : "device";
+      series.push({ key: "reserved", label: `reserved (${where})`, points: column(process.timeline, "reserved_bytes") });
+      series.push({ key: "allocated", label: `allocated (${where})`, points: column(process.timeline, "allocated_bytes") });
+      if (devices.length === 1) series.push(...driverSeries(devices[0], "used on the device, per its driver"));
+    }
+    const rss = column(process.host.timeline, "rss_bytes");
+    const uss = column(process.host.timeline, "uss_bytes");
+    if (rss.length) series.push({ key: "rss", label: "host RSS", points: rss });
+    if (uss.length) series.push({ key: "uss", label: "host USS", points: uss });
+    return series;
+  }
+  function deviceSeries(device) {
+    return [
+      { key: "reserved", label: "reserved", points: column(device.timeline, "reserved_bytes") },
+      { key: "allocated", label: "allocated", points: column(device.timeline, "allocated_bytes") },
+      ...driverSeries(device, "used, per the driver"),
+    ];
+  }
+
+  // A timeline of `series` over the process's run, with its markers and `failures`; `name` says whose
+  // memory it is. Dragging across it selects a stretch for onStretch(range, chart).
+  function timelineFigure(process, series, name, failures, onStretch) {
     const width = 1180;
     const height = 260;
     const left = 70;
@@ -116,18 +152,6 @@
     const bottom = 30;
     const plotWidth = width - left - right;
     const plotHeight = height - top - bottom;
-    // The timelines come as columns: {t_s: [...], reserved_bytes: [...], ...}; a null value was not read.
-    const column = (columns, key) =>
-      columns.t_s.map((t, i) => [t, columns[key][i]]).filter(([, value]) => value !== null);
-    const series = [];
-    if (!process.host_only) {
-      series.push({ key: "reserved", label: "reserved (device)", points: column(process.timeline, "reserved_bytes") });
-      series.push({ key: "allocated", label: "allocated (device)", points: column(process.timeline, "allocated_bytes") });
-    }
-    const rss = column(process.host.timeline, "rss_bytes");
-    const uss = column(process.host.timeline, "uss_bytes");
-    if (rss.length) series.push({ key: "rss", label: "host RSS", points: rss });
-    if (uss.length) series.push({ key: "uss", label: "host USS", points: uss });
 
     let end = process.duration_s;
     let highest = 1;
@@ -145,7 +169,7 @@
       viewBox: `0 0 ${width} ${height}`,
       width: "100%",
       role: "img",
-      "aria-label": `Memory of pid ${process.pid} over ${seconds(end)}`,
+      "aria-label": `Memory of ${name} over ${seconds(end)}`,
       class: "timeline",
       "data-end-s": end,
       "data-highest-bytes": highest,
@@ -189,8 +213,11 @@
           return (i > 0 ? at + y(points[i - 1][1]).toFixed(2) + " " : "") + at + y(v).toFixed(2);
         }).join(" "),
       }));
+      // A line of one point draws nothing: a dot.
+      if (points.length === 1)
+        chart.append(svg("circle", { class: "dot " + key, cx: x(points[0][0]).toFixed(2), cy: y(points[0][1]).toFixed(2), r: 3 }));
     }
-    for (const failure of process.failures || []) {
+    for (const failure of failures) {
       const at = x(failure.t_s);
       const mark = svg("path", { class: "failure-mark", d: `M${at - 5},${top - 12} L${at + 5},${top - 12} L${at},${top - 3} Z` });
       mark.append(svg("title", { text: `${failure.out_of_memory ? "out of memory" : "failed"}: ${bytes(failure.bytes)} at ${seconds(failure.t_s)}` }));
@@ -210,7 +237,7 @@
       const every = markers.length < process.markers_set ? `, ${markers.length} of them drawn` : "";
       legend.append(html("span", { class: "muted", text: `${plural(process.markers_set, "marker")} (grey lines${every})` }));
     }
-    if ((process.failures || []).length) legend.append(html("span", { class: "muted", text: "failures: red triangles" }));
+    if (failures.length) legend.append(html("span", { class: "muted", text: "failures: red triangles" }));
 
     function pointerX(event) {
       const box = chart.getBoundingClientRect();
@@ -250,17 +277,22 @@
       dragFrom = null;
       if (Math.abs(to - from) < 3) {
         selection.setAttribute("visibility", "hidden");
-        onStretch(null);
+        onStretch(null, chart);
         return;
       }
-      onStretch([time(Math.min(from, to)), time(Math.max(from, to))]);
+      onStretch([time(Math.min(from, to)), time(Math.max(from, to))], chart);
     });
 
+    const captions = ["Drag across the timeline to see what that stretch made and still holds, and what it freed."];
+    if (series.some(({ key }) => key === "driver"))
+      captions.push("The driver's line is the whole device's memory in use, every process's and library's, drawn when the " +
+        "driver said it (after one of the program's allocations or frees). Each of gpuleak's samples keeps the driver's latest " +
+        "answer, so the line may skip answers between two samples, and it ends at the last answer.");
     return html("figure", {},
       chart,
       legend,
       readout,
-      html("figcaption", { text: "Drag across the timeline to see what that stretch made and still holds, and what it freed." }));
+      html("figcaption", { text: captions.join(" ") }));
   }
 
   // The sites of a state as a tree, outermost frames first; runs of a library's frames become one box
@@ -479,11 +511,12 @@
     const notes = [];
     if (activity.events_from_s !== null && shownFrom < activity.events_from_s)
       notes.push(`The events before ${seconds(activity.events_from_s)} were overwritten (the ring wrapped): what was made and freed before then is not known; what is still alive is.`);
-    if (activity.spilled) notes.push(`${plural(activity.spilled, "live allocation")} had no slot of its own in the trace: when each was made is not known, and they are not counted here.`);
+    if (activity.spread) notes.push(`${plural(activity.spread, "live allocation")} had no slot of its own in the trace: when each was made is not known, only the stretches of the run their sites made them in, and they are counted as if made evenly over those.`);
     if (activity.sites_left_out) notes.push(`The ${plural(activity.sites_left_out, "least active site")} are left out.`);
     panel.hidden = false;
+    const everywhere = (process.summary.devices || []).length > 1 ? ", on all of the process's devices" : "";
     panel.replaceChildren(
-      html("h3", { text: `From ${seconds(shownFrom)} to ${seconds(shownTo)}` }),
+      html("h3", { text: `From ${seconds(shownFrom)} to ${seconds(shownTo)}${everywhere}` }),
       rows.length ? table : html("p", { text: "Nothing was made or freed in this stretch." }),
       ...notes.map((text) => html("p", { class: "muted", text })));
   }
@@ -521,7 +554,20 @@
 
     section.append(html("h3", { text: "Memory over time" }));
     const stretch = html("div", { class: "stretch", hidden: true, "aria-live": "polite" });
-    section.append(timelineFigure(process, (range) => stretchPanel(process, stretch, range)));
+    // One stretch at a time, whichever chart it was dragged on: the others' selections go.
+    const onStretch = (range, chart) => {
+      for (const other of section.querySelectorAll("svg.timeline"))
+        if (other !== chart) other.querySelector(".selection").setAttribute("visibility", "hidden");
+      stretchPanel(process, stretch, range);
+    };
+    const failures = process.failures || [];
+    section.append(timelineFigure(process, processSeries(process), `pid ${process.pid}`, failures, onStretch));
+    if (devices.length > 1)
+      for (const device of devices) {
+        section.append(html("h4", { text: `cuda:${device.device}` }));
+        section.append(timelineFigure(process, deviceSeries(device), `cuda:${device.device} in pid ${process.pid}`,
+          failures.filter((failure) => failure.device === device.device), onStretch));
+      }
     section.append(stretch);
     if (!process.host_only) {
       section.append(html("h3", { text: "What holds the memory" }));
@@ -546,8 +592,8 @@
       ...["pid", "who", "peak reserved", "allocated at the end", "diagnosis"].map((text) => html("th", { text })))));
     const body = html("tbody");
     for (const process of processes) {
-      body.append(html("tr", {},
-        html("td", {}, processLink(process.pid)),
+      body.append(html("tr", { "data-drawn": process.drawn ? "true" : "false" },
+        html("td", {}, process.drawn ? processLink(process.pid) : document.createTextNode(String(process.pid))),
         html("td", { text: process.role && process.role.text ? process.role.text : (process.command || []).join(" ") }),
         html("td", { class: "number", text: bytes(process.summary.peak_reserved_bytes) }),
         html("td", { class: "number", text: bytes(process.summary.final_allocated_bytes) }),
@@ -608,5 +654,10 @@
   main.replaceChildren(html("h1", { text: "gpuleak report" }),
     html("p", { class: "muted", text: `${plural(processes.length, "process", "processes")}. Made by gpuleak-report; everything it shows is in this file.` }));
   if (processes.length > 1) main.append(processTable(processes));
-  for (const process of processes) main.append(processSection(process));
+  const listed = processes.filter((process) => !process.drawn).length;
+  if (listed)
+    main.append(html("p", { class: "muted", text: `The page draws the ${processes.length - listed} processes that say the most ` +
+      `(a verdict other than stable first, then the most device memory, then the most host memory); the other ${listed} are ` +
+      "in the table only. gpuleak-report --format html with one's trace (in report.json) draws it." }));
+  for (const process of processes) if (process.drawn) main.append(processSection(process));
 })();
