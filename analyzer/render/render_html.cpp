@@ -177,23 +177,27 @@ json pairs(const std::map<size_t, uint64_t>& buckets) {
     return out;
 }
 
-// `bytes` made in a span of time (since the start) into the buckets of the run it spans, in proportion to
-// how much of each the span covers. In integers: the figures come from the trace, whatever they are.
+// The stretch of the run (of kActivityBuckets) a time since the start falls in. In integers: the times
+// come from the trace, whatever they are.
+size_t activity_bucket(uint64_t since_start_ns, uint64_t duration_ns) {
+    using Wide = unsigned __int128;
+    return static_cast<size_t>(
+        std::min<Wide>(kActivityBuckets - 1, Wide{since_start_ns} * kActivityBuckets / duration_ns));
+}
+
+// `bytes` made in a span of time (since the start) into the stretches of the run it spans, in proportion
+// to how much of each the span covers.
 void spread_evenly(std::map<size_t, uint64_t>& buckets, uint64_t bytes, std::pair<uint64_t, uint64_t> span_ns,
                    uint64_t duration_ns) {
-    const uint64_t first_ns = span_ns.first;
     using Wide = unsigned __int128;
-    const auto bucket_of = [&](uint64_t ns) {
-        return static_cast<size_t>(
-            std::min<Wide>(kActivityBuckets - 1, Wide{ns} * kActivityBuckets / duration_ns));
-    };
     const auto bucket_start = [&](size_t bucket) {
         return static_cast<uint64_t>(Wide{duration_ns} * bucket / kActivityBuckets);
     };
+    const uint64_t first_ns = span_ns.first;
     const uint64_t last_ns = std::max(first_ns, span_ns.second);
-    const size_t last = bucket_of(last_ns);
+    const size_t last = activity_bucket(last_ns, duration_ns);
     uint64_t spread = 0;
-    for (size_t bucket = bucket_of(first_ns); bucket < last; ++bucket) {
+    for (size_t bucket = activity_bucket(first_ns, duration_ns); bucket < last; ++bucket) {
         const uint64_t from = std::max(bucket_start(bucket), first_ns);
         const uint64_t to = std::min(bucket_start(bucket + 1), last_ns);
         const auto part =
@@ -211,11 +215,7 @@ void spread_evenly(std::map<size_t, uint64_t>& buckets, uint64_t bytes, std::pai
 json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budget) {
     const ProcessModel& model = report.model;
     const uint64_t duration = std::max<uint64_t>(model.duration_ns, 1);
-    const auto bucket_of = [&](uint64_t since_start_ns) {
-        return std::min(kActivityBuckets - 1,
-                        static_cast<size_t>(static_cast<double>(since_start_ns) /
-                                            static_cast<double>(duration) * kActivityBuckets));
-    };
+    const auto bucket_of = [&](uint64_t since_start_ns) { return activity_bucket(since_start_ns, duration); };
     // By the model's sites (site_keys.h), which need no symbols: only the sites kept are symbolized.
     std::map<std::pair<uint64_t, format::MemoryKind>, Activity> by_site;
     const auto activity = [&](uint32_t stack_id, format::MemoryKind kind) -> Activity& {

@@ -64,6 +64,11 @@ def _run_report(arguments, timeout_s: float = REPORT_TIMEOUT_S) -> Tuple[Optiona
     report, why = find_report()
     if report is None:
         return None, why
+    return _run(report, arguments, timeout_s)
+
+
+def _run(report: str, arguments, timeout_s: float = REPORT_TIMEOUT_S) -> Tuple[Optional[str], str]:
+    """(what the gpuleak-report at `report` printed, "") or (None, why there is nothing)."""
     try:
         completed = subprocess.run(
             [report, "--no-color"] + list(arguments),
@@ -105,7 +110,9 @@ _FORMATS_BEFORE_THE_TABLE = [
 
 @functools.lru_cache(maxsize=None)
 def _formats_of(report: str) -> tuple:
-    text, _ = _run_report(["--list-formats"])
+    """The formats of the gpuleak-report at `report`, each {"name", "media_type", "binary", ...}: its own
+    table (``--list-formats``, read once), so that what a front end is offered follows the report."""
+    text, _ = _run(report, ["--list-formats"])
     try:
         table = json.loads(text) if text is not None else None
     except ValueError:
@@ -115,25 +122,15 @@ def _formats_of(report: str) -> tuple:
     return tuple(table.get("formats") or [])
 
 
-def report_formats() -> Tuple[list, str]:
-    """(gpuleak-report's formats, each {"name", "media_type", "binary", ...}, "") or ([], why there are
-    none): its own table (``--list-formats``, read once per gpuleak-report), so that what a front end is
-    offered follows the report."""
-    report, why = find_report()
-    if report is None:
-        return [], why
-    return list(_formats_of(report)), ""
-
-
 def run_report_as(trace: str, media_type: str) -> Tuple[Optional[str], str]:
     """(the report in gpuleak-report's first format of `media_type` that is not binary, "") or (None, why
     there is none)."""
-    formats, why = report_formats()
-    if not formats:
+    report, why = find_report()
+    if report is None:
         return None, why
-    for entry in formats:
+    for entry in _formats_of(report):
         if entry.get("media_type") == media_type and not entry.get("binary"):
-            return _run_report(["--format", entry["name"], trace])
+            return _run(report, ["--format", entry["name"], trace])
     return None, "gpuleak-report has no format of type %s" % media_type
 
 
