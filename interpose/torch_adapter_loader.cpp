@@ -4,13 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "loaded_object.h"
 #include "real_functions.h"
+#include "torch_adapter_path.h"
 
 namespace gpuleak {
 
@@ -53,57 +53,6 @@ int find_build_id_of(dl_phdr_info* info, size_t, void* data) {
     return 1;
 }
 
-// torch's version as torch/version.py spells it (`__version__ = '2.11.0+cu130'`), read beside the
-// library (torch/lib/libc10_cuda.so) as a file: Python is not to be entered from a hook.
-bool read_torch_version(const char* library_path, char* out, size_t capacity) {
-    char path[4096];
-    const char* slash = std::strrchr(library_path, '/');
-    const int directory = slash != nullptr ? static_cast<int>(slash - library_path) : 0;
-    if (std::snprintf(path, sizeof path, "%.*s/../version.py", directory, library_path) >=
-        static_cast<int>(sizeof path))
-        return false;
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    char text[4096];
-    const ssize_t length = ::read(fd, text, sizeof text - 1);
-    ::close(fd);
-    if (length <= 0)
-        return false;
-    text[length] = '\0';
-    const char* start = std::strstr(text, "__version__ = '");
-    if (start == nullptr)
-        return false;
-    start += std::strlen("__version__ = '");
-    const char* end = std::strchr(start, '\'');
-    if (end == nullptr || static_cast<size_t>(end - start) >= capacity)
-        return false;
-    std::memcpy(out, start, static_cast<size_t>(end - start));
-    out[end - start] = '\0';
-    return true;
-}
-
-// <cache>/torch-<version>-<build id>/libgpuleak_torch.so, as torch_adapter/build-adapter.sh writes it.
-bool adapter_path(const char* version, const char* build_id, char* out, size_t capacity) {
-    const char* cache = std::getenv("GPULEAK_TORCH_ADAPTER_DIR");
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
-    const char* home = std::getenv("HOME");
-    int length = 0;
-    if (cache != nullptr && cache[0] != '\0')
-        length = std::snprintf(out, capacity, "%s", cache);
-    else if (xdg != nullptr && xdg[0] != '\0')
-        length = std::snprintf(out, capacity, "%s/gpuleak/torch-adapter", xdg);
-    else if (home != nullptr && home[0] != '\0')
-        length = std::snprintf(out, capacity, "%s/.cache/gpuleak/torch-adapter", home);
-    else
-        return false;
-    if (length < 0 || static_cast<size_t>(length) >= capacity)
-        return false;
-    const int more = std::snprintf(out + length, capacity - static_cast<size_t>(length),
-                                   "/torch-%s-%s/libgpuleak_torch.so", version, build_id);
-    return more >= 0 && static_cast<size_t>(more) < capacity - static_cast<size_t>(length);
-}
-
 // GPULEAK_TORCH: 0 leaves PyTorch to segment-level recording.
 bool adapter_wanted() {
     const char* setting = std::getenv("GPULEAK_TORCH");
@@ -119,25 +68,41 @@ bool adapter_wanted() {
 // there is none or it does not load. Without it the run goes on recording segments only.
 AttachFunction load_adapter(const link_map* map) {
     char version[128];
+    char version_file[4096];
+    // torch/lib/libc10_cuda.so: torch/version.py is beside lib/.
+    const char* slash = std::strrchr(map->l_name, '/');
+    const int lib_directory = slash != nullptr ? static_cast<int>(slash - map->l_name) : 0;
+    const int length =
+        std::snprintf(version_file, sizeof version_file, "%.*s/../version.py", lib_directory, map->l_name);
     BuildIdSearch search{map, {}};
     dl_iterate_phdr(find_build_id_of, &search);
-    if (!read_torch_version(map->l_name, version, sizeof version) || search.hex[0] == '\0') {
+    if (length < 0 || static_cast<size_t>(length) >= sizeof version_file ||
+        !read_torch_version(version_file, version, sizeof version) || search.hex[0] == '\0') {
         warn("cannot tell which PyTorch %s is (no torch/version.py beside it or no build id); "
              "recording its memory per segment only, not per tensor",
              map->l_name);
         return nullptr;
     }
-    char path[4096];
-    if (!adapter_path(version, search.hex, path, sizeof path)) {
+    char directory[4096];
+    char path[4096 + sizeof kTorchAdapterLibrary + 1];
+    if (!torch_adapter_directory(version, search.hex, directory, sizeof directory)) {
         warn("no cache directory for the PyTorch adapter (set GPULEAK_TORCH_ADAPTER_DIR); recording "
              "PyTorch's memory per segment only, not per tensor");
         return nullptr;
     }
+    std::snprintf(path, sizeof path, "%s/%s", directory, kTorchAdapterLibrary);
     if (::access(path, R_OK) != 0) {
-        warn("no PyTorch adapter built for torch %s (%s): recording PyTorch's memory per segment only "
-             "(reserved), not per tensor; build it with torch_adapter/build-adapter.sh PYTHON, PYTHON "
-             "being the interpreter that imports this torch",
-             version, path);
+        char log[4096 + sizeof kTorchAdapterBuildLog + 1];
+        std::snprintf(log, sizeof log, "%s/%s", directory, kTorchAdapterBuildLog);
+        if (::access(log, R_OK) == 0)
+            warn("the PyTorch adapter for torch %s could not be built (the build's output: %s): recording "
+                 "PyTorch's memory per segment only (reserved), not per tensor",
+                 version, log);
+        else
+            warn("no PyTorch adapter built for torch %s (%s): recording PyTorch's memory per segment only "
+                 "(reserved), not per tensor; `gpuleak torch-adapter --python PYTHON` builds it, PYTHON "
+                 "being the interpreter that imports this torch",
+                 version, path);
         return nullptr;
     }
     void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);

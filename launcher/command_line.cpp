@@ -103,6 +103,14 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         app.add_subcommand("kernel", fmt::format("Jupyter kernels under gpuleak: {}", kKernelUsage));
     add_kernel_subcommands(*kernel, invocation);
     CLI::App* kernel_run = kernel->get_subcommand("run");
+    CLI::App* torch_adapter = app.add_subcommand(
+        "torch-adapter",
+        "build the PyTorch adapter (per-tensor records) for the torch that --python imports, "
+        "unless built already, and print its path; gpuleak run and kernel run do so themselves "
+        "for a Python command");
+    torch_adapter->add_option("--python", invocation.python, "the interpreter that imports torch")
+        ->default_val("python3")
+        ->capture_default_str();
 
     if (arguments.empty())
         throw LauncherError(
@@ -146,6 +154,8 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         invocation.subcommand = Subcommand::KernelList;
     } else if (kernel->get_subcommand("uninstall")->parsed()) {
         invocation.subcommand = Subcommand::KernelUninstall;
+    } else if (torch_adapter->parsed()) {
+        invocation.subcommand = Subcommand::TorchAdapter;
     }
     return invocation;
 }

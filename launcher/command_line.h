@@ -29,6 +29,7 @@ enum class Subcommand {
     KernelInstall,
     KernelList,
     KernelUninstall,
+    TorchAdapter,
 };
 
 struct Invocation {
@@ -36,7 +37,7 @@ struct Invocation {
     RunRequest run;
     KernelInstallRequest install;
     std::string kernel_name; // kernel uninstall
-    std::string python;      // kernel list: whose sys.prefix is searched too
+    std::string python;      // kernel list: whose sys.prefix is searched too; torch-adapter: whose torch
 };
 
 // `arguments` without the program's name. Throws LauncherError (one line) for a usage error; prints

@@ -5,6 +5,7 @@
 
 #include "interpreter_probe.h"
 #include "launcher_error.h"
+#include "torch_adapter.h"
 
 namespace gpuleak::launcher {
 
@@ -29,6 +30,8 @@ std::string sys_prefix_of(const std::string& python) {
 int kernel_install(const KernelInstallRequest& request) {
     const std::string directory = install_kernelspec(request);
     fmt::print("installed kernelspec {} (\"{}\") in {}\n", request.name, request.display_name, directory);
+    // Now rather than at the kernel's start, which Jupyter waits on.
+    prepare_torch_adapter(request.python, true);
     return 0;
 }
 

@@ -25,7 +25,9 @@
 #include "python_package.h"
 #include "run_directory.h"
 #include "run_report.h"
+#include "say.h"
 #include "signal_forwarding.h"
+#include "torch_adapter.h"
 #include "trace_error.h"
 
 namespace gpuleak::launcher {
@@ -39,12 +41,6 @@ constexpr const char* kPendingFile = "previous-death";
 constexpr const char* kSummaryFile = "kernel-death.txt";
 // What the kernel reads to show that summary (python/gpuleak/_notebook.py).
 constexpr const char* kPreviousDeathVariable = "GPULEAK_PREVIOUS_KERNEL_DEATH";
-
-// What it names (the command, trace paths, markers, the program's lines) may hold anything: it stays one
-// line and drives no terminal.
-void say(const std::string& line) {
-    fmt::print(stderr, "gpuleak: {}\n", printable(line));
-}
 
 std::string environment_or(const char* name, const std::string& fallback) {
     const char* value = std::getenv(name);
@@ -181,6 +177,7 @@ std::string kernel_key(const std::vector<std::string>& command, int pid) {
 int run_kernel(const RunRequest& request) {
     const std::string library = find_preload_library();
     const std::string package = find_python_package();
+    prepare_torch_adapter(python_of_command(request.command), !request.quiet);
     const KernelDirectory kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
     const std::string previous = take_pending_summary(kernel_directory);
     const RunDirectory directory =

@@ -12,6 +12,7 @@
 #include "launcher_error.h"
 #include "printable.h"
 #include "run_command.h"
+#include "torch_adapter.h"
 
 int main(int argc, char** argv) {
     using namespace gpuleak::launcher;
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
             return kernel_list(invocation.python);
         case Subcommand::KernelUninstall:
             return kernel_uninstall(invocation.kernel_name, invocation.python);
+        case Subcommand::TorchAdapter:
+            return torch_adapter_command(invocation.python);
         case Subcommand::None:
             break;
         }

@@ -1,51 +1,28 @@
 #include "python_package.h"
 
-#include <filesystem>
 #include <fmt/format.h>
-#include <system_error>
 
 #include "launcher_error.h"
+#include "shared_files.h"
 
 namespace gpuleak::launcher {
 
-namespace fs = std::filesystem;
-
-std::vector<std::string> package_candidates(const std::string& executable) {
-    const fs::path bin = fs::path(executable).parent_path();
-    return {(bin / ".." / "share" / "gpuleak" / "python").lexically_normal().string(),
-            GPULEAK_SOURCE_PYTHON_DIR};
-}
-
 namespace {
 
-// The package's directory, or why there is none.
-std::optional<std::string> look_for_python_package(std::string& why) {
-    std::error_code error;
-    const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-    if (error) {
-        why = fmt::format("/proc/self/exe: {}", error.message());
-        return std::nullopt;
-    }
-    const std::vector<std::string> candidates = package_candidates(executable.string());
-    for (const std::string& candidate : candidates)
-        if (fs::is_regular_file(fs::path(candidate) / "gpuleak" / "__init__.py", error))
-            return candidate;
-    why = fmt::format("looked in {}", fmt::join(candidates, ", "));
-    return std::nullopt;
-}
+constexpr const char* kMarker = "gpuleak/__init__.py";
 
 } // namespace
 
 std::string find_python_package() {
     std::string why;
-    if (std::optional<std::string> found = look_for_python_package(why))
+    if (std::optional<std::string> found = find_shared("python", kMarker, why))
         return *found;
     throw LauncherError(fmt::format("cannot find the gpuleak Python package ({})", why));
 }
 
 std::optional<std::string> python_package_if_any() {
     std::string why;
-    return look_for_python_package(why);
+    return find_shared("python", kMarker, why);
 }
 
 std::string python_path(const std::string& directory, const std::string& existing) {

@@ -9,12 +9,8 @@
 
 namespace gpuleak::launcher {
 
-// Directories that may hold the package (a directory `gpuleak` with __init__.py), most likely first, for
-// the launcher's executable at `executable`: <prefix>/share/gpuleak/python for <prefix>/bin/gpuleak,
-// then the source tree's python/ that this build was configured from.
-std::vector<std::string> package_candidates(const std::string& executable);
-
-// The directory to put on PYTHONPATH. Throws LauncherError (one line) when none holds the package.
+// The directory to put on PYTHONPATH: the shared part "python" (shared_files.h) holding gpuleak/__init__.py.
+// Throws LauncherError (one line) when none holds the package.
 std::string find_python_package();
 
 // The same, or nothing where none holds it: for a command that runs without it.

@@ -15,19 +15,14 @@
 #include "python_package.h"
 #include "run_directory.h"
 #include "run_summary.h"
+#include "say.h"
 #include "signal_forwarding.h"
+#include "torch_adapter.h"
 #include "trace_error.h"
 
 namespace gpuleak::launcher {
 
 namespace {
-
-// Only stderr: stdout belongs to the command.
-// What it names (the command, trace paths, markers, the program's lines) may hold anything: it stays one
-// line and drives no terminal.
-void say(const std::string& line) {
-    fmt::print(stderr, "gpuleak: {}\n", printable(line));
-}
 
 // The report is gpuleak's business: whatever goes wrong in it, the launcher still ends with the
 // command's status, and says where the traces are.
@@ -56,6 +51,7 @@ void report_on(const CommandEnd& end, const RunDirectory& directory) {
 
 int run_command(const RunRequest& request) {
     const std::string library = find_preload_library();
+    prepare_torch_adapter(python_of_command(request.command), !request.quiet);
     const RunDirectory directory =
         make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
     CommandEnd end;

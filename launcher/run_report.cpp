@@ -13,9 +13,9 @@
 
 #include "file_bytes.h"
 #include "launcher_error.h"
-#include "printable.h"
 #include "renderers.h"
 #include "report_builder.h"
+#include "say.h"
 #include "symbol_cache.h"
 #include "trace_set.h"
 
@@ -75,10 +75,9 @@ RunReport write_run_report(const RunDirectory& directory) {
     // Anew: a process that exec'd meanwhile took its trace away, one started meanwhile made one.
     const analyzer::CollectedTraces traces = analyzer::collect_traces({directory.path});
     if (!traces.foreign.empty())
-        fmt::print(stderr, "gpuleak: {}\n",
-                   printable(fmt::format("left out {} trace{} of another user found in {}: {}",
-                                         traces.foreign.size(), traces.foreign.size() == 1 ? "" : "s",
-                                         directory.path, fmt::join(traces.foreign, ", "))));
+        say(fmt::format("left out {} trace{} of another user found in {}: {}", traces.foreign.size(),
+                        traces.foreign.size() == 1 ? "" : "s", directory.path,
+                        fmt::join(traces.foreign, ", ")));
     // As much of each trace as the formats written need (the page draws what each stretch made).
     analyzer::ModelDetail detail = analyzer::ModelDetail::Summary;
     for (const analyzer::Renderer& renderer : analyzer::renderers())

@@ -7,13 +7,15 @@
 #   BUILD_DIR default build-static/ in the repository (configured and built first when it has no
 #   libgpuleak.so); TARBALL default BUILD_DIR/gpuleak-validate.tar.gz
 #
-# The package (one top directory, gpuleak-validate/):
+# The package (one top directory, gpuleak-validate/) is gpuleak installed there (`cmake --install`, the
+# layout a user's install has), plus what the validation runs:
 #   bin/gpuleak, bin/gpuleak-report     fmt, elfutils and libstdc++ linked in
 #   lib/libgpuleak.so                   with libunwind.so.8 and liblzma.so.5 beside it, found by $ORIGIN
 #                                       (Debian's libunwind.a is not position-independent)
 #   share/gpuleak/python                the Python package, where the launcher looks for it
+#   share/gpuleak/torch_adapter, share/gpuleak/include
+#                                       what build-adapter.sh compiles for the torch there
 #   simdevice/                          the simulated device's libraries and its python/ (dry runs)
-#   include/, torch_adapter/            what torch_adapter/build-adapter.sh compiles for the torch there
 #   tests/torch/, tests/workloads/      the PyTorch scenarios and their runner, the workload corpus
 #   scripts/gpu-validate.sh             the validation itself
 #   BUILD-INFO                          commit, compiler, and the newest glibc symbol versions needed
@@ -35,19 +37,17 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 package=$tmp/gpuleak-validate
-mkdir -p "$package"/{bin,lib,share/gpuleak,simdevice,torch_adapter,tests/torch,scripts}
-cp "$build/launcher/gpuleak" "$build/analyzer/gpuleak-report" "$package/bin/"
+cmake --install "$build" --prefix "$package" >/dev/null
+if [[ ! -f $package/lib/libgpuleak.so ]]; then
+    echo "pack-build: $build installs libgpuleak.so elsewhere than lib/ (CMAKE_INSTALL_LIBDIR), where gpu-validate.sh looks" >&2
+    exit 1
+fi
 # The programs' own debug information (most of their 30-50 MB, with elfutils and fmt linked in) is not
 # needed to run them; libgpuleak.so keeps its own, since it is what a report of the trace symbolizes.
 strip --strip-debug "$package"/bin/*
-cp "$build/interpose/libgpuleak.so" "$build/interpose/libunwind.so.8" "$build/interpose/liblzma.so.5" \
-    "$package/lib/"
+mkdir -p "$package"/{simdevice,tests/torch,scripts}
 cp -L "$build"/simdevice/lib*.so.* "$package/simdevice/"
 cp -r "$build/simdevice/python" "$package/simdevice/"
-# Without __pycache__: what another interpreter compiles there is its own business.
-(cd "$root" && tar -cf - --exclude=__pycache__ python/gpuleak) | tar -xf - -C "$package/share/gpuleak"
-cp -r "$root/include" "$package/"
-cp "$root/torch_adapter/build-adapter.sh" "$root/torch_adapter/gpuleak_torch_adapter.cpp" "$package/torch_adapter/"
 cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.py" "$root/tests/torch/torch_environment.py" \
     "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
 cp -r "$root/tests/workloads" "$package/tests/"

@@ -29,7 +29,16 @@ MiB = 1 << 20
 GiB = 1 << 30
 CAPACITY = 4 * GiB
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD_ADAPTER = os.path.join(HERE, "..", "..", "torch_adapter", "build-adapter.sh")
+# The adapter's build script: in the source tree, or installed under share/gpuleak in
+# scripts/pack-build.sh's package.
+BUILD_ADAPTER = next(
+    path
+    for path in (
+        os.path.join(HERE, "..", "..", "torch_adapter", "build-adapter.sh"),
+        os.path.join(HERE, "..", "..", "share", "gpuleak", "torch_adapter", "build-adapter.sh"),
+    )
+    if os.path.exists(path)
+)
 
 
 LIBRARY = os.environ.get("GPULEAK_TEST_LIBRARY", "")
@@ -77,11 +86,12 @@ def torch_numbers(**more):
 
 @pytest.fixture(scope="session")
 def adapter_cache(tmp_path_factory):
-    # GPULEAK_TEST_ADAPTER_DIR: a cache kept between runs (build-adapter.sh rebuilds a changed adapter).
+    # GPULEAK_TEST_ADAPTER_DIR: a cache kept between runs (a changed adapter is built under a new name).
     cache = os.environ.get("GPULEAK_TEST_ADAPTER_DIR") or str(tmp_path_factory.mktemp("torch-adapter"))
     built = subprocess.run(
         [BUILD_ADAPTER, TORCH_PYTHON],
-        env=dict(os.environ, GPULEAK_TORCH_ADAPTER_DIR=cache),
+        # gpuleak's own tests hold the adapter to -Werror; a user's build does not.
+        env=dict(os.environ, GPULEAK_TORCH_ADAPTER_DIR=cache, CXXFLAGS="-Werror"),
         capture_output=True,
         text=True,
         timeout=300,

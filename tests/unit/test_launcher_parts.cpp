@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <grp.h>
+#include <optional>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,6 +27,7 @@
 #include "run_summary.h"
 #include "signal_forwarding.h"
 #include "temp_dir.h"
+#include "torch_adapter.h"
 
 using namespace gpuleak::launcher;
 namespace fs = std::filesystem;
@@ -46,6 +48,40 @@ siginfo_t signal_from(int code, pid_t sender) {
     info.si_pid = sender;
     return info;
 }
+
+void write_file(const fs::path& path, const std::string& text,
+                fs::perms permissions = fs::perms::owner_read | fs::perms::owner_write) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    fs::permissions(path, permissions);
+}
+
+constexpr fs::perms kExecutable = fs::perms::owner_all;
+
+// Sets an environment variable for one scope, putting back what was there.
+class ScopedVariable {
+  public:
+    ScopedVariable(const char* name, const std::optional<std::string>& value) : name_(name) {
+        if (const char* old = std::getenv(name))
+            old_ = old;
+        if (value)
+            ::setenv(name, value->c_str(), 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedVariable() {
+        if (old_)
+            ::setenv(name_, old_->c_str(), 1);
+        else
+            ::unsetenv(name_);
+    }
+    ScopedVariable(const ScopedVariable&) = delete;
+    ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+  private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
 
 std::string join(const Strings& lines) {
     std::string text;
@@ -330,4 +366,97 @@ TEST_CASE("a directory is trusted when it is the user's and writable by no one e
     REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
     CHECK(distrust(0755).empty()); // root may write where a user's files are
     CHECK(distrust(0777) == "writable by others than its owner");
+}
+
+TEST_CASE("a command's Python interpreter is found by its name or by its #! line") {
+    const TempDir dir;
+    const fs::path bin = fs::path(dir.path()) / "bin";
+    write_file(bin / "python3", "", kExecutable);
+    write_file(bin / "python3.12", "", kExecutable);
+    write_file(bin / "torchrun", "#!/opt/venv/bin/python3.12\nimport sys\n", kExecutable);
+    write_file(bin / "accelerate", "#!/usr/bin/env -S python3 -u\n", kExecutable);
+    write_file(bin / "with-setting", "#!/usr/bin/env PYTHONUNBUFFERED=1 python3\n", kExecutable);
+    write_file(bin / "tool.sh", "#!/bin/bash\nexec python3 \"$@\"\n", kExecutable);
+    write_file(bin / "perl-tool", "#!/usr/bin/env perl\n", kExecutable);
+    write_file(bin / "pythonista", "", kExecutable);
+    const ScopedVariable path("PATH", bin.string());
+
+    CHECK(python_of_command({"python3", "train.py"}) == (bin / "python3").string());
+    CHECK(python_of_command({"python3.12", "-m", "torch.distributed.run", "train.py"}) ==
+          (bin / "python3.12").string());
+    CHECK(python_of_command({"/venv/bin/python", "train.py"}) == "/venv/bin/python");
+    CHECK(python_of_command({"torchrun", "train.py"}) == "/opt/venv/bin/python3.12");
+    CHECK(python_of_command({"accelerate", "launch"}) == (bin / "python3").string());
+    CHECK(python_of_command({"with-setting"}) == (bin / "python3").string());
+    CHECK(python_of_command({(bin / "tool.sh").string()}) == std::nullopt);
+    CHECK(python_of_command({"perl-tool"}) == std::nullopt);
+    CHECK(python_of_command({"pythonista"}) == std::nullopt);
+    CHECK(python_of_command({"no-such-program"}) == std::nullopt);
+}
+
+TEST_CASE("the torch an interpreter would import is named without importing it, and a failed adapter "
+          "build leaves its log in the cache") {
+    const TempDir dir;
+    const fs::path root(dir.path());
+    const fs::path torch = root / "site-packages" / "torch";
+    write_file(torch / "version.py", "__version__ = '2.99.0+cu130'\ngit_version = 'abc'\n");
+    // Any ELF file with a GNU build id stands in for libc10_cuda.so.
+    fs::create_directories(torch / "lib");
+    fs::copy_file("/proc/self/exe", torch / "lib" / "libc10_cuda.so");
+    // Answers the launcher's question (where torch is) and fails the build script's (import torch), as
+    // an interpreter whose torch cannot be imported would.
+    const fs::path python = root / "bin" / "python3";
+    write_file(python,
+               "#!/bin/sh\ncase \"$2\" in *find_spec*) echo " + torch.string() + " ;; *) exit 1 ;; esac\n",
+               kExecutable);
+
+    const std::optional<TorchInstall> found = torch_of(python.string());
+    REQUIRE(found.has_value());
+    CHECK(found->directory == torch.string());
+    CHECK(found->version == "2.99.0+cu130");
+    CHECK(found->build_id.size() >= 16);
+    CHECK(found->build_id.find_first_not_of("0123456789abcdef") == std::string::npos);
+
+    SECTION("the cache is GPULEAK_TORCH_ADAPTER_DIR, a failed build's output stays there") {
+        const ScopedVariable cache("GPULEAK_TORCH_ADAPTER_DIR", (root / "cache").string());
+        const AdapterBuild build = ensure_torch_adapter(python.string(), *found, false);
+        CHECK_FALSE(build.built);
+        const fs::path directory = root / "cache" / ("torch-2.99.0+cu130-" + found->build_id);
+        CHECK(fs::path(build.library).parent_path() == directory);
+        CHECK(fs::path(build.library).filename().string().starts_with("libgpuleak_torch-"));
+        CHECK(fs::path(build.log).parent_path() == directory);
+        CHECK(build.failure.find("cannot import torch") != std::string::npos);
+        CHECK(fs::file_size(build.log) > 0);
+        CHECK_THROWS_WITH(torch_adapter_command(python.string()),
+                          Catch::Contains("cannot build the PyTorch adapter for torch 2.99.0+cu130") &&
+                              Catch::Contains(build.log));
+
+        // One that is there is taken as it is: nothing runs.
+        write_file(build.library, "");
+        const AdapterBuild again = ensure_torch_adapter(python.string(), *found, false);
+        CHECK(again.built);
+        CHECK(again.library == build.library);
+    }
+    SECTION("else under XDG_CACHE_HOME, else under ~/.cache") {
+        const ScopedVariable cache("GPULEAK_TORCH_ADAPTER_DIR", std::nullopt);
+        const ScopedVariable home("HOME", (root / "home").string());
+        {
+            const ScopedVariable xdg("XDG_CACHE_HOME", (root / "xdg").string());
+            CHECK(ensure_torch_adapter(python.string(), *found, false)
+                      .library.starts_with((root / "xdg" / "gpuleak" / "torch-adapter").string() +
+                                           "/torch-2.99.0+cu130-"));
+        }
+        const ScopedVariable xdg("XDG_CACHE_HOME", std::nullopt);
+        CHECK(ensure_torch_adapter(python.string(), *found, false)
+                  .library.starts_with((root / "home" / ".cache" / "gpuleak" / "torch-adapter").string() +
+                                       "/torch-2.99.0+cu130-"));
+    }
+    SECTION("a torch without CUDA has nothing to adapt; an interpreter without torch, no torch") {
+        fs::remove(torch / "lib" / "libc10_cuda.so");
+        CHECK(torch_of(python.string()) == std::nullopt);
+        write_file(python, "#!/bin/sh\necho\n", kExecutable);
+        CHECK(torch_of(python.string()) == std::nullopt);
+        CHECK_THROWS_WITH(torch_adapter_command(python.string()),
+                          Catch::Contains("imports no torch with CUDA"));
+    }
 }

@@ -1,0 +1,26 @@
+// Running a helper program to completion and reading what it printed: the interpreter probes and the
+// PyTorch adapter's build, which run before the command does, with the launcher's environment.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuleak::launcher {
+
+struct CapturedRun {
+    bool exited = false; // false: killed by a signal
+    int exit_status = 0;
+    std::string output; // its stdout
+
+    [[nodiscard]] bool succeeded() const { return exited && exit_status == 0; }
+};
+
+// Runs `arguments` (the first one looked up in PATH when it has no slash) with its stdin from
+// /dev/null, its stdout captured and its stderr into `stderr_file` (created or truncated; /dev/null
+// discards it) or, without one, the launcher's. Throws LauncherError (one line, naming the program) when
+// it cannot be started.
+CapturedRun run_captured(const std::vector<std::string>& arguments,
+                         const std::optional<std::string>& stderr_file = std::nullopt);
+
+} // namespace gpuleak::launcher

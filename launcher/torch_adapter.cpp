@@ -1,0 +1,247 @@
+#include "torch_adapter.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <libelf.h>
+#include <regex>
+#include <sys/file.h>
+#include <system_error>
+#include <unistd.h>
+
+#include "captured_run.h"
+#include "file_descriptor.h"
+#include "launcher_error.h"
+#include "say.h"
+#include "shared_files.h"
+#include "torch_adapter_path.h"
+
+namespace gpuleak::launcher {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where torch is, without importing it (which takes seconds): the interpreter's own import system
+// decides, with the environment the command will have.
+constexpr const char* kTorchProbe = "import importlib.util\n"
+                                    "spec = importlib.util.find_spec('torch')\n"
+                                    "locations = spec.submodule_search_locations if spec else None\n"
+                                    "print(locations[0] if locations else '')\n";
+
+bool is_python_name(const std::string& name) {
+    static const std::regex python(R"(python(\d+(\.\d+)?[a-z]?)?)");
+    return std::regex_match(name, python);
+}
+
+// `name` as execvp finds it: itself when it holds a slash, else the first executable of that name in
+// PATH.
+std::optional<std::string> find_program(const std::string& name) {
+    if (name.find('/') != std::string::npos)
+        return name;
+    const char* path = std::getenv("PATH");
+    const std::string directories = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= directories.size()) {
+        size_t end = directories.find(':', start);
+        if (end == std::string::npos)
+            end = directories.size();
+        const std::string directory = end > start ? directories.substr(start, end - start) : ".";
+        const std::string candidate = (fs::path(directory) / name).string();
+        std::error_code error;
+        if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        start = end + 1;
+    }
+    return std::nullopt;
+}
+
+// The words of `program`'s #! line, if it has one.
+std::vector<std::string> interpreter_line(const std::string& program) {
+    std::ifstream file(program, std::ios::binary);
+    std::string line;
+    if (!file || !std::getline(file, line) || !line.starts_with("#!"))
+        return {};
+    std::vector<std::string> words;
+    size_t start = 2;
+    while ((start = line.find_first_not_of(" \t\r", start)) != std::string::npos) {
+        const size_t end = line.find_first_of(" \t\r", start);
+        words.push_back(line.substr(start, end - start));
+        start = end;
+    }
+    return words;
+}
+
+std::optional<std::string> interpreter_named(const std::vector<std::string>& words) {
+    if (words.empty())
+        return std::nullopt;
+    if (fs::path(words[0]).filename() != "env")
+        return is_python_name(fs::path(words[0]).filename()) ? std::optional(words[0]) : std::nullopt;
+    // `#!/usr/bin/env -S python3 -u`, `#!/usr/bin/env VAR=1 python3`: the first word that is neither an
+    // option of env's nor an assignment.
+    for (size_t i = 1; i < words.size(); ++i) {
+        if (words[i].starts_with("-") || words[i].find('=') != std::string::npos)
+            continue;
+        if (!is_python_name(fs::path(words[i]).filename()))
+            return std::nullopt;
+        return find_program(words[i]);
+    }
+    return std::nullopt;
+}
+
+std::string build_id_of(const std::string& library) {
+    FileDescriptor file(::open(library.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.get() < 0)
+        throw LauncherError(fmt::format("cannot open {}: {}", library, std::strerror(errno)));
+    elf_version(EV_CURRENT);
+    Elf* elf = elf_begin(file.get(), ELF_C_READ_MMAP, nullptr);
+    const void* bytes = nullptr;
+    const ssize_t length = elf != nullptr ? dwelf_elf_gnu_build_id(elf, &bytes) : -1;
+    std::string hex;
+    for (ssize_t i = 0; i < length; ++i)
+        hex += fmt::format("{:02x}", static_cast<const unsigned char*>(bytes)[i]);
+    if (elf != nullptr)
+        elf_end(elf);
+    if (hex.empty())
+        throw LauncherError(
+            fmt::format("{} has no GNU build id: gpuleak cannot tell which PyTorch it is", library));
+    return hex;
+}
+
+std::string last_line_of(const std::string& file) {
+    std::ifstream stream(file);
+    std::string line;
+    std::string last;
+    while (std::getline(stream, line))
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            last = line;
+    return last;
+}
+
+// Holds an exclusive lock on `path` (created if missing) while it lives: the launchers of a
+// hyperparameter search started at once build the adapter once.
+class BuildLock {
+  public:
+    explicit BuildLock(const std::string& path)
+        : file_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (file_.get() >= 0)
+            while (::flock(file_.get(), LOCK_EX) != 0 && errno == EINTR) {
+            }
+    }
+
+  private:
+    FileDescriptor file_;
+};
+
+} // namespace
+
+std::optional<std::string> python_of_command(const std::vector<std::string>& command) {
+    if (command.empty())
+        return std::nullopt;
+    if (is_python_name(fs::path(command[0]).filename()))
+        return find_program(command[0]);
+    const std::optional<std::string> program = find_program(command[0]);
+    if (!program)
+        return std::nullopt;
+    return interpreter_named(interpreter_line(*program));
+}
+
+std::optional<TorchInstall> torch_of(const std::string& python) {
+    const CapturedRun probe = run_captured({python, "-c", kTorchProbe}, "/dev/null");
+    std::string directory = probe.output.substr(0, probe.output.find('\n'));
+    if (!probe.succeeded() || directory.empty())
+        return std::nullopt;
+    const std::string library = directory + "/lib/libc10_cuda.so";
+    std::error_code error;
+    if (!fs::is_regular_file(library, error))
+        return std::nullopt;
+    char version[128];
+    if (!read_torch_version((directory + "/version.py").c_str(), version, sizeof version))
+        throw LauncherError(fmt::format("cannot read torch's version from {}/version.py", directory));
+    return TorchInstall{std::move(directory), version, build_id_of(library)};
+}
+
+AdapterBuild ensure_torch_adapter(const std::string& python, const TorchInstall& torch, bool announce) {
+    char directory[4096];
+    if (!torch_adapter_directory(torch.version.c_str(), torch.build_id.c_str(), directory, sizeof directory))
+        throw LauncherError("no cache directory for the PyTorch adapter: set GPULEAK_TORCH_ADAPTER_DIR");
+    AdapterBuild build{fmt::format("{}/{}", directory, kTorchAdapterLibrary),
+                       fmt::format("{}/{}", directory, kTorchAdapterBuildLog), false, ""};
+    std::error_code error;
+    if (fs::is_regular_file(build.library, error)) {
+        build.built = true;
+        return build;
+    }
+    std::string why;
+    const std::optional<std::string> sources = find_shared("torch_adapter", "build-adapter.sh", why);
+    if (!sources)
+        throw LauncherError(fmt::format("cannot find the PyTorch adapter's source ({})", why));
+    fs::create_directories(directory, error);
+    if (error)
+        throw LauncherError(fmt::format("cannot create {}: {}", directory, error.message()));
+    const BuildLock lock(fmt::format("{}/.build.lock", directory));
+    if (fs::is_regular_file(build.library, error)) {
+        build.built = true;
+        return build;
+    }
+    if (announce)
+        say(fmt::format("building gpuleak's PyTorch adapter for torch {}, once for this torch, so that each "
+                        "tensor is recorded",
+                        torch.version));
+    const CapturedRun run = run_captured({"bash", *sources + "/build-adapter.sh", python}, build.log);
+    const std::string printed = run.output.substr(0, run.output.find('\n'));
+    if (run.succeeded() && printed == build.library && fs::is_regular_file(build.library, error)) {
+        fs::remove(build.log, error);
+        build.built = true;
+        return build;
+    }
+    if (run.succeeded()) {
+        // The script names its library with the hash of the source it compiled: another gpuleak's.
+        std::ofstream(build.log, std::ios::app) << fmt::format(
+            "build-adapter.sh built {}, not {}: it is not this gpuleak's\n", printed, build.library);
+    }
+    build.failure = last_line_of(build.log);
+    if (build.failure.empty()) {
+        // The log that libgpuleak.so's warning names says something all the same.
+        build.failure = run.exited ? fmt::format("build-adapter.sh exited with {}", run.exit_status)
+                                   : "build-adapter.sh was killed";
+        std::ofstream(build.log, std::ios::app) << build.failure << '\n';
+    }
+    return build;
+}
+
+void prepare_torch_adapter(const std::optional<std::string>& python, bool announce) {
+    const char* wanted = std::getenv("GPULEAK_TORCH");
+    if (!python || (wanted != nullptr && std::strcmp(wanted, "0") == 0))
+        return;
+    try {
+        const std::optional<TorchInstall> torch = torch_of(*python);
+        if (torch)
+            ensure_torch_adapter(*python, *torch, announce);
+    } catch (const LauncherError&) {
+        // libgpuleak.so's warning in the traced process says what it records instead.
+    } catch (const fs::filesystem_error&) {
+    }
+}
+
+int torch_adapter_command(const std::string& python) {
+    const std::optional<TorchInstall> torch = torch_of(python);
+    if (!torch)
+        throw LauncherError(fmt::format(
+            "torch-adapter: {} imports no torch with CUDA (no torch/lib/libc10_cuda.so)", python));
+    const AdapterBuild build = ensure_torch_adapter(python, *torch, true);
+    if (!build.built)
+        throw LauncherError(
+            fmt::format("torch-adapter: cannot build the PyTorch adapter for torch {}: {} (the "
+                        "build's output: {})",
+                        torch->version, build.failure, build.log));
+    fmt::print("{}\n", build.library);
+    return 0;
+}
+
+} // namespace gpuleak::launcher
