@@ -29,8 +29,8 @@ void add_run_options(CLI::App& run, RunRequest& request) {
         ->check(CLI::Range(kMinSampleMs, kMaxSampleMs));
     run.add_flag("--no-python", request.no_python, "no Python frames in the stacks (GPULEAK_PYTHON=0)");
     run.add_flag("--quiet", request.quiet,
-                 "no line on stderr from each traced process naming its trace (GPULEAK_QUIET=1); the "
-                 "summary at the end is still printed");
+                 "no line on stderr from each traced process naming its trace (GPULEAK_QUIET=1), nor the one "
+                 "announcing a build of the PyTorch adapter; the summary at the end is still printed");
 }
 
 void add_kernel_subcommands(CLI::App& kernel, Invocation& invocation) {
@@ -60,6 +60,7 @@ void add_kernel_subcommands(CLI::App& kernel, Invocation& invocation) {
     list->add_option("--python", invocation.python, "search this interpreter's sys.prefix too");
     CLI::App* uninstall = kernel.add_subcommand("uninstall", "remove the gpuleak kernelspecs of this name");
     uninstall->add_option("name", invocation.kernel_name, "the kernelspec's name")->required();
+    uninstall->add_option("--python", invocation.python, "search this interpreter's sys.prefix too");
     CLI::App* run = kernel.add_subcommand(
         "run",
         "run a Jupyter kernel under gpuleak (what a gpuleak kernelspec starts): kernel run -- python -m "

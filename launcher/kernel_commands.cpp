@@ -5,6 +5,8 @@
 
 #include "interpreter_probe.h"
 #include "launcher_error.h"
+#include "preload_library.h"
+#include "say.h"
 #include "torch_adapter.h"
 
 namespace gpuleak::launcher {
@@ -30,8 +32,19 @@ std::string sys_prefix_of(const std::string& python) {
 int kernel_install(const KernelInstallRequest& request) {
     const std::string directory = install_kernelspec(request);
     fmt::print("installed kernelspec {} (\"{}\") in {}\n", request.name, request.display_name, directory);
-    // Now rather than at the kernel's start, which Jupyter waits on.
-    prepare_torch_adapter(request.python, true);
+    // Now rather than at the kernel's start, which Jupyter waits on; a failure is said here, where the
+    // user is, not in the Jupyter server's log.
+    try {
+        const std::optional<AdapterBuild> adapter =
+            prepare_torch_adapter(request.python, find_preload_library(), true);
+        if (adapter && !adapter->built)
+            say(fmt::format(
+                "the PyTorch adapter could not be built ({}; the build's output: {}): the kernel will "
+                "record PyTorch's memory per segment, not per tensor, until one of its starts builds it",
+                adapter->failure, adapter->log));
+    } catch (const LauncherError&) {
+        // No libgpuleak.so: the kernel's start says so.
+    }
     return 0;
 }
 

@@ -177,7 +177,7 @@ std::string kernel_key(const std::vector<std::string>& command, int pid) {
 int run_kernel(const RunRequest& request) {
     const std::string library = find_preload_library();
     const std::string package = find_python_package();
-    prepare_torch_adapter(python_of_command(request.command), !request.quiet);
+    prepare_torch_adapter(python_of_command(request.command), library, !request.quiet);
     const KernelDirectory kernel_directory = make_kernel_directory(kernel_key(request.command, ::getpid()));
     const std::string previous = take_pending_summary(kernel_directory);
     const RunDirectory directory =

@@ -10,8 +10,8 @@
 #include "kernel_commands.h"
 #include "kernel_session.h"
 #include "launcher_error.h"
-#include "printable.h"
 #include "run_command.h"
+#include "say.h"
 #include "torch_adapter.h"
 
 int main(int argc, char** argv) {
@@ -36,11 +36,11 @@ int main(int argc, char** argv) {
         }
         return 0;
     } catch (const LauncherError& error) {
-        fmt::print(stderr, "gpuleak: {}\n", gpuleak::printable(error.what()));
+        say(error.what());
         return error.exit_status();
     } catch (const std::exception& error) {
         // A bug or exhaustion, before the command ran or while it did: still one line.
-        fmt::print(stderr, "gpuleak: internal error: {}\n", gpuleak::printable(error.what()));
+        say(fmt::format("internal error: {}", error.what()));
         return kLauncherFailed;
     }
 }

@@ -51,7 +51,7 @@ void report_on(const CommandEnd& end, const RunDirectory& directory) {
 
 int run_command(const RunRequest& request) {
     const std::string library = find_preload_library();
-    prepare_torch_adapter(python_of_command(request.command), !request.quiet);
+    prepare_torch_adapter(python_of_command(request.command), library, !request.quiet);
     const RunDirectory directory =
         make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
     CommandEnd end;

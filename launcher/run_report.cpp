@@ -52,10 +52,10 @@ void wait_for_the_run(const std::vector<std::string>& traces) {
             pids.reserve(running.size());
             for (const analyzer::TraceLineage& process : running)
                 pids.push_back(process.pid);
-            fmt::print(stderr, "gpuleak: waiting up to {} s for {} of the run still running (pid {})\n",
-                       std::chrono::duration_cast<std::chrono::seconds>(kPatience).count(),
-                       pids.size() == 1 ? "a process" : fmt::format("{} processes", pids.size()),
-                       fmt::join(pids, ", "));
+            say(fmt::format("waiting up to {} s for {} of the run still running (pid {})",
+                            std::chrono::duration_cast<std::chrono::seconds>(kPatience).count(),
+                            pids.size() == 1 ? "a process" : fmt::format("{} processes", pids.size()),
+                            fmt::join(pids, ", ")));
             said = true;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 #include <libelf.h>
 #include <regex>
+#include <span>
 #include <sys/file.h>
 #include <system_error>
 #include <unistd.h>
@@ -28,11 +30,19 @@ namespace fs = std::filesystem;
 namespace {
 
 // Where torch is, without importing it (which takes seconds): the interpreter's own import system
-// decides, with the environment the command will have.
-constexpr const char* kTorchProbe = "import importlib.util\n"
-                                    "spec = importlib.util.find_spec('torch')\n"
-                                    "locations = spec.submodule_search_locations if spec else None\n"
-                                    "print(locations[0] if locations else '')\n";
+// decides, with the environment the command will have. Marked: a .pth file or sitecustomize may print
+// lines of its own.
+constexpr const char* kTorchMark = "gpuleak-torch-directory:";
+constexpr const char* kTorchProbe =
+    "import importlib.util\n"
+    "spec = importlib.util.find_spec('torch')\n"
+    "locations = spec.submodule_search_locations if spec else None\n"
+    "print('gpuleak-torch-directory:' + (locations[0] if locations else ''))\n";
+constexpr std::chrono::seconds kProbeLimit{60};
+// Importing torch from a cold network file system, then compiling against its headers.
+constexpr std::chrono::seconds kBuildLimit{600};
+// What Linux reads of a #! line (BINPRM_BUF_SIZE).
+constexpr size_t kInterpreterLineLimit = 256;
 
 bool is_python_name(const std::string& name) {
     static const std::regex python(R"(python(\d+(\.\d+)?[a-z]?)?)");
@@ -45,7 +55,7 @@ std::optional<std::string> find_program(const std::string& name) {
     if (name.find('/') != std::string::npos)
         return name;
     const char* path = std::getenv("PATH");
-    const std::string directories = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    const std::string directories = path != nullptr ? path : "/bin:/usr/bin";
     size_t start = 0;
     while (start <= directories.size()) {
         size_t end = directories.find(':', start);
@@ -61,37 +71,56 @@ std::optional<std::string> find_program(const std::string& name) {
     return std::nullopt;
 }
 
-// The words of `program`'s #! line, if it has one.
-std::vector<std::string> interpreter_line(const std::string& program) {
-    std::ifstream file(program, std::ios::binary);
-    std::string line;
-    if (!file || !std::getline(file, line) || !line.starts_with("#!"))
-        return {};
+std::vector<std::string> words_of(const std::string& text) {
     std::vector<std::string> words;
-    size_t start = 2;
-    while ((start = line.find_first_not_of(" \t\r", start)) != std::string::npos) {
-        const size_t end = line.find_first_of(" \t\r", start);
-        words.push_back(line.substr(start, end - start));
+    size_t start = 0;
+    while ((start = text.find_first_not_of(" \t", start)) != std::string::npos) {
+        const size_t end = text.find_first_of(" \t", start);
+        words.push_back(text.substr(start, end - start));
         start = end;
     }
     return words;
 }
 
-std::optional<std::string> interpreter_named(const std::vector<std::string>& words) {
-    if (words.empty())
+// The interpreter `program`'s #! line runs it with, if it names a Python one. As Linux reads it: the
+// interpreter, then the rest of the line as one argument, which env splits only after -S.
+std::optional<std::string> interpreter_of(const std::string& program) {
+    std::ifstream file(program, std::ios::binary);
+    char bytes[kInterpreterLineLimit];
+    file.read(bytes, sizeof bytes);
+    const std::string head(bytes, static_cast<size_t>(file.gcount()));
+    if (!head.starts_with("#!"))
         return std::nullopt;
-    if (fs::path(words[0]).filename() != "env")
-        return is_python_name(fs::path(words[0]).filename()) ? std::optional(words[0]) : std::nullopt;
-    // `#!/usr/bin/env -S python3 -u`, `#!/usr/bin/env VAR=1 python3`: the first word that is neither an
-    // option of env's nor an assignment.
-    for (size_t i = 1; i < words.size(); ++i) {
-        if (words[i].starts_with("-") || words[i].find('=') != std::string::npos)
-            continue;
-        if (!is_python_name(fs::path(words[i]).filename()))
-            return std::nullopt;
-        return find_program(words[i]);
+    const std::string line = head.substr(2, head.find('\n') - 2);
+    const size_t interpreter_start = line.find_first_not_of(" \t");
+    if (interpreter_start == std::string::npos)
+        return std::nullopt;
+    const size_t interpreter_end = line.find_first_of(" \t", interpreter_start);
+    const std::string interpreter = line.substr(interpreter_start, interpreter_end - interpreter_start);
+    std::string argument;
+    if (interpreter_end != std::string::npos &&
+        line.find_first_not_of(" \t\r", interpreter_end) != std::string::npos) {
+        argument = line.substr(line.find_first_not_of(" \t", interpreter_end));
+        argument.erase(argument.find_last_not_of(" \t\r") + 1);
     }
-    return std::nullopt;
+    if (fs::path(interpreter).filename() != "env")
+        return is_python_name(fs::path(interpreter).filename()) ? std::optional(interpreter) : std::nullopt;
+    // `#!/usr/bin/env python3`; `#!/usr/bin/env -S python3 -u`, `-S VAR=1 python3`: the first word after
+    // -S that is neither an option nor an assignment.
+    std::string named = argument;
+    if (argument.starts_with("-S")) {
+        named.clear();
+        for (const std::string& word : words_of(argument.substr(2))) {
+            if (word.starts_with("-") || word.find('=') != std::string::npos)
+                continue;
+            named = word;
+            break;
+        }
+    }
+    if (named.empty() || named.find_first_of(" \t") != std::string::npos ||
+        !is_python_name(fs::path(named).filename()))
+        return std::nullopt;
+    return find_program(named);
 }
 
 std::string build_id_of(const std::string& library) {
@@ -103,8 +132,10 @@ std::string build_id_of(const std::string& library) {
     const void* bytes = nullptr;
     const ssize_t length = elf != nullptr ? dwelf_elf_gnu_build_id(elf, &bytes) : -1;
     std::string hex;
-    for (ssize_t i = 0; i < length; ++i)
-        hex += fmt::format("{:02x}", static_cast<const unsigned char*>(bytes)[i]);
+    if (length > 0)
+        hex = fmt::format(
+            "{:02x}",
+            fmt::join(std::span(static_cast<const uint8_t*>(bytes), static_cast<size_t>(length)), ""));
     if (elf != nullptr)
         elf_end(elf);
     if (hex.empty())
@@ -123,12 +154,21 @@ std::string last_line_of(const std::string& file) {
     return last;
 }
 
+// Whether the library the command will preload is this launcher's build (GPULEAK_LIBRARY may name
+// another): its adapter's name is in its read-only data.
+bool loads_this_adapter(const std::string& library) {
+    std::ifstream file(library, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    return bytes.find(kTorchAdapterLibrary) != std::string::npos;
+}
+
 // Holds an exclusive lock on `path` (created if missing) while it lives: the launchers of a
-// hyperparameter search started at once build the adapter once.
+// hyperparameter search started at once build the adapter once. Read-only suffices for flock, so a
+// lock file another user made in a shared cache serves too.
 class BuildLock {
   public:
     explicit BuildLock(const std::string& path)
-        : file_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        : file_(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644)) {
         if (file_.get() >= 0)
             while (::flock(file_.get(), LOCK_EX) != 0 && errno == EINTR) {
             }
@@ -137,6 +177,15 @@ class BuildLock {
   private:
     FileDescriptor file_;
 };
+
+void record_failure(AdapterBuild& build, const std::string& why) {
+    build.failure = last_line_of(build.log);
+    if (build.failure.empty()) {
+        // The log that libgpuleak.so's warning names says something all the same.
+        build.failure = why;
+        std::ofstream(build.log, std::ios::app) << why << '\n';
+    }
+}
 
 } // namespace
 
@@ -148,13 +197,17 @@ std::optional<std::string> python_of_command(const std::vector<std::string>& com
     const std::optional<std::string> program = find_program(command[0]);
     if (!program)
         return std::nullopt;
-    return interpreter_named(interpreter_line(*program));
+    return interpreter_of(*program);
 }
 
 std::optional<TorchInstall> torch_of(const std::string& python) {
-    const CapturedRun probe = run_captured({python, "-c", kTorchProbe}, "/dev/null");
-    std::string directory = probe.output.substr(0, probe.output.find('\n'));
-    if (!probe.succeeded() || directory.empty())
+    const CapturedRun probe = run_captured({python, "-c", kTorchProbe}, "/dev/null", kProbeLimit);
+    const size_t mark = probe.output.rfind(kTorchMark);
+    if (!probe.succeeded() || mark == std::string::npos)
+        return std::nullopt;
+    const size_t start = mark + std::strlen(kTorchMark);
+    std::string directory = probe.output.substr(start, probe.output.find('\n', start) - start);
+    if (directory.empty())
         return std::nullopt;
     const std::string library = directory + "/lib/libc10_cuda.so";
     std::error_code error;
@@ -184,16 +237,24 @@ AdapterBuild ensure_torch_adapter(const std::string& python, const TorchInstall&
     fs::create_directories(directory, error);
     if (error)
         throw LauncherError(fmt::format("cannot create {}: {}", directory, error.message()));
+    const auto waited_from = fs::file_time_type::clock::now();
     const BuildLock lock(fmt::format("{}/.build.lock", directory));
     if (fs::is_regular_file(build.library, error)) {
         build.built = true;
         return build;
     }
+    // A launcher that held the lock meanwhile tried and failed: its answer is this one's too.
+    if (const auto written = fs::last_write_time(build.log, error); !error && written >= waited_from) {
+        record_failure(build, "the build failed");
+        return build;
+    }
     if (announce)
-        say(fmt::format("building gpuleak's PyTorch adapter for torch {}, once for this torch, so that each "
-                        "tensor is recorded",
-                        torch.version));
-    const CapturedRun run = run_captured({"bash", *sources + "/build-adapter.sh", python}, build.log);
+        say(fmt::format(
+            "building gpuleak's PyTorch adapter for torch {} (kept for later runs), so that each tensor "
+            "is recorded",
+            torch.version));
+    const CapturedRun run =
+        run_captured({"bash", *sources + "/build-adapter.sh", python}, build.log, kBuildLimit);
     const std::string printed = run.output.substr(0, run.output.find('\n'));
     if (run.succeeded() && printed == build.library && fs::is_regular_file(build.library, error)) {
         fs::remove(build.log, error);
@@ -205,28 +266,26 @@ AdapterBuild ensure_torch_adapter(const std::string& python, const TorchInstall&
         std::ofstream(build.log, std::ios::app) << fmt::format(
             "build-adapter.sh built {}, not {}: it is not this gpuleak's\n", printed, build.library);
     }
-    build.failure = last_line_of(build.log);
-    if (build.failure.empty()) {
-        // The log that libgpuleak.so's warning names says something all the same.
-        build.failure = run.exited ? fmt::format("build-adapter.sh exited with {}", run.exit_status)
-                                   : "build-adapter.sh was killed";
-        std::ofstream(build.log, std::ios::app) << build.failure << '\n';
-    }
+    record_failure(build, run.timed_out ? fmt::format("build-adapter.sh took over {} s and was stopped",
+                                                      kBuildLimit.count())
+                          : run.exited  ? fmt::format("build-adapter.sh exited with {}", run.exit_status)
+                                        : "build-adapter.sh was killed");
     return build;
 }
 
-void prepare_torch_adapter(const std::optional<std::string>& python, bool announce) {
+std::optional<AdapterBuild> prepare_torch_adapter(const std::optional<std::string>& python,
+                                                  const std::string& library, bool announce) {
     const char* wanted = std::getenv("GPULEAK_TORCH");
-    if (!python || (wanted != nullptr && std::strcmp(wanted, "0") == 0))
-        return;
+    if (!python || (wanted != nullptr && std::strcmp(wanted, "0") == 0) || !loads_this_adapter(library))
+        return std::nullopt;
     try {
-        const std::optional<TorchInstall> torch = torch_of(*python);
-        if (torch)
-            ensure_torch_adapter(*python, *torch, announce);
+        if (const std::optional<TorchInstall> torch = torch_of(*python))
+            return ensure_torch_adapter(*python, *torch, announce);
     } catch (const LauncherError&) {
         // libgpuleak.so's warning in the traced process says what it records instead.
     } catch (const fs::filesystem_error&) {
     }
+    return std::nullopt;
 }
 
 int torch_adapter_command(const std::string& python) {

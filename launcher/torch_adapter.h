@@ -36,13 +36,17 @@ struct AdapterBuild {
 };
 
 // The adapter for `torch`: found in the cache, else built with `python` (one build at a time per torch
-// install, also across launchers). `announce`: a line on stderr before a build starts.
+// install, also across launchers; those that waited for one that failed take its failure). `announce`:
+// a line on stderr before a build starts.
 AdapterBuild ensure_torch_adapter(const std::string& python, const TorchInstall& torch, bool announce);
 
 // Before a command starts: the adapter for the torch `python` (the command's interpreter, if any)
-// imports, when it imports one, unless GPULEAK_TORCH=0. Never throws: without an adapter the run
-// records PyTorch's memory per segment, and libgpuleak.so warns.
-void prepare_torch_adapter(const std::optional<std::string>& python, bool announce);
+// imports, when it imports one, unless GPULEAK_TORCH=0 or `library` (the libgpuleak.so to preload) is
+// another build's, which looks for an adapter of its own source. Nothing when nothing was to be done.
+// Never throws: without an adapter the run records PyTorch's memory per segment, and libgpuleak.so
+// warns.
+std::optional<AdapterBuild> prepare_torch_adapter(const std::optional<std::string>& python,
+                                                  const std::string& library, bool announce);
 
 // `gpuleak torch-adapter --python PYTHON`: builds the adapter when missing and prints its path on stdout.
 // Throws LauncherError (one line) when there is nothing to build for or the build failed.

@@ -5,11 +5,13 @@
 #
 #   scripts/pack-build.sh [BUILD_DIR] [TARBALL]
 #   BUILD_DIR default build-static/ in the repository (configured and built first when it has no
-#   libgpuleak.so); TARBALL default BUILD_DIR/gpuleak-validate.tar.gz
+#   libgpuleak.so), or the build of scripts/build-wheel.sh, which is one too; TARBALL default
+#   BUILD_DIR/gpuleak-validate.tar.gz. GPULEAK_PACK_SIMDEVICE: the simulated device's build directory,
+#   default BUILD_DIR/simdevice (a wheel's build has none: that of another tree of this machine serves).
 #
 # The package (one top directory, gpuleak-validate/) is gpuleak installed there (`cmake --install`, the
 # layout a user's install has), plus what the validation runs:
-#   bin/gpuleak, bin/gpuleak-report     fmt, elfutils and libstdc++ linked in
+#   bin/gpuleak, bin/gpuleak-report     fmt, elfutils and libstdc++ linked in, without debug information
 #   lib/libgpuleak.so                   with libunwind.so.8 and liblzma.so.5 beside it, found by $ORIGIN
 #                                       (Debian's libunwind.a is not position-independent)
 #   share/gpuleak/python                the Python package, where the launcher looks for it
@@ -37,18 +39,22 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 package=$tmp/gpuleak-validate
-cmake --install "$build" --prefix "$package" >/dev/null
+# What cmake --install puts under a prefix; a wheel's build also installs its .pth file, which is the
+# wheel's alone (a component of its own).
+cmake --install "$build" --prefix "$package" --component Unspecified >/dev/null
 if [[ ! -f $package/lib/libgpuleak.so ]]; then
     echo "pack-build: $build installs libgpuleak.so elsewhere than lib/ (CMAKE_INSTALL_LIBDIR), where gpu-validate.sh looks" >&2
     exit 1
 fi
-# The programs' own debug information (most of their 30-50 MB, with elfutils and fmt linked in) is not
-# needed to run them; libgpuleak.so keeps its own, since it is what a report of the trace symbolizes.
-strip --strip-debug "$package"/bin/*
 mkdir -p "$package"/{simdevice,tests/torch,scripts}
-cp -L "$build"/simdevice/lib*.so.* "$package/simdevice/"
-cp -r "$build/simdevice/python" "$package/simdevice/"
-cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.py" "$root/tests/torch/torch_environment.py" \
+simdevice=${GPULEAK_PACK_SIMDEVICE:-$build/simdevice}
+if [[ ! -f $simdevice/libcudart.so.13 ]]; then
+    echo "pack-build: no simulated device in $simdevice (set GPULEAK_PACK_SIMDEVICE)" >&2
+    exit 1
+fi
+cp -L "$simdevice"/lib*.so.* "$package/simdevice/"
+cp -r "$simdevice/python" "$package/simdevice/"
+cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.py" "$root/tests/torch/test_adapter_first_use.py" "$root/tests/torch/torch_environment.py" \
     "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
 cp -r "$root/tests/workloads" "$package/tests/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"

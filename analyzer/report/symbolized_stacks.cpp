@@ -8,7 +8,7 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-// libgpuleak.so and the PyTorch adapter, libgpuleak_torch.so, with the std::function glue it was
+// libgpuleak.so and the PyTorch adapter, libgpuleak_torch-<hash>.so, with the std::function glue it was
 // called through, which is compiled into it.
 bool is_gpuleak_module(const std::string& path) {
     return std::filesystem::path(path).filename().string().starts_with("libgpuleak");

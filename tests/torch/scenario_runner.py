@@ -1,4 +1,4 @@
-"""Runs the scenarios of test_torch_adapter.py and test_workloads.py without pytest, for
+"""Runs the scenarios of test_torch_adapter.py, test_workloads.py and test_adapter_first_use.py without pytest, for
 scripts/gpu-validate.sh: the machine with the real GPU may have PyTorch but no pytest, and nothing can be
 installed there. The scenarios themselves stay in one place, the test files; this only calls them.
 
@@ -66,7 +66,7 @@ class _TempFactory:
 
 # The test files whose scenarios run, in this order; the first one's pytestmark and adapter_cache serve
 # them all (test_workloads.py takes both from test_torch_adapter.py).
-SCENARIO_FILES = ("test_torch_adapter", "test_workloads")
+SCENARIO_FILES = ("test_torch_adapter", "test_workloads", "test_adapter_first_use")
 
 
 def _load_scenarios():

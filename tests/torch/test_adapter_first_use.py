@@ -49,7 +49,7 @@ def test_the_first_run_builds_the_adapter_and_records_tensors(tmp_path):
     cache = tmp_path / "cache"
     first, process = gpuleak_run(tmp_path, cache, "first")
     assert [line for line in first.stderr.splitlines() if BUILDING in line] == [
-        f"gpuleak: {BUILDING} {torch_version()}, once for this torch, so that each tensor is recorded"
+        f"gpuleak: {BUILDING} {torch_version()} (kept for later runs), so that each tensor is recorded"
     ]
     assert "no PyTorch adapter" not in first.stderr
     assert process["summary"]["allocator_reports_blocks"] is True

@@ -108,6 +108,20 @@ TEST_CASE("the command starts after -- or at the first argument that is not run'
     CHECK(parsed_run({"run", "--", "--", "x"}).command == Strings{"--", "x"});
 }
 
+TEST_CASE("kernel list and uninstall search an interpreter's sys.prefix, and torch-adapter takes one") {
+    const Invocation uninstall =
+        parse_command_line({"kernel", "uninstall", "gpu", "--python", "/venv/bin/python"});
+    CHECK(uninstall.subcommand == Subcommand::KernelUninstall);
+    CHECK(uninstall.kernel_name == "gpu");
+    CHECK(uninstall.python == "/venv/bin/python");
+    CHECK(parse_command_line({"kernel", "list", "--python", "/venv/bin/python"}).python ==
+          "/venv/bin/python");
+    const Invocation adapter = parse_command_line({"torch-adapter"});
+    CHECK(adapter.subcommand == Subcommand::TorchAdapter);
+    CHECK(adapter.python == "python3");
+    CHECK(parse_command_line({"torch-adapter", "--python", "/venv/bin/python"}).python == "/venv/bin/python");
+}
+
 TEST_CASE("usage errors are one line each") {
     for (const Strings& arguments :
          {Strings{}, Strings{"run"}, Strings{"run", "--"}, Strings{"run", "--bogus", "ls"},
@@ -375,7 +389,10 @@ TEST_CASE("a command's Python interpreter is found by its name or by its #! line
     write_file(bin / "python3.12", "", kExecutable);
     write_file(bin / "torchrun", "#!/opt/venv/bin/python3.12\nimport sys\n", kExecutable);
     write_file(bin / "accelerate", "#!/usr/bin/env -S python3 -u\n", kExecutable);
-    write_file(bin / "with-setting", "#!/usr/bin/env PYTHONUNBUFFERED=1 python3\n", kExecutable);
+    write_file(bin / "with-setting", "#!/usr/bin/env -S PYTHONUNBUFFERED=1 python3\n", kExecutable);
+    // Without -S, env gets "VAR=1 python3" as one argument: an assignment, and no program.
+    write_file(bin / "one-argument", "#!/usr/bin/env PYTHONUNBUFFERED=1 python3\n", kExecutable);
+    fs::copy_file("/proc/self/exe", bin / "cuda-app");
     write_file(bin / "tool.sh", "#!/bin/bash\nexec python3 \"$@\"\n", kExecutable);
     write_file(bin / "perl-tool", "#!/usr/bin/env perl\n", kExecutable);
     write_file(bin / "pythonista", "", kExecutable);
@@ -388,6 +405,8 @@ TEST_CASE("a command's Python interpreter is found by its name or by its #! line
     CHECK(python_of_command({"torchrun", "train.py"}) == "/opt/venv/bin/python3.12");
     CHECK(python_of_command({"accelerate", "launch"}) == (bin / "python3").string());
     CHECK(python_of_command({"with-setting"}) == (bin / "python3").string());
+    CHECK(python_of_command({"one-argument"}) == std::nullopt);
+    CHECK(python_of_command({"cuda-app"}) == std::nullopt);
     CHECK(python_of_command({(bin / "tool.sh").string()}) == std::nullopt);
     CHECK(python_of_command({"perl-tool"}) == std::nullopt);
     CHECK(python_of_command({"pythonista"}) == std::nullopt);
@@ -403,11 +422,12 @@ TEST_CASE("the torch an interpreter would import is named without importing it, 
     // Any ELF file with a GNU build id stands in for libc10_cuda.so.
     fs::create_directories(torch / "lib");
     fs::copy_file("/proc/self/exe", torch / "lib" / "libc10_cuda.so");
-    // Answers the launcher's question (where torch is) and fails the build script's (import torch), as
-    // an interpreter whose torch cannot be imported would.
+    // Answers the launcher's question (where torch is: after a line a .pth file printed) and fails the
+    // build script's (import torch), as an interpreter whose torch cannot be imported would.
     const fs::path python = root / "bin" / "python3";
     write_file(python,
-               "#!/bin/sh\ncase \"$2\" in *find_spec*) echo " + torch.string() + " ;; *) exit 1 ;; esac\n",
+               "#!/bin/sh\ncase \"$2\" in *find_spec*) echo 'from a .pth'; echo gpuleak-torch-directory:" +
+                   torch.string() + " ;; *) echo 'ModuleNotFoundError: torch' >&2; exit 1 ;; esac\n",
                kExecutable);
 
     const std::optional<TorchInstall> found = torch_of(python.string());
@@ -426,7 +446,10 @@ TEST_CASE("the torch an interpreter would import is named without importing it, 
         CHECK(fs::path(build.library).filename().string().starts_with("libgpuleak_torch-"));
         CHECK(fs::path(build.log).parent_path() == directory);
         CHECK(build.failure.find("cannot import torch") != std::string::npos);
-        CHECK(fs::file_size(build.log) > 0);
+        // The interpreter's own words are in the log too.
+        std::ifstream log(build.log);
+        CHECK(std::string(std::istreambuf_iterator<char>(log), {}).find("ModuleNotFoundError: torch") !=
+              std::string::npos);
         CHECK_THROWS_WITH(torch_adapter_command(python.string()),
                           Catch::Contains("cannot build the PyTorch adapter for torch 2.99.0+cu130") &&
                               Catch::Contains(build.log));
@@ -436,6 +459,25 @@ TEST_CASE("the torch an interpreter would import is named without importing it, 
         const AdapterBuild again = ensure_torch_adapter(python.string(), *found, false);
         CHECK(again.built);
         CHECK(again.library == build.library);
+    }
+    SECTION("a build is the installed build-adapter.sh's, whose adapter has the name the library looks for") {
+        const ScopedVariable cache("GPULEAK_TORCH_ADAPTER_DIR", (root / "cache").string());
+        // The script's questions answered as a torch install would, and a compiler that writes its -o.
+        write_file(python,
+                   "#!/bin/sh\ncase \"$2\" in *find_spec*) echo gpuleak-torch-directory:" + torch.string() +
+                       " ;; *'import os, torch'*) echo 2.99.0+cu130 1 " + torch.string() + "/include " +
+                       torch.string() + "/lib ;; *) exit 1 ;; esac\n",
+                   kExecutable);
+        const fs::path compiler = root / "bin" / "compiler";
+        write_file(compiler,
+                   "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo adapter >\"$2\"; shift; done\n",
+                   kExecutable);
+        const ScopedVariable cxx("CXX", compiler.string());
+        const AdapterBuild build = ensure_torch_adapter(python.string(), *found, false);
+        CHECK(build.failure.empty());
+        CHECK(build.built);
+        CHECK(fs::is_regular_file(build.library));
+        CHECK_FALSE(fs::exists(build.log));
     }
     SECTION("else under XDG_CACHE_HOME, else under ~/.cache") {
         const ScopedVariable cache("GPULEAK_TORCH_ADAPTER_DIR", std::nullopt);
