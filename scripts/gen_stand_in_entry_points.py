@@ -52,9 +52,10 @@ REFUSED = [
     Library("CUDNN", "libcudnn.so.9", ["cudnn_graph.h", "cudnn_ops.h", "cudnn_cnn.h", "cudnn_adv.h"], table="cudnn"),
     Library("CUFFT", "libcufft.so.12", ["cufft.h", "cufftXt.h"], extra=["cufftGetVersion", "cufftGetProperty"],
             table="cufft"),
-    Library("CUSOLVER", "libcusolver.so.12", ["cusolver_common.h", "cusolverDn.h"], extra=["cusolverGetProperty"],
-            table="cusolver"),
-    Library("CUSPARSE", "libcusparse.so.12", ["cusparse.h"], table="cusparse"),
+    # JAX's CUDA plugin checks these versions before it starts (jax_cuda13_plugin._versions).
+    Library("CUSOLVER", "libcusolver.so.12", ["cusolver_common.h", "cusolverDn.h"],
+            extra=["cusolverGetProperty", "cusolverGetVersion"], table="cusolver"),
+    Library("CUSPARSE", "libcusparse.so.12", ["cusparse.h"], extra=["cusparseGetProperty"], table="cusparse"),
     Library("NCCL", "libnccl.so.2", ["nccl.h", "nccl_device/core.h"], versioned=False, prefix="nccl", table="nccl"),
 ]
 

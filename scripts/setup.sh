@@ -92,6 +92,30 @@ sys.exit(not (m.version("scikit-build-core"), m.version("auditwheel"), m.version
     done
 }
 
+# The simulated device's stand-in for NVML (tests/simdevice/nvml.cpp) is compiled against nvml.h, which
+# the CUDA toolkit here lacks: it is taken from NVIDIA's nvml-dev wheel on PyPI (its only file), into
+# ~/.cache/gpuleak/nvml-dev-<version>/include, where tests/simdevice/CMakeLists.txt looks.
+readonly nvml_dev_version=12.9.79
+install_nvml_header() {
+    local target=$HOME/.cache/gpuleak/nvml-dev-$nvml_dev_version interpreter="" wheels
+    [[ -f $target/include/nvml.h || -f /usr/local/cuda/include/nvml.h ]] && return
+    # pip, from pyenv's CPython 3.12 as for the wheel's tools (Debian's python3 has none).
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+        [[ -x $interpreter ]] && break
+    done
+    wheels=$(mktemp -d)
+    echo "setup: unpacking nvml.h from nvidia-nvml-dev-cu12==$nvml_dev_version" >&2
+    PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip download -q --no-deps -d "$wheels" \
+        "nvidia-nvml-dev-cu12==$nvml_dev_version"
+    mkdir -p "$target/include"
+    "$interpreter" - "$wheels"/nvidia_nvml_dev_cu12-*.whl "$target/include/nvml.h" <<'PYTHON'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel, open(sys.argv[2], "wb") as header:
+    header.write(wheel.read("nvidia/nvml_dev/include/nvml.h"))
+PYTHON
+    rm -rf "$wheels"
+}
+
 # tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
 # downloaded once, 1.6 GB installed, both cached under ~/.cache/gpuleak). Without the toolkit there is
 # nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
@@ -122,4 +146,5 @@ install_pytest
 install_jupyter
 install_browser_client
 install_wheel_tools
+install_nvml_header
 install_torch

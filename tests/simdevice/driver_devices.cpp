@@ -97,4 +97,8 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
     return CUDA_SUCCESS;
 }
 
+std::size_t gpuleak_sim_device_charged(int device) {
+    return devices_initialized() && valid_device(device) ? device_charged(device) : 0;
+}
+
 } // extern "C"

@@ -2,10 +2,16 @@
 // real libcudart and libcuda, they export the CUDA API and nothing of their internals.
 #pragma once
 
+#include <cstddef>
+
 #define GPULEAK_SIM_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
 // Present in both simulated libraries so that the interposer can label a trace as recorded on the
 // simulator rather than on a GPU.
 GPULEAK_SIM_EXPORT extern const char gpuleak_simulated_device[];
+// The simulated driver's, for its NVML stand-in: the bytes charged to `device` (this process's use of it,
+// contexts included), as NVML reads them for the process from the kernel driver. 0 for a device that is
+// not one.
+GPULEAK_SIM_EXPORT std::size_t gpuleak_sim_device_charged(int device);
 }

@@ -29,4 +29,11 @@ cusolverStatus_t cusolverGetProperty(libraryPropertyType type, int* value) {
                : CUSOLVER_STATUS_INVALID_VALUE;
 }
 
+cusolverStatus_t cusolverGetVersion(int* version) {
+    if (version == nullptr)
+        return CUSOLVER_STATUS_INVALID_VALUE;
+    *version = CUSOLVER_VERSION;
+    return CUSOLVER_STATUS_SUCCESS;
+}
+
 } // extern "C"

@@ -22,6 +22,13 @@ extern "C" {
     GPULEAK_REFUSED_FUNCTION(cusparse_stand_in, CUSPARSE_STATUS_NOT_SUPPORTED, ret, name, params)
 #include "cusparse.def"
 
+cusparseStatus_t cusparseGetProperty(libraryPropertyType type, int* value) {
+    return gpuleak::sim::read_version_property(
+               type, {CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR, CUSPARSE_VER_PATCH}, value)
+               ? CUSPARSE_STATUS_SUCCESS
+               : CUSPARSE_STATUS_INVALID_VALUE;
+}
+
 // The statuses the stand-in returns.
 const char* cusparseGetErrorString(cusparseStatus_t status) {
     static const std::string refused = std::string("operation not supported: ") + cusparse_stand_in.refusal();

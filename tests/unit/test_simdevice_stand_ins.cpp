@@ -1,0 +1,137 @@
+// What programs ask the simulated device's stand-ins before they start: the libraries that cannot run on
+// it answer their versions as the toolkit's headers give them (JAX's CUDA plugin refuses to start when
+// cuSPARSE or cuSOLVER cannot say theirs), and NVML counts and names the simulated driver's devices
+// (XLA counts no device when NVML cannot start).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <cuda.h>
+#include <cusolver_common.h>
+#include <cusparse.h>
+#include <dlfcn.h>
+// The unversioned names as the stand-in exports them (PyTorch looks up the first version's).
+#define NVML_NO_UNVERSIONED_FUNC_DEFS
+#include <nvml.h>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+template <typename Function> Function function_of(const char* library, const char* name) {
+    // The driver first, by path: the stand-ins' dlopen("libcuda.so.1") then finds it loaded.
+    static void* const driver = dlopen(GPULEAK_SIM_CUDA, RTLD_NOW | RTLD_GLOBAL);
+    REQUIRE(driver != nullptr);
+    void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    INFO(library << ": " << (handle == nullptr ? dlerror() : ""));
+    REQUIRE(handle != nullptr);
+    auto* function = reinterpret_cast<Function>(dlsym(handle, name));
+    REQUIRE(function != nullptr);
+    return function;
+}
+
+} // namespace
+
+TEST_CASE("cuSPARSE's stand-in answers its version properties") {
+    const auto get_property =
+        function_of<decltype(&cusparseGetProperty)>(GPULEAK_SIM_CUSPARSE, "cusparseGetProperty");
+    int major = 0;
+    int minor = 0;
+    int patch = 0;
+    CHECK(get_property(MAJOR_VERSION, &major) == CUSPARSE_STATUS_SUCCESS);
+    CHECK(get_property(MINOR_VERSION, &minor) == CUSPARSE_STATUS_SUCCESS);
+    CHECK(get_property(PATCH_LEVEL, &patch) == CUSPARSE_STATUS_SUCCESS);
+    CHECK((major == CUSPARSE_VER_MAJOR && minor == CUSPARSE_VER_MINOR && patch == CUSPARSE_VER_PATCH));
+    CHECK(get_property(static_cast<libraryPropertyType>(7), &major) == CUSPARSE_STATUS_INVALID_VALUE);
+    CHECK(get_property(MAJOR_VERSION, nullptr) == CUSPARSE_STATUS_INVALID_VALUE);
+}
+
+TEST_CASE("cuSOLVER's stand-in answers its version") {
+    const auto get_version =
+        function_of<decltype(&cusolverGetVersion)>(GPULEAK_SIM_CUSOLVER, "cusolverGetVersion");
+    int version = 0;
+    CHECK(get_version(&version) == CUSOLVER_STATUS_SUCCESS);
+    CHECK(version == CUSOLVER_VERSION);
+    CHECK(get_version(nullptr) == CUSOLVER_STATUS_INVALID_VALUE);
+}
+
+#define NVML(name) function_of<decltype(&::name)>(GPULEAK_SIM_NVML, #name)
+#define DRIVER(name) function_of<decltype(&::name)>(GPULEAK_SIM_CUDA, #name)
+
+TEST_CASE("NVML starts, and counts and finds the simulated driver's devices") {
+    REQUIRE(NVML(nvmlInit_v2)() == NVML_SUCCESS);
+    unsigned int count = 0;
+    CHECK(NVML(nvmlDeviceGetCount_v2)(&count) == NVML_SUCCESS);
+    int driver_count = 0;
+    REQUIRE(DRIVER(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(DRIVER(cuDeviceGetCount)(&driver_count) == CUDA_SUCCESS);
+    CHECK(count == static_cast<unsigned int>(driver_count));
+
+    nvmlDevice_t first = nullptr;
+    REQUIRE(NVML(nvmlDeviceGetHandleByIndex_v2)(0, &first) == NVML_SUCCESS);
+    nvmlDevice_t none = nullptr;
+    CHECK(NVML(nvmlDeviceGetHandleByIndex_v2)(count, &none) == NVML_ERROR_INVALID_ARGUMENT);
+    // By the bus id the driver gives, in either spelling NVML takes.
+    char bus_id[32];
+    REQUIRE(DRIVER(cuDeviceGetPCIBusId)(bus_id, sizeof bus_id, 0) == CUDA_SUCCESS);
+    nvmlDevice_t by_bus = nullptr;
+    CHECK(NVML(nvmlDeviceGetHandleByPciBusId_v2)(bus_id, &by_bus) == NVML_SUCCESS);
+    CHECK(by_bus == first);
+    const std::string long_form = std::string("0000") + bus_id;
+    CHECK(NVML(nvmlDeviceGetHandleByPciBusId_v2)(long_form.c_str(), &by_bus) == NVML_SUCCESS);
+    CHECK(by_bus == first);
+    CHECK(NVML(nvmlDeviceGetHandleByPciBusId_v2)("0000:7f:00.0", &by_bus) == NVML_ERROR_NOT_FOUND);
+
+    unsigned int generation = 0;
+    unsigned int width = 0;
+    CHECK(NVML(nvmlDeviceGetCurrPcieLinkGeneration)(first, &generation) == NVML_SUCCESS);
+    CHECK(NVML(nvmlDeviceGetCurrPcieLinkWidth)(first, &width) == NVML_SUCCESS);
+    CHECK((generation > 0 && width > 0));
+    int cuda_version = 0;
+    CHECK(NVML(nvmlSystemGetCudaDriverVersion_v2)(&cuda_version) == NVML_SUCCESS);
+    int driver_version = 0;
+    REQUIRE(DRIVER(cuDriverGetVersion)(&driver_version) == CUDA_SUCCESS);
+    CHECK(cuda_version == driver_version);
+    char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    CHECK(NVML(nvmlSystemGetDriverVersion)(version, sizeof version) == NVML_SUCCESS);
+    CHECK(std::strlen(version) > 0);
+    CHECK(NVML(nvmlSystemGetDriverVersion)(version, 2) == NVML_ERROR_INSUFFICIENT_SIZE);
+
+    // What the simulated device has no such thing for, as a PCIe GPU without MIG or NVLink answers.
+    unsigned int current = 0;
+    unsigned int pending = 0;
+    CHECK(NVML(nvmlDeviceGetMigMode)(first, &current, &pending) == NVML_ERROR_NOT_SUPPORTED);
+    nvmlEnableState_t active{};
+    CHECK(NVML(nvmlDeviceGetNvLinkState)(first, 0, &active) == NVML_ERROR_NOT_SUPPORTED);
+    CHECK(NVML(nvmlDeviceGetNvLinkState)(nullptr, 0, &active) == NVML_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(NVML(nvmlErrorString)(NVML_ERROR_NOT_SUPPORTED)).find("simulated") !=
+          std::string::npos);
+    CHECK(NVML(nvmlShutdown)() == NVML_SUCCESS);
+}
+
+TEST_CASE("NVML lists this process on a device once it holds memory there, with what it holds") {
+    REQUIRE(NVML(nvmlInit_v2)() == NVML_SUCCESS);
+    REQUIRE(DRIVER(cuInit)(0) == CUDA_SUCCESS);
+    nvmlDevice_t device = nullptr;
+    REQUIRE(NVML(nvmlDeviceGetHandleByIndex_v2)(0, &device) == NVML_SUCCESS);
+    const auto processes = NVML(nvmlDeviceGetComputeRunningProcesses);
+
+    CUcontext context = nullptr;
+    REQUIRE(DRIVER(cuDevicePrimaryCtxRetain)(&context, 0) == CUDA_SUCCESS);
+    REQUIRE(DRIVER(cuCtxSetCurrent)(context) == CUDA_SUCCESS);
+    CUdeviceptr buffer = 0;
+    REQUIRE(DRIVER(cuMemAlloc_v2)(&buffer, 3 << 20) == CUDA_SUCCESS);
+    // Too little room: the count needed, as PyTorch's loop expects.
+    unsigned int count = 0;
+    CHECK(processes(device, &count, nullptr) == NVML_ERROR_INSUFFICIENT_SIZE);
+    CHECK(count == 1);
+    nvmlProcessInfo_v1_t infos[4]{};
+    count = 4;
+    REQUIRE(processes(device, &count, infos) == NVML_SUCCESS);
+    REQUIRE(count == 1);
+    CHECK(infos[0].pid == static_cast<unsigned int>(::getpid()));
+    CHECK(infos[0].usedGpuMemory >= (3u << 20));
+    REQUIRE(DRIVER(cuMemFree_v2)(buffer) == CUDA_SUCCESS);
+    CHECK(processes(nullptr, &count, infos) == NVML_ERROR_INVALID_ARGUMENT);
+    nvmlIntNvLinkDeviceType_t type{};
+    CHECK(NVML(nvmlDeviceGetNvLinkRemoteDeviceType)(device, 0, &type) == NVML_ERROR_NOT_SUPPORTED);
+}
