@@ -88,6 +88,7 @@ constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
 // Used by the simulated device (tests/simdevice): VMM access control, the export-table id and the error
 // codes it returns beyond those above.
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
 constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 constexpr cudaError_t cudaErrorInitializationError = 3;

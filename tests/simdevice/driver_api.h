@@ -13,6 +13,8 @@ extern "C" {
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUlinkState = struct CUlinkState_st*;
+// The runtime's cudaEvent_t too (runtime_abi.h).
+using CUevent = struct CUevent_st*;
 
 #define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params) GPULEAK_SIM_EXPORT CUresult sym params;
 #define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)
@@ -48,6 +50,16 @@ GPULEAK_SIM_EXPORT CUresult cuStreamQuery(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
 GPULEAK_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+
+GPULEAK_SIM_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags);
+GPULEAK_SIM_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent);
+GPULEAK_SIM_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+GPULEAK_SIM_EXPORT CUresult cuEventQuery(CUevent hEvent);
+GPULEAK_SIM_EXPORT CUresult cuEventSynchronize(CUevent hEvent);
+GPULEAK_SIM_EXPORT CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd);
+GPULEAK_SIM_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd);
 
 GPULEAK_SIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total);
 GPULEAK_SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,

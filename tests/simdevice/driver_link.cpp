@@ -60,6 +60,13 @@ bool load(DriverFunctions& cu) {
     resolve(cu.ctx_get_stream_priority_range, "cuCtxGetStreamPriorityRange", kLegacy);
     resolve(cu.stream_destroy, "cuStreamDestroy", kLegacy);
     resolve(cu.stream_synchronize, "cuStreamSynchronize", kLegacy);
+    resolve(cu.stream_wait_event, "cuStreamWaitEvent", kLegacy);
+    resolve(cu.event_create, "cuEventCreate", kLegacy);
+    resolve(cu.event_destroy, "cuEventDestroy", kLegacy);
+    resolve(cu.event_record_with_flags, "cuEventRecordWithFlags", kLegacy);
+    resolve(cu.event_query, "cuEventQuery", kLegacy);
+    resolve(cu.event_synchronize, "cuEventSynchronize", kLegacy);
+    resolve(cu.event_elapsed_time, "cuEventElapsedTime", kLegacy);
     resolve(cu.mem_get_info, "cuMemGetInfo", kLegacy);
     resolve(cu.mem_alloc, "cuMemAlloc", kLegacy);
     resolve(cu.mem_alloc_pitch, "cuMemAllocPitch", kLegacy);

@@ -41,6 +41,13 @@ struct DriverFunctions {
     decltype(&cuCtxGetStreamPriorityRange) ctx_get_stream_priority_range;
     decltype(&cuStreamDestroy_v2) stream_destroy;
     decltype(&cuStreamSynchronize) stream_synchronize;
+    decltype(&cuStreamWaitEvent) stream_wait_event;
+    decltype(&cuEventCreate) event_create;
+    decltype(&cuEventDestroy_v2) event_destroy;
+    decltype(&cuEventRecordWithFlags) event_record_with_flags;
+    decltype(&cuEventQuery) event_query;
+    decltype(&cuEventSynchronize) event_synchronize;
+    decltype(&cuEventElapsedTime_v2) event_elapsed_time;
     decltype(&cuMemGetInfo_v2) mem_get_info;
     decltype(&cuMemAlloc_v2) mem_alloc;
     decltype(&cuMemAllocPitch_v2) mem_alloc_pitch;

@@ -60,11 +60,9 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPr
     });
 }
 
-// The event was recorded after work that is already done, so there is nothing to wait for.
-cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int /*flags*/) {
-    return with_context([&](const DriverFunctions& cu) {
-        return event == nullptr ? CUDA_ERROR_INVALID_HANDLE : cu.stream_query(stream);
-    });
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+    return with_context(
+        [&](const DriverFunctions& cu) { return cu.stream_wait_event(stream, event, flags); });
 }
 
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,

@@ -651,3 +651,42 @@ TEST_CASE("error names, versions and the last error") {
     CHECK(RT(cudaGetLastError)() == cudaErrorInvalidValue);
     CHECK(RT(cudaGetLastError)() == cudaSuccess);
 }
+
+TEST_CASE("events are the driver's, the same through either library, complete once recorded") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    // A runtime call first: device 0's primary context is then current, which the driver's calls need.
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    CUevent start = nullptr;
+    REQUIRE(CU(cuEventCreate)(&start, 0) == CUDA_SUCCESS);
+    cudaEvent_t end = nullptr;
+    REQUIRE(RT(cudaEventCreateWithFlags)(&end, 0) == cudaSuccess);
+    float ms = -1;
+    // Not recorded yet: complete (as on a GPU), but with no time between them.
+    CHECK(CU(cuEventQuery)(start) == CUDA_SUCCESS);
+    CHECK(CU(cuEventElapsedTime_v2)(&ms, start, end) == CUDA_ERROR_NOT_READY);
+    CHECK(RT(cudaEventRecord)(start, nullptr) == cudaSuccess);
+    CHECK(CU(cuEventRecord)(end, nullptr) == CUDA_SUCCESS);
+    CHECK(RT(cudaEventSynchronize)(end) == cudaSuccess);
+    CHECK(RT(cudaEventElapsedTime)(&ms, start, end) == cudaSuccess);
+    CHECK(ms >= 0);
+    CHECK(CU(cuStreamWaitEvent)(nullptr, end, 0) == CUDA_SUCCESS);
+    CHECK(RT(cudaStreamWaitEvent)(nullptr, start, 0) == cudaSuccess);
+    CHECK(CU(cuStreamWaitEvent)(nullptr, end, 2) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuEventRecordWithFlags)(end, nullptr, 4) == CUDA_ERROR_INVALID_VALUE);
+
+    // Timing switched off: no time between them, through either library.
+    CUevent untimed = nullptr;
+    REQUIRE(CU(cuEventCreate)(&untimed, 2) == CUDA_SUCCESS);
+    CHECK(CU(cuEventRecord)(untimed, nullptr) == CUDA_SUCCESS);
+    CHECK(CU(cuEventElapsedTime)(&ms, start, untimed) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(CU(cuEventCreate)(&untimed, 8) == CUDA_ERROR_INVALID_VALUE);
+
+    // Destroyed through the other library: gone for both.
+    CHECK(RT(cudaEventDestroy)(start) == cudaSuccess);
+    CHECK(CU(cuEventDestroy_v2)(end) == CUDA_SUCCESS);
+    CHECK(CU(cuEventDestroy_v2)(untimed) == CUDA_SUCCESS);
+    CHECK(CU(cuEventQuery)(start) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(RT(cudaEventQuery)(end) == cudaErrorInvalidResourceHandle);
+    CHECK(RT(cudaGetLastError)() == cudaErrorInvalidResourceHandle);
+    CHECK(CU(cuStreamWaitEvent)(nullptr, end, 0) == CUDA_ERROR_INVALID_HANDLE);
+}
