@@ -15,6 +15,8 @@ using CUfunction = struct CUfunc_st*;
 using CUlinkState = struct CUlinkState_st*;
 // The runtime's cudaEvent_t too (runtime_abi.h).
 using CUevent = struct CUevent_st*;
+using CUhostFn = void (*)(void* userData);
+using CUstreamCallback = void (*)(CUstream hStream, CUresult status, void* userData);
 
 #define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params) GPULEAK_SIM_EXPORT CUresult sym params;
 #define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)
@@ -51,6 +53,9 @@ GPULEAK_SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int*
 GPULEAK_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+GPULEAK_SIM_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData);
+GPULEAK_SIM_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                                                unsigned int flags);
 
 GPULEAK_SIM_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags);
 GPULEAK_SIM_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent);

@@ -1,6 +1,7 @@
 // Primary contexts, the calling thread's current context, and streams.
 #include "device_state.h"
 #include "driver_api.h"
+#include "host_functions.h"
 
 #include <utility>
 
@@ -107,9 +108,15 @@ CUresult cuCtxSynchronize(void) {
     return cuCtxSynchronize_v2(nullptr);
 }
 
+// Synchronising waits for the host functions enqueued so far, which are the only work that is not done
+// when issued.
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
     int device = 0;
-    return context_or_current(ctx, device);
+    const CUresult result = context_or_current(ctx, device);
+    if (result == CUDA_SUCCESS) {
+        wait_for_host_functions();
+    }
+    return result;
 }
 
 CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
@@ -164,7 +171,36 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
 
 CUresult cuStreamSynchronize(CUstream hStream) {
     int device = 0;
-    return stream_device(hStream, device);
+    const CUresult result = stream_device(hStream, device);
+    if (result == CUDA_SUCCESS) {
+        wait_for_host_functions();
+    }
+    return result;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+    int device = 0;
+    if (fn == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const CUresult result = stream_device(hStream, device);
+    if (result == CUDA_SUCCESS) {
+        enqueue_host_function([=] { fn(userData); });
+    }
+    return result;
+}
+
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                             unsigned int flags) {
+    int device = 0;
+    if (callback == nullptr || flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const CUresult result = stream_device(hStream, device);
+    if (result == CUDA_SUCCESS) {
+        enqueue_host_function([=] { callback(hStream, CUDA_SUCCESS, userData); });
+    }
+    return result;
 }
 
 // Work on a simulated stream completes when it is issued, so a valid stream is always idle.

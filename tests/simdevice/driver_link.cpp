@@ -61,6 +61,8 @@ bool load(DriverFunctions& cu) {
     resolve(cu.stream_destroy, "cuStreamDestroy", kLegacy);
     resolve(cu.stream_synchronize, "cuStreamSynchronize", kLegacy);
     resolve(cu.stream_wait_event, "cuStreamWaitEvent", kLegacy);
+    resolve(cu.launch_host_func, "cuLaunchHostFunc", kLegacy);
+    resolve(cu.stream_add_callback, "cuStreamAddCallback", kLegacy);
     resolve(cu.event_create, "cuEventCreate", kLegacy);
     resolve(cu.event_destroy, "cuEventDestroy", kLegacy);
     resolve(cu.event_record_with_flags, "cuEventRecordWithFlags", kLegacy);

@@ -42,6 +42,8 @@ struct DriverFunctions {
     decltype(&cuStreamDestroy_v2) stream_destroy;
     decltype(&cuStreamSynchronize) stream_synchronize;
     decltype(&cuStreamWaitEvent) stream_wait_event;
+    decltype(&cuLaunchHostFunc) launch_host_func;
+    decltype(&cuStreamAddCallback) stream_add_callback;
     decltype(&cuEventCreate) event_create;
     decltype(&cuEventDestroy_v2) event_destroy;
     decltype(&cuEventRecordWithFlags) event_record_with_flags;

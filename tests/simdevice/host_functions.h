@@ -1,7 +1,7 @@
-// Host functions enqueued on streams (cudaLaunchHostFunc, cudaStreamAddCallback). On a GPU the driver runs
-// them on a thread of its own once the work before them is done; here that work is always done, so they
-// run at once, in order, on one worker thread: never on the caller's, which may hold a lock the function
-// takes.
+// Host functions enqueued on streams (cuLaunchHostFunc, cuStreamAddCallback, and so the runtime's). On a GPU
+// the driver runs them on a thread of its own once the work before them is done; here that work is always
+// done, so they run at once, in order, on one worker thread: never on the caller's, which may hold a lock the
+// function takes.
 #pragma once
 
 #include <functional>

@@ -61,6 +61,8 @@ const ProcEntry kProcTable[] = {
     {"cuStreamDestroy", 4000, Streams::NO_STREAM, address_of(&cuStreamDestroy_v2)},
     {"cuStreamSynchronize", 2000, Streams::NO_STREAM, address_of(&cuStreamSynchronize)},
     {"cuStreamWaitEvent", 3020, Streams::NO_STREAM, address_of(&cuStreamWaitEvent)},
+    {"cuLaunchHostFunc", 10000, Streams::NO_STREAM, address_of(&cuLaunchHostFunc)},
+    {"cuStreamAddCallback", 5000, Streams::NO_STREAM, address_of(&cuStreamAddCallback)},
     {"cuEventCreate", 2000, Streams::NO_STREAM, address_of(&cuEventCreate)},
     {"cuEventDestroy", 4000, Streams::NO_STREAM, address_of(&cuEventDestroy_v2)},
     {"cuEventRecord", 2000, Streams::NO_STREAM, address_of(&cuEventRecord)},

@@ -1,5 +1,4 @@
 // Runtime calls about devices, versions and the last error.
-#include "host_functions.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 
@@ -42,13 +41,8 @@ cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-    return with_context([](const DriverFunctions& cu) {
-        const CUresult result = synchronize_current_context(cu.ctx_synchronize);
-        if (result == CUDA_SUCCESS) {
-            wait_for_host_functions();
-        }
-        return result;
-    });
+    return with_context(
+        [](const DriverFunctions& cu) { return synchronize_current_context(cu.ctx_synchronize); });
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {

@@ -1,6 +1,5 @@
 // Runtime calls about streams, each forwarded to the driver, and the host functions placed on them.
 // Nothing issued to a simulated stream is ever pending, so waits end at once and queries say "done".
-#include "host_functions.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 
@@ -37,13 +36,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-    return with_context([&](const DriverFunctions& cu) {
-        const CUresult result = cu.stream_synchronize(stream);
-        if (result == CUDA_SUCCESS) {
-            wait_for_host_functions();
-        }
-        return result;
-    });
+    return with_context([&](const DriverFunctions& cu) { return cu.stream_synchronize(stream); });
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
@@ -65,31 +58,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
         [&](const DriverFunctions& cu) { return cu.stream_wait_event(stream, event, flags); });
 }
 
+// The driver's: a host function runs on its worker thread (driver_context.cpp).
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
                                   unsigned int flags) {
-    return with_context([&](const DriverFunctions& cu) {
-        if (callback == nullptr || flags != 0) {
-            return CUDA_ERROR_INVALID_VALUE;
-        }
-        const CUresult result = cu.stream_query(stream);
-        if (result == CUDA_SUCCESS) {
-            enqueue_host_function([=] { callback(stream, cudaSuccess, userData); });
-        }
-        return result;
-    });
+    return with_context(
+        [&](const DriverFunctions& cu) { return cu.stream_add_callback(stream, callback, userData, flags); });
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
-    return with_context([&](const DriverFunctions& cu) {
-        if (fn == nullptr) {
-            return CUDA_ERROR_INVALID_VALUE;
-        }
-        const CUresult result = cu.stream_query(stream);
-        if (result == CUDA_SUCCESS) {
-            enqueue_host_function([=] { fn(userData); });
-        }
-        return result;
-    });
+    return with_context([&](const DriverFunctions& cu) { return cu.launch_host_func(stream, fn, userData); });
 }
 
 } // extern "C"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -689,4 +690,61 @@ TEST_CASE("events are the driver's, the same through either library, complete on
     CHECK(RT(cudaEventQuery)(end) == cudaErrorInvalidResourceHandle);
     CHECK(RT(cudaGetLastError)() == cudaErrorInvalidResourceHandle);
     CHECK(CU(cuStreamWaitEvent)(nullptr, end, 0) == CUDA_ERROR_INVALID_HANDLE);
+}
+
+namespace {
+
+struct HostFunctionRuns {
+    std::mutex mutex;
+    std::vector<int> order;
+    bool on_caller_thread = false;
+    std::thread::id caller = std::this_thread::get_id();
+};
+
+struct HostFunctionCall {
+    HostFunctionRuns* runs;
+    int id;
+};
+
+void note_host_function(void* data) {
+    auto* call = static_cast<HostFunctionCall*>(data);
+    const std::lock_guard lock(call->runs->mutex);
+    call->runs->order.push_back(call->id);
+    call->runs->on_caller_thread |= std::this_thread::get_id() == call->runs->caller;
+}
+
+} // namespace
+
+TEST_CASE("host functions are the driver's, run in order off the caller's thread, and synchronising waits") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    HostFunctionRuns runs;
+    HostFunctionCall calls[] = {{&runs, 1}, {&runs, 2}, {&runs, 3}, {&runs, 4}};
+    const auto callback = [](CUstream, CUresult status, void* data) {
+        if (status == CUDA_SUCCESS)
+            note_host_function(data);
+    };
+    const auto runtime_callback = [](cudaStream_t, cudaError_t status, void* data) {
+        if (status == cudaSuccess)
+            note_host_function(data);
+    };
+    REQUIRE(CU(cuLaunchHostFunc)(nullptr, note_host_function, &calls[0]) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaLaunchHostFunc)(nullptr, note_host_function, &calls[1]) == cudaSuccess);
+    REQUIRE(CU(cuStreamAddCallback)(nullptr, callback, &calls[2], 0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaStreamAddCallback)(nullptr, runtime_callback, &calls[3], 0) == cudaSuccess);
+    REQUIRE(RT(cudaStreamSynchronize)(nullptr) == cudaSuccess);
+    {
+        const std::lock_guard lock(runs.mutex);
+        CHECK(runs.order == std::vector<int>{1, 2, 3, 4});
+        CHECK_FALSE(runs.on_caller_thread);
+    }
+    HostFunctionCall fifth{&runs, 5};
+    REQUIRE(CU(cuLaunchHostFunc)(nullptr, note_host_function, &fifth) == CUDA_SUCCESS);
+    REQUIRE(CU(cuCtxSynchronize_v2)(nullptr) == CUDA_SUCCESS);
+    {
+        const std::lock_guard lock(runs.mutex);
+        CHECK(runs.order.size() == 5);
+    }
+    CHECK(CU(cuLaunchHostFunc)(nullptr, nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuStreamAddCallback)(nullptr, callback, &fifth, 1) == CUDA_ERROR_INVALID_VALUE);
 }
