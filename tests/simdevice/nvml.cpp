@@ -25,7 +25,6 @@
 
 #include "driver_link.h"
 #include "sim_config.h"
-#include "stand_in_library.h"
 
 using gpuleak::sim::driver_functions;
 using gpuleak::sim::DriverFunctions;
@@ -50,13 +49,8 @@ constexpr unsigned int kPcieWidth = 16;
 // The R580 driver, which CUDA 13.0 ships with, as the simulated driver says CUDA 13.0.
 constexpr char kDriverVersion[] = "580.65.06";
 
-// The simulated driver, initialised; nullptr when it cannot be loaded.
-const DriverFunctions* driver() {
-    return driver_functions();
-}
-
 int device_count() {
-    const DriverFunctions* functions = driver();
+    const DriverFunctions* functions = driver_functions();
     int count = 0;
     if (functions == nullptr || functions->device_get_count(&count) != CUDA_SUCCESS)
         return 0;
@@ -67,7 +61,8 @@ int device_count() {
 std::size_t charged_bytes(int ordinal) {
     using Charged = std::size_t (*)(int);
     static const Charged charged = []() -> Charged {
-        void* loaded = driver() != nullptr ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) : nullptr;
+        void* loaded =
+            driver_functions() != nullptr ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) : nullptr;
         return loaded != nullptr ? reinterpret_cast<Charged>(dlsym(loaded, "gpuleak_sim_device_charged"))
                                  : nullptr;
     }();
@@ -83,7 +78,7 @@ bool known(nvmlDevice_t device) {
 extern "C" {
 
 nvmlReturn_t nvmlInit_v2() {
-    return driver() != nullptr ? NVML_SUCCESS : NVML_ERROR_DRIVER_NOT_LOADED;
+    return driver_functions() != nullptr ? NVML_SUCCESS : NVML_ERROR_DRIVER_NOT_LOADED;
 }
 
 nvmlReturn_t nvmlShutdown() {
@@ -119,7 +114,7 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion) {
-    const DriverFunctions* functions = driver();
+    const DriverFunctions* functions = driver_functions();
     if (cudaDriverVersion == nullptr)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (functions == nullptr)
@@ -135,7 +130,7 @@ nvmlReturn_t nvmlSystemGetConfComputeState(nvmlConfComputeSystemState_t* /*state
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) {
     if (deviceCount == nullptr)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (driver() == nullptr)
+    if (driver_functions() == nullptr)
         return NVML_ERROR_DRIVER_NOT_LOADED;
     *deviceCount = static_cast<unsigned int>(device_count());
     return NVML_SUCCESS;
@@ -150,7 +145,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
 
 // The bus id as the driver spells it ("0000:01:00.0"); NVML also takes "00000000:01:00.0".
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
-    const DriverFunctions* functions = driver();
+    const DriverFunctions* functions = driver_functions();
     if (pciBusId == nullptr || device == nullptr)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (functions == nullptr)
