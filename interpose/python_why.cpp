@@ -161,6 +161,7 @@ std::atomic<bool> g_tell{true};
 std::atomic<bool> g_exit_search_asked{false};
 std::atomic<pid_t> g_exit_search_pid{0};
 std::atomic<void (*)()> g_program_ended{nullptr};
+std::atomic<bool> g_search_at_exit{false};
 
 // Runs the bootstrap for `moment` under the GIL, which the caller holds.
 void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
@@ -205,7 +206,8 @@ PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/) {
     if (getpid() == g_exit_search_pid.load(std::memory_order_relaxed)) {
         if (void (*program_ended)() = g_program_ended.load(std::memory_order_relaxed))
             program_ended();
-        run_bootstrap(*calls, "exit", 0);
+        if (g_search_at_exit.load(std::memory_order_relaxed))
+            run_bootstrap(*calls, "exit", 0);
     }
     calls->incref(calls->none);
     return calls->none;
@@ -237,7 +239,7 @@ void why_at_out_of_memory(int device) {
     calls->gil_release(gil);
 }
 
-void why_at_exit_once_holding(void (*program_ended)()) {
+void why_at_exit_once_holding(void (*program_ended)(), bool search) {
     if (g_exit_search_asked.load(std::memory_order_relaxed))
         return;
     const PythonRuntime* python = python_runtime(true);
@@ -249,6 +251,7 @@ void why_at_exit_once_holding(void (*program_ended)()) {
     if (add_pending_call == nullptr || g_exit_search_asked.exchange(true))
         return;
     g_program_ended.store(program_ended, std::memory_order_relaxed);
+    g_search_at_exit.store(search, std::memory_order_relaxed);
     g_exit_search_pid.store(getpid(), std::memory_order_relaxed);
     // Its queue is full: a later allocation asks again.
     if (add_pending_call(register_search_at_exit, nullptr) != 0)

@@ -16,11 +16,12 @@ void why_at_out_of_memory(int device);
 
 // Called as the process comes to hold device memory (each allocation of it; only the first call that
 // finds a running interpreter acts): in a Python program, asks the interpreter's main thread, through
-// Py_AddPendingCall (callable from any thread, with no lock of Python's held), to register with atexit a
-// search for what keeps the device memory alive at the program's exit (the package's at_exit hook).
-// Nothing is imported until then. Never blocks, never calls into Python itself. `program_ended` is called
-// as that search starts, before it allocates anything: the program's own code is over (atexit runs as the
-// interpreter finalizes), and what the search does is not the program's.
-void why_at_exit_once_holding(void (*program_ended)());
+// Py_AddPendingCall (callable from any thread, with no lock of Python's held), to register a function
+// with atexit. Never blocks, never calls into Python itself. At the program's exit that function calls
+// `program_ended` first: the program's own code is over, and the atexit functions registered before it
+// run after it (libraries' clean-ups, such as JAX's, which frees every array), so what they free was
+// still held by the program. Then, where `search` asks, it searches for what keeps the device memory
+// alive (the package's at_exit hook), importing the package only then.
+void why_at_exit_once_holding(void (*program_ended)(), bool search);
 
 } // namespace gpuleak

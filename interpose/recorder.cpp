@@ -731,9 +731,9 @@ void record_alloc(const Allocation& allocation) {
     t_failed_attempts.count = 0;
     if (t_thread_start != nullptr)
         append_thread_start(entry.time_ns);
-    if (g_config.python_stacks && (g_config.why_moments & GPULEAK_WHY_EXIT) != 0 &&
+    if (g_config.python_stacks &&
         (format::occupies_device_memory(allocation.kind) || allocation.kind == MemoryKind::Block))
-        why_at_exit_once_holding(note_python_finalizing);
+        why_at_exit_once_holding(note_python_finalizing, (g_config.why_moments & GPULEAK_WHY_EXIT) != 0);
 }
 
 namespace {

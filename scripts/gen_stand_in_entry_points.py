@@ -45,8 +45,10 @@ BLAS = [
     Library("CUBLAS", "libcublas.so.13", ["cublas_api.h"],
             extra=["cublasGetVersion_v2", "cublasGetProperty", "cublasGetStatusName", "cublasGetStatusString",
                    "cublasGetStream_v2"]),
+    # XLA reads its descriptors back (the Get rows).
     Library("CUBLASLT", "libcublasLt.so.13", ["cublasLt.h"],
-            extra=["cublasLtCreate", "cublasLtDestroy", "cublasLtGetProperty"]),
+            extra=["cublasLtCreate", "cublasLtDestroy", "cublasLtGetProperty", "cublasLtMatmulDescGetAttribute",
+                   "cublasLtMatrixLayoutGetAttribute", "cublasLtMatmulPreferenceGetAttribute"]),
 ]
 REFUSED = [
     Library("CUDNN", "libcudnn.so.9", ["cudnn_graph.h", "cudnn_ops.h", "cudnn_cnn.h", "cudnn_adv.h"], table="cudnn"),

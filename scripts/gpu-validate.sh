@@ -2,8 +2,8 @@
 # One prepared run on a machine with a real NVIDIA GPU and PyTorch, and no network: runs PyTorch's
 # scenarios of tests/torch/test_torch_adapter.py and the workload corpus of tests/workloads/ (through
 # tests/torch/test_workloads.py) on the real device under libgpuleak.so, comparing the report with
-# PyTorch's own counters, plus one allocation each with CuPy and JAX where they are
-# installed, and prints a compact pass/fail table. Exits 1 when a check failed, 2 when it could not
+# PyTorch's own counters, plus one allocation each with CuPy and JAX, and JAX's verdicts on a loop that
+# keeps every batch (tests/jax/programs), where they are installed, and prints a compact pass/fail table. Exits 1 when a check failed, 2 when it could not
 # start. Installs nothing, and is meant to finish within five minutes.
 #
 #   scripts/gpu-validate.sh [PACKAGE]
@@ -216,6 +216,48 @@ framework_check cupy cupy 'import cupy; x = cupy.empty(64 << 20, dtype=cupy.uint
 # XLA takes 75 % of the GPU at start unless told otherwise; "platform" allocates each buffer as asked.
 framework_check jax jax 'import jax, jax.numpy as jnp; x = jnp.zeros(16 << 20, dtype=jnp.float32).block_until_ready()' \
     XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
+
+# JAX's verdicts on a real GPU, on tests/jax/programs/train_keeps_batches.py (a loop that keeps every
+# batch) under gpuleak run: by default its preallocated pool is explained, not called a leak; with its
+# platform allocator the batches are a leak at the line that made them. $1: the check's name, $2: Python
+# that reads report.json (its argument) and prints "ok DETAIL" or why not; the rest: environment.
+jax_verdict() {
+    local name=$1 check=$2 verdict
+    shift 2
+    if [[ $simulated == 1 ]]; then
+        row SKIP "jax: $name" "not on the simulated device (tests/jax runs it there)"
+        return
+    fi
+    if ! "$python" -c "import jax" 2>/dev/null; then
+        row SKIP "jax: $name" "jax is not importable by $python"
+        return
+    fi
+    if ! timeout 180 env "${device_environment[@]}" "$@" "$launcher" run --quiet -o "$tmp/jax-$name" -- \
+        "$python" "$sources/tests/jax/programs/train_keeps_batches.py" >/dev/null 2>"$tmp/jax-$name.err"; then
+        row FAIL "jax: $name" "the program failed: $(tail -1 "$tmp/jax-$name.err")"
+        return
+    fi
+    verdict=$("$python" -c "$check" "$tmp/jax-$name/report.json" 2>&1 | tail -1)
+    if [[ $verdict == ok* ]]; then
+        row PASS "jax: $name" "${verdict#ok }"
+    else
+        row FAIL "jax: $name" "$verdict"
+    fi
+}
+jax_verdict pool 'import json, sys
+(process,) = json.load(open(sys.argv[1]))["processes"]
+diagnosis = process["diagnosis"]
+pool = diagnosis["framework_pool"] or {}
+ok = pool.get("framework") == "jax" and diagnosis["kind"] == "stable"
+print("ok pool of %d MiB in %d regions" % (pool["bytes"] >> 20, pool["regions"]) if ok else diagnosis["text"][:160])'
+jax_verdict platform 'import json, sys
+(process,) = json.load(open(sys.argv[1]))["processes"]
+diagnosis = process["diagnosis"]
+top = process["growth"][0] if process["growth"] else {"frames": []}
+lines = [f["line"] for f in top["frames"] if f.get("python") and f["file"].endswith("train_keeps_batches.py")]
+ok = diagnosis["kind"] == "leak" and lines[:1] == [14]
+print("ok leak at train_keeps_batches.py:14" if ok else diagnosis["text"][:160])' XLA_PYTHON_CLIENT_PREALLOCATE=false \
+    XLA_PYTHON_CLIENT_ALLOCATOR=platform
 
 echo
 printf '%s\n' "${rows[@]}"

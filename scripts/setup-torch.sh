@@ -73,26 +73,8 @@ readonly requirements=(
     wcwidth==0.9.4
 )
 
-find_python() {
-    if [[ -n ${GPULEAK_TORCH_PYTHON:-} ]]; then
-        echo "$GPULEAK_TORCH_PYTHON"
-        return
-    fi
-    local minor candidate newest
-    for minor in 12 13 11 10; do
-        newest=""
-        for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3."$minor".*/bin/python3."$minor"; do
-            [[ -x $candidate ]] || continue
-            newest=$(printf '%s\n%s\n' "$newest" "$candidate" | sort -V | tail -n 1)
-        done
-        if [[ -n $newest ]]; then
-            echo "$newest"
-            return
-        fi
-    done
-    echo "setup-torch: no CPython 3.10-3.13 under pyenv; set GPULEAK_TORCH_PYTHON" >&2
-    exit 1
-}
+# shellcheck source=scripts/pinned-environment.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pinned-environment.sh"
 
 # gpuleak's PyTorch adapter for this torch, into the cache libgpuleak.so looks in, so that a traced
 # PyTorch program gets tensor-level data from its first run (torch_adapter/build-adapter.sh; a no-op
@@ -104,34 +86,12 @@ prebuild_adapter() {
 }
 
 main() {
-    local python python_version dir wheels stamp
-    python=$(find_python)
+    local python python_version dir
+    python=${GPULEAK_TORCH_PYTHON:-$(pyenv_python torch 12 13 11 10)}
     python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
     dir=${GPULEAK_TORCH_DIR:-$HOME/.cache/gpuleak/torch-${torch_version}-py${python_version}}
-    wheels=${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}
-    # Written last, holding the list it was built from: an interrupted or outdated install is redone.
-    stamp=$dir/.gpuleak-torch-complete
-
-    mkdir -p "$(dirname "$dir")" "$wheels"
-    # Two concurrent runs (parallel ctest, two terminals) must not build the same environment at once.
-    exec {lock}>"$dir.lock"
-    flock "$lock"
-
-    if [[ -f $stamp && $(cat "$stamp") == "${requirements[*]}" ]]; then
-        prebuild_adapter "$dir"
-        echo "$dir"
-        return
-    fi
-
-    echo "setup-torch: installing torch ${torch_version} for Python ${python_version} into $dir" >&2
-    rm -rf "$dir"
-    # pip skips the wheels already in the cache (it still asks the index for their names).
-    PIP_ROOT_USER_ACTION=ignore "$python" -m pip download --quiet --no-deps --only-binary=:all: \
-        --dest "$wheels" "${requirements[@]}"
-    "$python" -m venv "$dir"
-    PIP_ROOT_USER_ACTION=ignore "$dir/bin/python" -m pip install --quiet --no-index --no-deps \
-        --find-links "$wheels" "${requirements[@]}"
-    echo "${requirements[*]}" >"$stamp"
+    install_pinned_environment torch "$python" "$dir" "${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}" \
+        "${requirements[@]}"
     prebuild_adapter "$dir"
     echo "$dir"
 }

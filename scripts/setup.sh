@@ -103,8 +103,16 @@ PYTHON
 # nothing for torch to load, and the tests say so when they skip; GPULEAK_SKIP_TORCH=1 skips it too.
 install_torch() {
     [[ ${GPULEAK_SKIP_TORCH:-0} == 1 ]] && return
-    [[ -e ${GPULEAK_CUDA_LIB_DIR:-/usr/local/cuda/lib64}/libcublas.so.13 ]] || return
+    [[ -e ${GPULEAK_CUDA_LIB_DIR:-/usr/local/cuda/lib64}/libcublas.so.13 ]] || return 0
     "$(dirname "${BASH_SOURCE[0]}")/setup-torch.sh" >/dev/null
+}
+
+# tests/jax: the pinned JAX and its CUDA 13 plugin, without NVIDIA's wheels (about 300 MB downloaded once,
+# 1 GB installed, cached like torch's); GPULEAK_SKIP_JAX=1 skips it.
+install_jax() {
+    [[ ${GPULEAK_SKIP_JAX:-0} == 1 ]] && return
+    [[ -e ${GPULEAK_CUDA_LIB_DIR:-/usr/local/cuda/lib64}/libcublas.so.13 ]] || return 0
+    "$(dirname "${BASH_SOURCE[0]}")/setup-jax.sh" >/dev/null
 }
 
 # tests/integration/test_two_users.cpp acts as two users of a shared machine: the one whose runs are
@@ -130,3 +138,4 @@ install_pinned_for_312 "${browser_requirements[@]}"
 install_pinned_for_312 "${wheel_requirements[@]}"
 install_nvml_header
 install_torch
+install_jax

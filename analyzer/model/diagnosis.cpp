@@ -297,8 +297,37 @@ std::string human_bytes(double bytes) {
     return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
+namespace {
+
+std::optional<PoolFacts> framework_pool(const ProcessModel& model) {
+    std::optional<PoolFacts> pool;
+    // leak_sites are largest first: the first pool site met is the largest.
+    for (const LeakSite& site : model.leak_sites) {
+        if (site.pool == PoolOwner::None)
+            continue;
+        if (!pool) {
+            pool.emplace();
+            pool->owner = site.pool;
+            pool->device = site.device;
+            pool->first_ns = site.first_ns;
+            const auto device = std::find_if(model.devices.begin(), model.devices.end(),
+                                             [&](const DeviceSummary& d) { return d.device == site.device; });
+            if (device != model.devices.end())
+                pool->capacity = device->capacity;
+        }
+        pool->bytes += site.bytes;
+        pool->regions += site.count;
+        pool->first_ns = std::min(pool->first_ns, site.first_ns);
+        pool->last_ns = std::max(pool->last_ns, site.last_ns);
+    }
+    return pool;
+}
+
+} // namespace
+
 Diagnosis diagnose(const ProcessModel& model) {
     Diagnosis diagnosis;
+    diagnosis.pool = framework_pool(model);
     for (const DeviceSummary& device : model.devices) {
         diagnosis.peak_allocated += device.peak_allocated;
         diagnosis.final_allocated += device.final_allocated;

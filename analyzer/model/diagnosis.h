@@ -125,6 +125,18 @@ struct RunMemoryFacts {
     uint64_t largest_rss = 0;
 };
 
+// A framework's own pool (LeakSite::pool), over its sites: what it reserved, which the device figures
+// count whole, though it hands out its arrays inside it out of CUDA's sight. Never a leak or cache growth.
+struct PoolFacts {
+    PoolOwner owner = PoolOwner::None; // its largest site's
+    int device = 0;                    // its largest site's
+    uint64_t bytes = 0;                // live as the program's code ended
+    uint64_t regions = 0;              // the allocations it is made of
+    uint64_t first_ns = 0;             // when its oldest region was made, since the start
+    uint64_t last_ns = 0;              // its youngest
+    std::optional<uint64_t> capacity;  // the device's, where the driver was asked
+};
+
 struct Diagnosis {
     DiagnosisKind kind = DiagnosisKind::Stable;
     // Over all devices.
@@ -143,6 +155,7 @@ struct Diagnosis {
     std::optional<RunMemoryFacts> run_memory;
     // Cached bytes worth a mention in a verdict that is not about them.
     uint64_t cached_at_end = 0;
+    std::optional<PoolFacts> pool; // beside whatever the verdict is
     // The out-of-memory failure with the largest request: an index into model.failures.
     std::optional<size_t> largest_failure;
 };

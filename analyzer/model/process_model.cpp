@@ -372,6 +372,44 @@ ProgramSpread spread_in_program(const std::vector<uint64_t>& sequences,
     return spread;
 }
 
+// The allocations the program's code left live that were freed after it ended, at or after event
+// `code_end`. Newest first, each free after the end waits for the allocation of its address and kind
+// before it; a free before the end met first means that allocation is gone from the ring (or torn), and
+// so is one made before the ring's oldest event: `unmatched` counts those frees.
+std::vector<LiveAllocation> freed_after_code_end(const TraceReader& trace, uint64_t code_end,
+                                                 uint64_t& unmatched) {
+    std::vector<LiveAllocation> freed;
+    std::map<std::pair<uint64_t, MemoryKind>, uint64_t> waiting_frees;
+    unmatched = 0;
+    trace.visit_events_newest_first([&](const Event& event) {
+        if (event.sequence < code_end && waiting_frees.empty())
+            return false;
+        const std::pair<uint64_t, MemoryKind> key{event.address, event.kind};
+        if (event.type == EventType::Free) {
+            if (event.sequence >= code_end) {
+                ++waiting_frees[key];
+            } else if (const auto waiting = waiting_frees.find(key); waiting != waiting_frees.end()) {
+                unmatched += waiting->second;
+                waiting_frees.erase(waiting);
+            }
+        } else if (event.type == EventType::Alloc) {
+            const auto waiting = waiting_frees.find(key);
+            if (waiting == waiting_frees.end())
+                return true;
+            if (--waiting->second == 0)
+                waiting_frees.erase(waiting);
+            if (event.sequence < code_end)
+                freed.push_back(LiveAllocation{event.address, event.size, event.time_ns, event.stream,
+                                               event.stack_id, event.thread_id, event.device, event.kind,
+                                               event.api, event.sequence});
+        }
+        return true;
+    });
+    for (const auto& [key, count] : waiting_frees)
+        unmatched += count;
+    return freed;
+}
+
 void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
     struct Accumulated {
         LeakSite site;
@@ -385,10 +423,22 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     // is also where the segment holding it was obtained, and the two answer different questions (what
     // the program holds, what the allocator keeps).
     std::map<std::pair<uint64_t, MemoryKind>, Accumulated> by_site;
-    for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
+    uint64_t unmatched = 0;
+    const std::vector<LiveAllocation> freed_at_exit =
+        model.code_end_ns ? freed_after_code_end(trace, model.program_events, unmatched)
+                          : std::vector<LiveAllocation>();
+    if (unmatched > 0)
+        model.warnings.push_back(fmt::format(
+            "{} allocation{} freed after the program's code ended {} made before the oldest event the ring "
+            "still holds: {} not counted as live as the code ended",
+            unmatched, unmatched == 1 ? "" : "s", unmatched == 1 ? "was" : "were",
+            unmatched == 1 ? "it is" : "they are"));
+    const auto survivor = [&](const LiveAllocation& allocation, bool freed) {
         if (!is_memory_held(allocation.kind))
-            continue;
+            return;
         Accumulated& entry = by_site[{site_keys.of(allocation.stack_id), allocation.kind}];
+        if (freed)
+            entry.site.freed_at_exit += allocation.size;
         entry.bytes_by_stack[allocation.stack_id] += allocation.size;
         entry.bytes_by_device[allocation.device] += allocation.size;
         entry.site.bytes += allocation.size;
@@ -396,7 +446,11 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         entry.times.push_back(since_start(allocation.time_ns, model.header));
         entry.sequences.push_back(allocation.sequence);
         entry.site.blocks.push_back({allocation.address, allocation.size});
-    }
+    };
+    for (const LiveAllocation& allocation : trace.live_allocations().allocations)
+        survivor(allocation, false);
+    for (const LiveAllocation& allocation : freed_at_exit)
+        survivor(allocation, true);
     for (const SpilledSite& spilled : trace.live_allocations().spilled) {
         if (!is_memory_held(spilled.kind))
             continue;
@@ -1074,6 +1128,29 @@ void assign_roles(std::vector<ProcessModel*>& models) {
             role.kind = RoleKind::ForkedChild;
         }
     }
+}
+
+const char* pool_owner_name(PoolOwner owner) {
+    switch (owner) {
+    case PoolOwner::Jax:
+        return "jax";
+    case PoolOwner::TensorFlow:
+        return "tensorflow";
+    case PoolOwner::Unknown:
+        return "unknown";
+    case PoolOwner::None:
+        break;
+    }
+    return "none";
+}
+
+void mark_framework_pools(ProcessModel& model, const std::function<PoolOwner(uint32_t stack_id)>& owner_of) {
+    // A framework's pool of pinned host memory is its own concern, not the device's.
+    for (LeakSite& site : model.leak_sites)
+        if (format::occupies_device_memory(site.kind))
+            site.pool = owner_of(site.stack_id);
+    std::erase_if(model.growth_sites,
+                  [&](size_t index) { return model.leak_sites[index].pool != PoolOwner::None; });
 }
 
 } // namespace gpuleak::analyzer

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,6 +86,12 @@ struct HeldBy {
 // Live allocations at the end of one kind made at one site (site_keys.h): by one call stack, or by one
 // Python stack.
 
+// A framework whose own allocator reserves device memory as a pool and hands out its arrays inside it,
+// out of CUDA's sight (the BFC allocator of XLA and TensorFlow).
+enum class PoolOwner : uint8_t { None, Jax, TensorFlow, Unknown };
+
+const char* pool_owner_name(PoolOwner owner); // the JSON names: "jax", "tensorflow", "unknown"
+
 struct LeakSite {
     uint32_t stack_id = 0; // of the site's stacks, the one that holds the most bytes: the one shown
     format::MemoryKind kind = format::MemoryKind::None;
@@ -94,6 +101,9 @@ struct LeakSite {
     // Of count, those the trace counts by site only (they had no live slot of their own): first_ns and
     // last_ns are then bounds, the first and the latest allocation spilled there.
     uint64_t spilled = 0;
+    // Of bytes, what the program's code left live and its exit freed after it ended (ProcessModel::
+    // code_end_ns): atexit handlers (JAX frees every array in one) or the interpreter's finalization.
+    uint64_t freed_at_exit = 0;
     uint64_t first_ns = 0; // allocation time of the oldest survivor, since the start
     uint64_t last_ns = 0;  // of the youngest
     // The share of the program's events (ProcessModel::program_events) made between the oldest and the
@@ -106,6 +116,8 @@ struct LeakSite {
     // Device memory a sub-allocator reserved where it reports its blocks (PyTorch's segments): what
     // its cache holds for the blocks, not what the program holds.
     bool segments = false;
+    // A framework's own pool, set by mark_framework_pools: what it reserved, not what the program holds.
+    PoolOwner pool = PoolOwner::None;
     // Survivors made through the program's work (a leak), as opposed to once (weights, a warm-up, a
     // workspace): see kGrowthShare in process_model.cpp.
     bool growing = false;
@@ -336,7 +348,8 @@ struct ProcessModel {
     uint64_t duration_ns = 0;
     // When the Python interpreter began finalizing, since the start: the end of the program's own code.
     // What follows (module teardown, libraries' shutdown) can take long against a short script, and
-    // whether a site grew is judged on the events before it (program_events). Absent when it was not
+    // whether a site grew is judged on the events before it (program_events). What the program held is
+    // what was live then: leak_sites count the allocations freed after it as live. Absent when it was not
     // recorded.
     std::optional<uint64_t> code_end_ns;
     // The program's events: those numbered below this were made by its own code (the ring's head when
@@ -355,7 +368,8 @@ struct ProcessModel {
     ProcessRole role;              // assign_roles, once every process of the run is modelled
     std::vector<Marker> markers;
     std::vector<LeakSite> leak_sites; // most bytes first
-    // Indices into leak_sites of the growing ones that the program holds (not segments), largest first.
+    // Indices into leak_sites of the growing ones that the program holds (not segments, not a framework's
+    // pool), largest first.
     std::vector<size_t> growth_sites;
     std::vector<FailureSummary> failures;
     std::vector<RetainerSnapshot> retainers;        // oldest first
@@ -409,5 +423,10 @@ const HostPoint* code_end_host_point(const ProcessModel& model);
 // Who each process is, from its parent's forks and its own header: a DataLoader worker and its id, a
 // spawned child, a rank.
 void assign_roles(std::vector<ProcessModel*>& models);
+
+// Marks the leak sites that are a framework's pool, `owner_of` a site's stack (which its frames tell,
+// from symbols the model does not read), and takes them out of growth_sites: a pool holds whatever the
+// framework hands out inside it, and how it grew says nothing of which line keeps what.
+void mark_framework_pools(ProcessModel& model, const std::function<PoolOwner(uint32_t stack_id)>& owner_of);
 
 } // namespace gpuleak::analyzer

@@ -139,10 +139,13 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
         leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());
     const std::string of_it =
         leak.sites.size() == 1 ? std::string() : fmt::format(", {} of it", bytes(top.bytes));
+    // What the program's exit freed was still held as its code ended.
+    const char* alive = model.code_end_ns ? "still held as the program's code ended" : "still alive";
     return fmt::format(
-        "Memory the program holds kept growing: {} still alive was made {}{}{}, in {} allocation{} ({} each) "
+        "Memory the program holds kept growing: {} {} was made {}{}{}, in {} allocation{} ({} each) "
         "from {}.{} {} Emptying the allocator's cache will not help; fix the code that keeps them.",
-        bytes(leak.bytes), made_through(model, top), sites, of_it, top.count, top.count == 1 ? "" : "s",
+        bytes(leak.bytes), alive, made_through(model, top), sites, of_it, top.count,
+        top.count == 1 ? "" : "s",
         human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
         printable(stacks.describe(top.stack_id)), leak.fill ? fill_sentence(top, *leak.fill) : std::string(),
         keeper_sentence(model, top));
@@ -255,7 +258,53 @@ std::string human_duration(double seconds) {
     return fmt::format("about {:.1f} days", seconds / 86400);
 }
 
-std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {
+namespace {
+
+// How to see each array of the framework as an allocation of its own, at the line that made it.
+std::string pool_advice(PoolOwner owner) {
+    constexpr std::string_view jax =
+        "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform";
+    constexpr std::string_view tensorflow =
+        "TF_GPU_ALLOCATOR=cuda_malloc_async (or cuda_malloc, slower, to debug)";
+    switch (owner) {
+    case PoolOwner::Jax:
+        return fmt::format("run with {}", jax);
+    case PoolOwner::TensorFlow:
+        return fmt::format("run with {}", tensorflow);
+    case PoolOwner::Unknown:
+    case PoolOwner::None:
+        break;
+    }
+    return fmt::format("run JAX with {}, or TensorFlow with {}", jax, tensorflow);
+}
+
+std::string pool_text(const PoolFacts& pool) {
+    const char* owner = pool.owner == PoolOwner::Jax          ? "XLA (JAX)"
+                        : pool.owner == PoolOwner::TensorFlow ? "TensorFlow"
+                                                              : "A BFC allocator";
+    const std::string share =
+        pool.capacity && *pool.capacity > 0
+            ? fmt::format(", {:.0f}% of device {}'s {},",
+                          100.0 * static_cast<double>(pool.bytes) / static_cast<double>(*pool.capacity),
+                          pool.device, bytes(*pool.capacity))
+            : fmt::format(" on device {},", pool.device);
+    const std::string reserved =
+        pool.regions == 1
+            ? fmt::format("{} reserved {}{} as its own pool at {:.1f} s", owner, bytes(pool.bytes), share,
+                          seconds_of(pool.first_ns))
+            : fmt::format("{} grew its own pool to {}{} in {} regions, from {:.1f} s to {:.1f} s", owner,
+                          bytes(pool.bytes), share, pool.regions, seconds_of(pool.first_ns),
+                          seconds_of(pool.last_ns));
+    return fmt::format(
+        "{}, and hands out its arrays inside it itself: the figures above count the whole pool, and which "
+        "line holds memory inside it cannot be seen from the CUDA calls gpuleak records. A pool is not a "
+        "leak. To see each array as an allocation of its own, at the line that made it, {} (slower: to find "
+        "a leak, not to train).",
+        reserved, pool_advice(pool.owner));
+}
+
+// The verdict alone.
+std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {
     const std::string failures = failure_sentence(model, diagnosis);
     switch (diagnosis.kind) {
     case DiagnosisKind::Leak:
@@ -305,9 +354,16 @@ std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis
                                                  bytes(diagnosis.cached_at_end))
                                    : std::string();
     return fmt::format(
-        "No sign of a leak: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
-        bytes(diagnosis.peak_allocated), bytes(diagnosis.final_allocated), bytes(diagnosis.final_reserved),
-        cached, failures);
+        "No sign of a leak{}: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
+        diagnosis.pool ? " outside the framework's pool" : "", bytes(diagnosis.peak_allocated),
+        bytes(diagnosis.final_allocated), bytes(diagnosis.final_reserved), cached, failures);
+}
+
+} // namespace
+
+std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {
+    const std::string verdict = verdict_text(model, diagnosis, stacks);
+    return diagnosis.pool ? verdict + " " + pool_text(*diagnosis.pool) : verdict;
 }
 
 std::string role_text(const ProcessRole& role) {

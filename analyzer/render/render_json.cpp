@@ -173,6 +173,19 @@ json role_json(const ProcessRole& role) {
             {"text", role_text(role)}};
 }
 
+json pool_json(const Diagnosis& diagnosis) {
+    if (!diagnosis.pool)
+        return nullptr;
+    const PoolFacts& pool = *diagnosis.pool;
+    return {{"framework", pool_owner_name(pool.owner)},
+            {"device", pool.device},
+            {"bytes", pool.bytes},
+            {"capacity_bytes", optional_json(pool.capacity)},
+            {"regions", pool.regions},
+            {"first_s", seconds_of(pool.first_ns)},
+            {"last_s", seconds_of(pool.last_ns)}};
+}
+
 json host_diagnosis_json(const ProcessModel& model, const Diagnosis& diagnosis) {
     if (!diagnosis.host_ram)
         return nullptr;
@@ -242,6 +255,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         json entry = {{"bytes", site.bytes},
                       {"count", site.count},
                       {"spilled", site.spilled},
+                      {"freed_at_exit_bytes", site.freed_at_exit},
                       {"kind", format::kind_name(site.kind)},
                       {"stack_id", site.stack_id},
                       {"first_s", seconds_of(site.first_ns)},
@@ -289,6 +303,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
         entry["program_share"] = site.program_share;
         entry["bytes_per_second"] = site.bytes_per_second;
         entry["bytes_per_marker_interval"] = site.bytes_per_marker_interval;
+        entry["freed_at_exit_bytes"] = site.freed_at_exit;
         growth.push_back(std::move(entry));
     }
     json kept_for_backward = json::array();
@@ -400,7 +415,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"text", diagnosis_text(report.model, report.diagnosis, *report.stacks)},
                       {"host", host_diagnosis_json(report.model, report.diagnosis)},
                       {"killed", killed_json(report.model, report.diagnosis)},
-                      {"pressure", pressure_json(report.diagnosis)}}},
+                      {"pressure", pressure_json(report.diagnosis)},
+                      {"framework_pool", pool_json(report.diagnosis)}}},
                     {"host", host_json(model)},
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},

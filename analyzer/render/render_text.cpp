@@ -245,6 +245,15 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
     // What a library keeps it for, where its frames say so: not the program's to free.
     if (const std::string purpose = library_purpose(report.stacks->frames(site.stack_id)); !purpose.empty())
         out += style.dim(fmt::format("        ({})", purpose)) + "\n";
+    if (site.freed_at_exit > 0)
+        out +=
+            style.dim(site.freed_at_exit == site.bytes
+                          ? std::string("        (freed only as the process exited, after the program's code "
+                                        "ended)")
+                          : fmt::format("        ({} of it freed only as the process exited, after the "
+                                        "program's code ended)",
+                                        bytes(site.freed_at_exit))) +
+            "\n";
     if (site.spilled > 0)
         out += style.dim(fmt::format("        ({} of them counted by site only: when each was made is known "
                                      "to a stretch of the run)",
@@ -429,14 +438,17 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                       static_cast<size_t>(&site - model.leak_sites.data())) != model.growth_sites.end())
             continue;
         if (shown == 0)
-            out += style.bold(model.growth_sites.empty() ? "Live at the end, by call stack (largest first):"
-                                                         : "Also live at the end (largest first):") +
+            out += style.bold(fmt::format(fmt::runtime(model.growth_sites.empty()
+                                                           ? "Live {}, by call stack (largest first):"
+                                                           : "Also live {} (largest first):"),
+                                          model.code_end_ns ? "as the program's code ended" : "at the end")) +
                    "\n";
         ++shown;
         append_site(out, report, site, shown, options, style);
     }
     if (shown == 0 && model.growth_sites.empty() && !model.header.host_only())
-        out += "Nothing was live at the end.\n";
+        out += fmt::format("Nothing was live {}.\n",
+                           model.code_end_ns ? "as the program's code ended" : "at the end");
     if (!model.header.host_only())
         out += "\n";
 

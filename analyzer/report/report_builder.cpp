@@ -107,6 +107,13 @@ uint32_t StackFrames::thread_start_of(uint32_t stack_id) const {
     return start != thread_start_stacks.end() ? start->second : 0;
 }
 
+void diagnose_report(ProcessReport& report) {
+    report.stacks->thread_start_stacks = report.model.thread_start_stacks;
+    mark_framework_pools(report.model,
+                         [&](uint32_t stack_id) { return pool_owner(report.stacks->frames(stack_id)); });
+    report.diagnosis = diagnose(report.model);
+}
+
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
                                          const SymbolizeOptions& options, ModelDetail detail,
                                          const std::vector<std::string>& moments) {
@@ -127,8 +134,7 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
                              "the file was cut shorter while it was read (by another program?): what it "
                              "held past its new end is lost; report it again once it is whole");
         report.stacks = std::move(symbolized);
-        report.stacks->thread_start_stacks = report.model.thread_start_stacks;
-        report.diagnosis = diagnose(report.model);
+        diagnose_report(report);
         reports.push_back(std::move(report));
     }
     std::vector<ProcessModel*> models;

@@ -18,6 +18,10 @@ struct SymbolizeOptions {
     bool read_ahead = true;
 };
 
+// What a report's model learns from its stacks, once both are set, and then its diagnosis: which stack
+// started each thread, and which sites are a framework's own pool (pool_owner).
+void diagnose_report(ProcessReport& report);
+
 // Throws TraceError for a file that cannot be read as a trace at all. `detail` and `moments`: what each
 // model keeps of its trace (build_model).
 std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,

@@ -254,19 +254,29 @@ std::string innermost_scopes(const std::string& name, size_t scopes) {
     return name;
 }
 
+namespace {
+
+// The installed package a file lies in ("torch" for .../site-packages/torch/...); empty for another.
+std::string package_of(const std::string& file) {
+    for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
+        const size_t at = file.rfind(marker);
+        if (at != std::string::npos) {
+            const size_t start = at + std::strlen(marker);
+            return file.substr(start, file.find('/', start) - start);
+        }
+    }
+    return {};
+}
+
+} // namespace
+
 std::string library_of(const ReportFrame& frame) {
     if (!frame.python)
         return std::filesystem::path(frame.module).filename().string();
     if (is_program_frame(frame))
         return "";
-    for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
-        const size_t at = frame.file.rfind(marker);
-        if (at != std::string::npos) {
-            const size_t start = at + std::strlen(marker);
-            return frame.file.substr(start, frame.file.find('/', start) - start);
-        }
-    }
-    return "the standard library";
+    const std::string package = package_of(frame.file);
+    return package.empty() ? "the standard library" : package;
 }
 
 bool is_caching_allocator_frame(const ReportFrame& frame) {
@@ -274,6 +284,16 @@ bool is_caching_allocator_frame(const ReportFrame& frame) {
 }
 
 std::string library_purpose(const std::vector<ReportFrame>& frames) {
+    switch (pool_owner(frames)) {
+    case PoolOwner::Jax:
+        return "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight";
+    case PoolOwner::TensorFlow:
+        return "TensorFlow's pool for its tensors, which it hands out inside it, out of gpuleak's sight";
+    case PoolOwner::Unknown:
+        return "a BFC allocator's pool, whose arrays are handed out inside it, out of gpuleak's sight";
+    case PoolOwner::None:
+        break;
+    }
     // Functions of PyTorch's (ATen's) that only these paths call.
     constexpr std::string_view kBlasWorkspace[] = {"at::cuda::getCurrentCUDABlasHandle",
                                                    "at::cuda::getCUDABlasLtWorkspace",
@@ -292,6 +312,27 @@ std::string library_purpose(const std::vector<ReportFrame>& frames) {
         autograd_thread = autograd_thread || frame.function.starts_with(kAutogradThread);
     }
     return autograd_thread && !python ? "in backward(), on PyTorch's autograd thread" : "";
+}
+
+PoolOwner pool_owner(const std::vector<ReportFrame>& frames) {
+    // Where the BFC allocator grows its pool: XLA's (tsl::) and TensorFlow's before XLA shared it.
+    constexpr std::string_view kExtend[] = {"tsl::BFCAllocator::Extend", "tensorflow::BFCAllocator::Extend"};
+    bool extends = false;
+    bool jax = false;
+    bool tensorflow = false;
+    for (const ReportFrame& frame : frames) {
+        for (const std::string_view function : kExtend)
+            extends = extends || frame.function.starts_with(function);
+        // The packages jax, jaxlib and jax_plugins (XLA's CUDA plugin), libjax_common.so; tensorflow,
+        // libtensorflow_framework.so.2.
+        const std::string library = library_of(frame);
+        const std::string package = frame.python ? library : package_of(frame.module);
+        jax = jax || library.find("jax") != std::string::npos || package.starts_with("jax");
+        tensorflow = tensorflow || library.find("tensorflow") != std::string::npos || package == "tensorflow";
+    }
+    if (!extends)
+        return PoolOwner::None;
+    return jax ? PoolOwner::Jax : tensorflow ? PoolOwner::TensorFlow : PoolOwner::Unknown;
 }
 
 std::string short_path(const std::string& file) {

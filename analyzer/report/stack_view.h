@@ -82,6 +82,10 @@ bool is_caching_allocator_frame(const ReportFrame& frame);
 // ("in backward(), on PyTorch's autograd thread"); empty otherwise.
 std::string library_purpose(const std::vector<ReportFrame>& frames);
 
+// Whose pool a stack extends: the BFC allocator's (XLA's, so JAX's, or TensorFlow's), which reserves
+// device memory and hands out arrays inside it itself; told by the frameworks' frames beside it.
+PoolOwner pool_owner(const std::vector<ReportFrame>& frames);
+
 // A library file's path from its package ("torch/nn/modules/linear.py"); other paths as they are.
 std::string short_path(const std::string& file);
 

@@ -6,29 +6,81 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <new>
+#include <vector>
 
 using namespace gpuleak::sim;
 
 namespace {
 
-// What a product's shapes depend on; the types only choose kernels, which compute nothing here.
+// Every attribute a descriptor holds, as the bytes it was last given, so that reading one back returns
+// what was set, as cuBLASLt does; the ones the simulator reads start at their documented defaults.
+class Attributes {
+  public:
+    template <typename T> void set(int attribute, T value) { set_bytes(attribute, &value, sizeof value); }
+
+    void set_bytes(int attribute, const void* buf, size_t sizeInBytes) {
+        const auto* bytes = static_cast<const unsigned char*>(buf);
+        values_[attribute].assign(bytes, bytes + sizeInBytes);
+    }
+
+    template <typename T> T get(int attribute) const {
+        T value{};
+        std::memcpy(&value, values_.at(attribute).data(), sizeof value);
+        return value;
+    }
+
+    // A value of the wrong size for an attribute the descriptor knows is refused, as cuBLASLt does.
+    bool fits(int attribute, size_t sizeInBytes) const {
+        const auto found = values_.find(attribute);
+        return found == values_.end() || found->second.size() == sizeInBytes;
+    }
+
+    // cublasLt*GetAttribute: with sizeInBytes 0, only the size needed; otherwise the value, into a buffer
+    // of exactly its size.
+    cublasStatus_t read(int attribute, void* buf, size_t sizeInBytes, size_t* sizeWritten) const {
+        const auto found = values_.find(attribute);
+        if (found == values_.end()) {
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+        const std::vector<unsigned char>& value = found->second;
+        if (sizeInBytes == 0) {
+            if (sizeWritten == nullptr) {
+                return CUBLAS_STATUS_INVALID_VALUE;
+            }
+            *sizeWritten = value.size();
+            return CUBLAS_STATUS_SUCCESS;
+        }
+        if (buf == nullptr || sizeInBytes != value.size()) {
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+        std::memcpy(buf, value.data(), value.size());
+        if (sizeWritten != nullptr) {
+            *sizeWritten = value.size();
+        }
+        return CUBLAS_STATUS_SUCCESS;
+    }
+
+  private:
+    std::map<int, std::vector<unsigned char>> values_;
+};
+
+// What a product's shapes depend on (the operations); the types only choose kernels, which compute
+// nothing here.
 struct MatmulDescription {
-    int32_t transa = CUBLAS_OP_N;
-    int32_t transb = CUBLAS_OP_N;
+    Attributes attributes;
 };
 
 struct MatrixLayout {
-    uint64_t rows;
-    uint64_t cols;
-    int64_t ld;
-    int32_t order = CUBLASLT_ORDER_COL;
-    int32_t batch_count = 1;
+    Attributes attributes;
 };
 
 // Its one setting the simulator reads, the workspace limit, is only checked: the one algorithm the
 // heuristic offers needs no workspace, so it fits any limit.
-struct MatmulPreference {};
+struct MatmulPreference {
+    Attributes attributes;
+};
 
 // The descriptors' handle types are opaque pointers; each stands for the stand-in's own object.
 MatmulDescription* description_of(cublasLtMatmulDesc_t desc) {
@@ -43,41 +95,38 @@ MatmulPreference* preference_of(cublasLtMatmulPreference_t preference) {
     return reinterpret_cast<MatmulPreference*>(preference);
 }
 
-template <typename Object, typename Handle, typename... Fields>
-cublasStatus_t create(Handle* out, Fields... fields) {
+template <typename Object, typename Handle> cublasStatus_t create(Handle* out, Object** created) {
     if (out == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    auto* object = new (std::nothrow) Object{fields...};
+    auto* object = new (std::nothrow) Object{};
     if (object == nullptr) {
         return CUBLAS_STATUS_ALLOC_FAILED;
     }
     *out = reinterpret_cast<Handle>(object);
+    *created = object;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-// Reads an attribute of type T from `buf`, refusing a buffer of any other size, as cuBLASLt does.
-template <typename T> bool read_attribute(T& field, const void* buf, size_t sizeInBytes) {
-    if (buf == nullptr || sizeInBytes != sizeof(T)) {
-        return false;
-    }
-    std::memcpy(&field, buf, sizeof(T));
-    return true;
+bool valid_operation(int32_t operation) {
+    return operation >= CUBLAS_OP_N && operation <= CUBLAS_OP_C;
 }
 
-// CUBLAS_OP_N, CUBLAS_OP_T or CUBLAS_OP_C.
-bool read_operation(int32_t& field, const void* buf, size_t sizeInBytes) {
-    int32_t operation = 0;
-    if (!read_attribute(operation, buf, sizeInBytes) || operation < CUBLAS_OP_N || operation > CUBLAS_OP_C) {
+// Stores a set attribute: one the descriptor knows only at its own size (an operation only when valid),
+// any other when it carries a value.
+bool store(Attributes& attributes, int attribute, const void* buf, size_t sizeInBytes, bool is_operation) {
+    if (buf == nullptr || sizeInBytes == 0 || !attributes.fits(attribute, sizeInBytes)) {
         return false;
     }
-    field = operation;
+    if (is_operation) {
+        int32_t operation = 0;
+        std::memcpy(&operation, buf, sizeof operation);
+        if (!valid_operation(operation)) {
+            return false;
+        }
+    }
+    attributes.set_bytes(attribute, buf, sizeInBytes);
     return true;
-}
-
-// Attributes the simulator has no use for are accepted when they carry a value.
-bool other_attribute(const void* buf, size_t sizeInBytes) {
-    return buf != nullptr && sizeInBytes > 0;
 }
 
 struct Shape {
@@ -86,12 +135,21 @@ struct Shape {
 };
 
 Shape operated(const MatrixLayout& layout, int32_t operation) {
-    return operation == CUBLAS_OP_N ? Shape{layout.rows, layout.cols} : Shape{layout.cols, layout.rows};
+    const auto rows = layout.attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS);
+    const auto cols = layout.attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_COLS);
+    return operation == CUBLAS_OP_N ? Shape{rows, cols} : Shape{cols, rows};
 }
 
 bool well_formed(const MatrixLayout& layout) {
-    return layout.order != CUBLASLT_ORDER_COL ||
-           layout.ld >= static_cast<int64_t>(std::max<uint64_t>(1, layout.rows));
+    const Attributes& attributes = layout.attributes;
+    return attributes.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER) != CUBLASLT_ORDER_COL ||
+           attributes.get<int64_t>(CUBLASLT_MATRIX_LAYOUT_LD) >=
+               static_cast<int64_t>(
+                   std::max<uint64_t>(1, attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS)));
+}
+
+int32_t batches(const MatrixLayout& layout) {
+    return layout.attributes.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 }
 
 // D = op(A) op(B) (+ C): op(A) is m x k, op(B) k x n, C and D m x n, in the same number of batches.
@@ -110,12 +168,13 @@ cublasStatus_t product_status(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
     const MatrixLayout& b = *layout_of(Bdesc);
     const MatrixLayout& c = *layout_of(Cdesc);
     const MatrixLayout& d = *layout_of(Ddesc);
-    const Shape op_a = operated(a, description.transa);
-    const Shape op_b = operated(b, description.transb);
-    const bool shapes_fit = op_a.cols == op_b.rows && c.rows == op_a.rows && c.cols == op_b.cols &&
-                            d.rows == c.rows && d.cols == c.cols;
-    const bool batches_fit =
-        a.batch_count == d.batch_count && b.batch_count == d.batch_count && c.batch_count == d.batch_count;
+    const Shape op_a = operated(a, description.attributes.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA));
+    const Shape op_b = operated(b, description.attributes.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB));
+    const Shape op_c = operated(c, CUBLAS_OP_N);
+    const Shape op_d = operated(d, CUBLAS_OP_N);
+    const bool shapes_fit = op_a.cols == op_b.rows && op_c.rows == op_a.rows && op_c.cols == op_b.cols &&
+                            op_d.rows == op_c.rows && op_d.cols == op_c.cols;
+    const bool batches_fit = batches(a) == batches(d) && batches(b) == batches(d) && batches(c) == batches(d);
     if (!shapes_fit || !batches_fit || !well_formed(a) || !well_formed(b) || !well_formed(c) ||
         !well_formed(d)) {
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -158,9 +217,21 @@ cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
     return blas_property(type, value);
 }
 
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t /*computeType*/,
-                                        cudaDataType_t /*scaleType*/) {
-    return create<MatmulDescription>(matmulDesc);
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
+                                        cudaDataType_t scaleType) {
+    MatmulDescription* description = nullptr;
+    const cublasStatus_t status = create(matmulDesc, &description);
+    if (status == CUBLAS_STATUS_SUCCESS) {
+        Attributes& attributes = description->attributes;
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, computeType);
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_SCALE_TYPE, scaleType);
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N);
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSC, CUBLAS_OP_N);
+        attributes.set<uint32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
+    }
+    return status;
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
@@ -174,24 +245,37 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
     if (matmulDesc == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    MatmulDescription& description = *description_of(matmulDesc);
-    bool accepted = false;
-    switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA:
-        accepted = read_operation(description.transa, buf, sizeInBytes);
-        break;
-    case CUBLASLT_MATMUL_DESC_TRANSB:
-        accepted = read_operation(description.transb, buf, sizeInBytes);
-        break;
-    default:
-        accepted = other_attribute(buf, sizeInBytes);
-    }
-    return accepted ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    const bool is_operation = attr == CUBLASLT_MATMUL_DESC_TRANSA || attr == CUBLASLT_MATMUL_DESC_TRANSB ||
+                              attr == CUBLASLT_MATMUL_DESC_TRANSC;
+    return store(description_of(matmulDesc)->attributes, attr, buf, sizeInBytes, is_operation)
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_INVALID_VALUE;
 }
 
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType /*type*/,
-                                          uint64_t rows, uint64_t cols, int64_t ld) {
-    return create<MatrixLayout>(matLayout, rows, cols, ld);
+cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc,
+                                              cublasLtMatmulDescAttributes_t attr, void* buf,
+                                              size_t sizeInBytes, size_t* sizeWritten) {
+    if (matmulDesc == nullptr) {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return description_of(matmulDesc)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+    MatrixLayout* layout = nullptr;
+    const cublasStatus_t status = create(matLayout, &layout);
+    if (status == CUBLAS_STATUS_SUCCESS) {
+        Attributes& attributes = layout->attributes;
+        attributes.set<uint32_t>(CUBLASLT_MATRIX_LAYOUT_TYPE, type);
+        attributes.set<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
+        attributes.set(CUBLASLT_MATRIX_LAYOUT_ROWS, rows);
+        attributes.set(CUBLASLT_MATRIX_LAYOUT_COLS, cols);
+        attributes.set(CUBLASLT_MATRIX_LAYOUT_LD, ld);
+        attributes.set<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
+        attributes.set<int64_t>(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, 0);
+    }
+    return status;
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
@@ -205,32 +289,27 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout
     if (matLayout == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    MatrixLayout& layout = *layout_of(matLayout);
-    bool accepted = false;
-    switch (attr) {
-    case CUBLASLT_MATRIX_LAYOUT_ORDER:
-        accepted = read_attribute(layout.order, buf, sizeInBytes);
-        break;
-    case CUBLASLT_MATRIX_LAYOUT_ROWS:
-        accepted = read_attribute(layout.rows, buf, sizeInBytes);
-        break;
-    case CUBLASLT_MATRIX_LAYOUT_COLS:
-        accepted = read_attribute(layout.cols, buf, sizeInBytes);
-        break;
-    case CUBLASLT_MATRIX_LAYOUT_LD:
-        accepted = read_attribute(layout.ld, buf, sizeInBytes);
-        break;
-    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT:
-        accepted = read_attribute(layout.batch_count, buf, sizeInBytes);
-        break;
-    default:
-        accepted = other_attribute(buf, sizeInBytes);
+    return store(layout_of(matLayout)->attributes, attr, buf, sizeInBytes, false)
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout,
+                                                cublasLtMatrixLayoutAttribute_t attr, void* buf,
+                                                size_t sizeInBytes, size_t* sizeWritten) {
+    if (matLayout == nullptr) {
+        return CUBLAS_STATUS_INVALID_VALUE;
     }
-    return accepted ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    return layout_of(matLayout)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
 }
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-    return create<MatmulPreference>(pref);
+    MatmulPreference* preference = nullptr;
+    const cublasStatus_t status = create(pref, &preference);
+    if (status == CUBLAS_STATUS_SUCCESS) {
+        preference->attributes.set<uint64_t>(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, 0);
+    }
+    return status;
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
@@ -244,11 +323,18 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     if (pref == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    uint64_t workspace_limit = 0;
-    const bool accepted = attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
-                              ? read_attribute(workspace_limit, buf, sizeInBytes)
-                              : other_attribute(buf, sizeInBytes);
-    return accepted ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    return store(preference_of(pref)->attributes, attr, buf, sizeInBytes, false)
+               ? CUBLAS_STATUS_SUCCESS
+               : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, void* buf,
+                                                    size_t sizeInBytes, size_t* sizeWritten) {
+    if (pref == nullptr) {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    return preference_of(pref)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,

@@ -17,6 +17,19 @@ using CUlinkState = struct CUlinkState_st*;
 using CUevent = struct CUevent_st*;
 using CUhostFn = void (*)(void* userData);
 using CUstreamCallback = void (*)(CUstream hStream, CUresult status, void* userData);
+// cuLaunchKernelEx's launch, laid out as in cuda.h; no launch attribute changes what the simulator does.
+struct CUlaunchConfig {
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    const void* attrs;
+    unsigned int numAttrs;
+};
 
 #define GPULEAK_SIM_ROW_DRIVER(sym, base, since, streams, params) GPULEAK_SIM_EXPORT CUresult sym params;
 #define GPULEAK_SIM_ROW_RUNTIME(sym, base, since, streams, params)
@@ -49,6 +62,7 @@ GPULEAK_SIM_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flag
 GPULEAK_SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority);
 GPULEAK_SIM_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int* priority);
 GPULEAK_SIM_EXPORT CUresult cuStreamQuery(CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, int* captureStatus);
 GPULEAK_SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
 GPULEAK_SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamSynchronize(CUstream hStream);
@@ -93,6 +107,8 @@ GPULEAK_SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, 
                                            unsigned int blockDimY, unsigned int blockDimZ,
                                            unsigned int sharedMemBytes, CUstream hStream, void** kernelParams,
                                            void** extra);
+GPULEAK_SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                             void** extra);
 GPULEAK_SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                                       unsigned int gridDimY, unsigned int gridDimZ,
                                                       unsigned int blockDimX, unsigned int blockDimY,
@@ -106,6 +122,8 @@ GPULEAK_SIM_EXPORT CUresult cuTensorMapEncodeTiled(
     const std::uint64_t* globalDim, const std::uint64_t* globalStrides, const std::uint32_t* boxDim,
     const std::uint32_t* elementStrides, int interleave, int swizzle, int l2Promotion, int oobFill);
 GPULEAK_SIM_EXPORT CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr);
+GPULEAK_SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, int* attributes, void** data,
+                                                   CUdeviceptr ptr);
 
 GPULEAK_SIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareableHandle,
                                                          CUmemGenericAllocationHandle handle, int handleType,
@@ -115,8 +133,33 @@ GPULEAK_SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocatio
 GPULEAK_SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr);
 GPULEAK_SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
                                                                    CUmemGenericAllocationHandle handle);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                            CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
+                                             CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                              CUstream hStream);
+
+GPULEAK_SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                          CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                                 CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                                 CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                                 size_t ByteCount, CUstream hStream);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                         CUcontext srcContext, size_t ByteCount);
+GPULEAK_SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                              CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+                                              CUstream hStream);
 GPULEAK_SIM_EXPORT CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, std::uint32_t value,
                                                  unsigned int flags);
 

@@ -9,6 +9,9 @@ using namespace gpuleak::sim;
 
 namespace {
 
+// CU_STREAM_CAPTURE_STATUS_NONE
+constexpr int kNotCapturing = 0;
+
 CUresult context_or_current(CUcontext ctx, int& device) {
     if (ctx == nullptr) {
         return current_device(device);
@@ -218,6 +221,19 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
     }
     std::swap(*mode, t_capture_mode);
     return CUDA_SUCCESS;
+}
+
+// No stream ever captures (see the runtime's runtime_capture.cpp, which asks here).
+CUresult cuStreamIsCapturing(CUstream hStream, int* captureStatus) {
+    if (captureStatus == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int device = 0;
+    const CUresult result = stream_device(hStream, device);
+    if (result == CUDA_SUCCESS) {
+        *captureStatus = kNotCapturing;
+    }
+    return result;
 }
 
 } // extern "C"

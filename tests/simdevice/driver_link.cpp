@@ -86,6 +86,13 @@ bool load(DriverFunctions& cu) {
     resolve(cu.mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync", kLegacy);
     resolve(cu.mem_alloc_from_pool_async_ptsz, "cuMemAllocFromPoolAsync", kPerThread);
     resolve(cu.mem_pool_trim_to, "cuMemPoolTrimTo", kLegacy);
+    resolve(cu.memcpy, "cuMemcpy", kLegacy);
+    resolve(cu.memcpy_async, "cuMemcpyAsync", kLegacy);
+    resolve(cu.memset_d8, "cuMemsetD8", kLegacy);
+    resolve(cu.memset_d8_async, "cuMemsetD8Async", kLegacy);
+    resolve(cu.module_load_data, "cuModuleLoadData", kLegacy);
+    resolve(cu.module_get_function, "cuModuleGetFunction", kLegacy);
+    resolve(cu.module_unload, "cuModuleUnload", kLegacy);
     return resolve.complete() && cu.init(0) == CUDA_SUCCESS;
 }
 

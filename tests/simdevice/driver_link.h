@@ -67,6 +67,13 @@ struct DriverFunctions {
     decltype(&cuMemAllocFromPoolAsync) mem_alloc_from_pool_async;
     decltype(&cuMemAllocFromPoolAsync_ptsz) mem_alloc_from_pool_async_ptsz;
     decltype(&cuMemPoolTrimTo) mem_pool_trim_to;
+    decltype(&cuMemcpy) memcpy;
+    decltype(&cuMemcpyAsync) memcpy_async;
+    decltype(&cuMemsetD8_v2) memset_d8;
+    decltype(&cuMemsetD8Async) memset_d8_async;
+    decltype(&cuModuleLoadData) module_load_data;
+    decltype(&cuModuleGetFunction) module_get_function;
+    decltype(&cuModuleUnload) module_unload;
 };
 
 // Waits for the current context's work through either form of cuCtxSynchronize.

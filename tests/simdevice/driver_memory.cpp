@@ -3,10 +3,11 @@
 #include "device_state.h"
 #include "driver_api.h"
 #include "host_backing.h"
+#include "pointer_ranges.h"
 
 #include <limits>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 
 using namespace gpuleak::sim;
 
@@ -19,13 +20,18 @@ constexpr unsigned int kMemAttachHost = 2;
 struct DeviceAllocation {
     std::size_t size;
     int device;
+    MemoryKind kind;
+    CUmemoryPool pool;
+    unsigned long long buffer_id;
 };
 
 std::mutex g_mutex;
-std::unordered_map<CUdeviceptr, DeviceAllocation> g_allocations;
+// Ordered by address, to find the allocation an interior pointer falls in.
+std::map<CUdeviceptr, DeviceAllocation> g_allocations;
 
 // Like a GPU, a failed allocation leaves *dptr untouched.
-CUresult allocate(CUdeviceptr* dptr, std::size_t bytes, int device) {
+CUresult allocate(CUdeviceptr* dptr, std::size_t bytes, int device, MemoryKind kind = MemoryKind::DEVICE,
+                  CUmemoryPool pool = nullptr) {
     if (dptr == nullptr || bytes == 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -40,7 +46,7 @@ CUresult allocate(CUdeviceptr* dptr, std::size_t bytes, int device) {
     const auto address = reinterpret_cast<CUdeviceptr>(memory);
     {
         const std::lock_guard lock(g_mutex);
-        g_allocations.emplace(address, DeviceAllocation{bytes, device});
+        g_allocations.emplace(address, DeviceAllocation{bytes, device, kind, pool, next_buffer_id()});
     }
     *dptr = address;
     return CUDA_SUCCESS;
@@ -65,12 +71,13 @@ CUresult release(CUdeviceptr dptr) {
     return CUDA_SUCCESS;
 }
 
-CUresult allocate_on_current_device(CUdeviceptr* dptr, std::size_t bytes) {
+CUresult allocate_on_current_device(CUdeviceptr* dptr, std::size_t bytes,
+                                    MemoryKind kind = MemoryKind::DEVICE) {
     int device = 0;
     if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
         return result;
     }
-    return allocate(dptr, bytes, device);
+    return allocate(dptr, bytes, device, kind);
 }
 
 CUresult allocate_async(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
@@ -78,7 +85,7 @@ CUresult allocate_async(CUdeviceptr* dptr, std::size_t bytes, CUstream stream) {
     if (const CUresult result = stream_device(stream, device); result != CUDA_SUCCESS) {
         return result;
     }
-    return allocate(dptr, bytes, device);
+    return allocate(dptr, bytes, device, MemoryKind::DEVICE, default_pool(device));
 }
 
 CUresult allocate_from_pool_async(CUdeviceptr* dptr, std::size_t bytes, CUmemoryPool pool, CUstream stream) {
@@ -90,7 +97,7 @@ CUresult allocate_from_pool_async(CUdeviceptr* dptr, std::size_t bytes, CUmemory
     if (device < 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    return allocate(dptr, bytes, device);
+    return allocate(dptr, bytes, device, MemoryKind::DEVICE, pool);
 }
 
 CUresult release_async(CUdeviceptr dptr, CUstream stream) {
@@ -102,6 +109,24 @@ CUresult release_async(CUdeviceptr dptr, CUstream stream) {
 }
 
 } // namespace
+
+std::optional<PointerRange> gpuleak::sim::device_allocation_containing(CUdeviceptr address) {
+    const std::lock_guard lock(g_mutex);
+    const auto found =
+        range_holding(g_allocations, address, [](const DeviceAllocation& a) { return a.size; });
+    if (found == g_allocations.end()) {
+        return std::nullopt;
+    }
+    const auto& [base, allocation] = *found;
+    return PointerRange{base,
+                        allocation.size,
+                        base,
+                        allocation.size,
+                        allocation.kind,
+                        allocation.device,
+                        allocation.pool,
+                        allocation.buffer_id};
+}
 
 extern "C" {
 
@@ -131,7 +156,7 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
     if (flags != kMemAttachGlobal && flags != kMemAttachHost) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    return allocate_on_current_device(dptr, bytesize);
+    return allocate_on_current_device(dptr, bytesize, MemoryKind::MANAGED);
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {

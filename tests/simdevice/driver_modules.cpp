@@ -185,6 +185,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int /*gridDimX*/, unsigned int /*
     return launch(f, hStream);
 }
 
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** /*kernelParams*/,
+                          void** /*extra*/) {
+    if (config == nullptr || (config->numAttrs > 0 && config->attrs == nullptr)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return launch(f, config->hStream);
+}
+
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int /*gridDimX*/, unsigned int /*gridDimY*/,
                                    unsigned int /*gridDimZ*/, unsigned int /*blockDimX*/,
                                    unsigned int /*blockDimY*/, unsigned int /*blockDimZ*/,
@@ -212,12 +220,6 @@ CUresult cuTensorMapEncodeTiled(void* /*tensorMap*/, int /*tensorDataType*/, std
                                 const std::uint32_t* /*elementStrides*/, int /*interleave*/, int /*swizzle*/,
                                 int /*l2Promotion*/, int /*oobFill*/) {
     return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-// Not yet told apart: the simulated driver answers no pointer queries (see the runtime's
-// cudaPointerGetAttributes), as a driver does for an address it did not hand out.
-CUresult cuPointerGetAttribute(void* /*data*/, int /*attribute*/, CUdeviceptr /*ptr*/) {
-    return CUDA_ERROR_INVALID_VALUE;
 }
 
 } // extern "C"

@@ -3,12 +3,12 @@
 #include "device_state.h"
 #include "driver_api.h"
 #include "host_backing.h"
+#include "pointer_ranges.h"
 
 #include <cstdint>
 #include <iterator>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 
 using namespace gpuleak::sim;
 
@@ -19,10 +19,28 @@ constexpr unsigned int kHostAllocFlags = 0x7;
 // CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY
 constexpr unsigned int kHostRegisterFlags = 0xF;
 
+struct PageLocked {
+    std::size_t size;
+    // The device current when it was allocated or registered, which pointer queries name.
+    int device;
+    unsigned long long buffer_id;
+};
+
 std::mutex g_mutex;
-std::unordered_map<void*, std::size_t> g_pinned;
-// Start address -> length; ordered to find overlapping registrations.
-std::map<std::uintptr_t, std::size_t> g_registered;
+// By start address, ordered to find the range an address falls in, and overlapping registrations.
+std::map<std::uintptr_t, PageLocked> g_pinned;
+std::map<std::uintptr_t, PageLocked> g_registered;
+
+std::optional<PointerRange> range_containing(const std::map<std::uintptr_t, PageLocked>& ranges,
+                                             std::uintptr_t address) {
+    const auto found = range_holding(ranges, address, [](const PageLocked& range) { return range.size; });
+    if (found == ranges.end()) {
+        return std::nullopt;
+    }
+    const auto& [start, range] = *found;
+    return PointerRange{start,        range.size, start,          range.size, MemoryKind::HOST,
+                        range.device, nullptr,    range.buffer_id};
+}
 
 CUresult allocate_pinned(void** pp, std::size_t bytesize) {
     int device = 0;
@@ -38,7 +56,8 @@ CUresult allocate_pinned(void** pp, std::size_t bytesize) {
     }
     {
         const std::lock_guard lock(g_mutex);
-        g_pinned.emplace(memory, bytesize);
+        g_pinned.emplace(reinterpret_cast<std::uintptr_t>(memory),
+                         PageLocked{bytesize, device, next_buffer_id()});
     }
     *pp = memory;
     return CUDA_SUCCESS;
@@ -53,10 +72,18 @@ bool overlaps_registration(std::uintptr_t start, std::size_t length) {
         return false;
     }
     const auto previous = std::prev(next);
-    return previous->first + previous->second > start;
+    return previous->first + previous->second.size > start;
 }
 
 } // namespace
+
+std::optional<PointerRange> gpuleak::sim::page_locked_memory_containing(CUdeviceptr address) {
+    const std::lock_guard lock(g_mutex);
+    if (auto pinned = range_containing(g_pinned, address)) {
+        return pinned;
+    }
+    return range_containing(g_registered, address);
+}
 
 extern "C" {
 
@@ -78,11 +105,11 @@ CUresult cuMemFreeHost(void* p) {
     std::size_t size = 0;
     {
         const std::lock_guard lock(g_mutex);
-        const auto found = g_pinned.find(p);
+        const auto found = g_pinned.find(reinterpret_cast<std::uintptr_t>(p));
         if (found == g_pinned.end()) {
             return CUDA_ERROR_INVALID_VALUE;
         }
-        size = found->second;
+        size = found->second.size;
         g_pinned.erase(found);
     }
     release_backing(p, size);
@@ -102,7 +129,7 @@ CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
     if (overlaps_registration(start, bytesize)) {
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
     }
-    g_registered.emplace(start, bytesize);
+    g_registered.emplace(start, PageLocked{bytesize, device, next_buffer_id()});
     return CUDA_SUCCESS;
 }
 

@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace gpuleak::sim {
 namespace {
@@ -16,7 +15,7 @@ struct Variable {
 // Never destroyed: libraries unregister their modules from their own destructors, in any order against ours.
 struct Registry {
     std::mutex mutex;
-    std::unordered_set<const void*> kernels;
+    std::unordered_map<const void*, RegisteredKernel> kernels;
     std::unordered_map<const void*, Variable> variables;
 };
 
@@ -27,10 +26,21 @@ Registry& registry() {
 
 } // namespace
 
-void register_kernel(const void* host_function) {
+void register_kernel(const void* host_function, const void* image, const char* device_name) {
     Registry& r = registry();
     const std::lock_guard lock(r.mutex);
-    r.kernels.insert(host_function);
+    r.kernels.insert_or_assign(host_function, RegisteredKernel{image, device_name});
+}
+
+bool registered_kernel(const void* host_function, RegisteredKernel& kernel) {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    const auto found = r.kernels.find(host_function);
+    if (found == r.kernels.end()) {
+        return false;
+    }
+    kernel = found->second;
+    return true;
 }
 
 bool known_kernel(const void* host_function) {

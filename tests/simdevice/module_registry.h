@@ -6,8 +6,17 @@
 
 namespace gpuleak::sim {
 
-void register_kernel(const void* host_function);
+// `image` is the fat binary the kernel came in and `device_name` its name there, from which the driver
+// makes its CUfunction (kernel_function).
+void register_kernel(const void* host_function, const void* image, const char* device_name);
 bool known_kernel(const void* host_function);
+
+struct RegisteredKernel {
+    const void* image;
+    const char* device_name;
+};
+// False for a kernel never registered.
+bool registered_kernel(const void* host_function, RegisteredKernel& kernel);
 
 // Gives the variable zeroed storage of its own, standing in for its copy in device memory (module globals
 // live in memory the context owns, which no allocation call obtains, so it is charged to no device).

@@ -207,8 +207,19 @@ nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int /*l
     return known(device) ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
 }
 
-nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t* /*gpuFabricInfo*/) {
-    return known(device) ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_INVALID_ARGUMENT;
+// A GPU outside a multi-node NVLink fabric answers, as a driver of this version does for one, that it
+// takes part in no fabric; XLA logs an error at start-up for each device that answers NOT_SUPPORTED.
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t* gpuFabricInfo) {
+    if (!known(device) || gpuFabricInfo == nullptr)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    // Version 2 or a later one, which begins with version 2's fields: only those are written.
+    const unsigned int version = gpuFabricInfo->version;
+    if (version >> 24 < nvmlGpuFabricInfo_v2 >> 24)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    *gpuFabricInfo = nvmlGpuFabricInfoV_t{};
+    gpuFabricInfo->version = version;
+    gpuFabricInfo->state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED;
+    return NVML_SUCCESS;
 }
 
 // The simulated device is this process's own: it is listed, with what it holds there, once it holds

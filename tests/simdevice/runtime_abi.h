@@ -20,6 +20,8 @@ struct dim3 {
 
 using cudaEvent_t = struct CUevent_st*;
 using cudaKernel_t = struct CUkern_st*;
+// The driver's CUfunction, as in the real runtime.
+using cudaFunction_t = struct CUfunc_st*;
 using cudaLibrary_t = struct CUlib_st*;
 using cudaGraph_t = struct CUgraph_st*;
 using cudaGraphExec_t = struct CUgraphExec_st*;

@@ -87,6 +87,7 @@ GPULEAK_SIM_EXPORT cudaError_t cudaGetSymbolAddress(void** devPtr, const void* s
 GPULEAK_SIM_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count,
                                                   size_t offset, cudaMemcpyKind kind);
 GPULEAK_SIM_EXPORT cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func);
+GPULEAK_SIM_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr);
 GPULEAK_SIM_EXPORT cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
 
 // runtime_launch.cpp

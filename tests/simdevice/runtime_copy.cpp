@@ -1,10 +1,8 @@
-// Copies and fills. Device memory is host memory in this process, so every direction is a plain copy;
-// the contents mean nothing (kernels never run) but copies keep them, so that data written from the host
-// reads back. Asynchronous forms complete before they return, as nothing on a simulated stream waits.
+// Copies and fills, through the driver's (driver_copies.cpp, driver_writes.cpp) as the real runtime's
+// go: the contents mean nothing (kernels never run) but copies keep them, so that data written from the
+// host reads back.
 #include "runtime_api.h"
 #include "runtime_state.h"
-
-#include <cstring>
 
 using namespace gpuleak::sim;
 
@@ -13,24 +11,12 @@ namespace {
 // cudaMemcpyHostToHost (0) to cudaMemcpyDefault (4).
 constexpr cudaMemcpyKind kLastCopyKind = 4;
 
-CUresult copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind) {
-    if (kind < 0 || kind > kLastCopyKind || (count > 0 && (dst == nullptr || src == nullptr))) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (count > 0) {
-        std::memmove(dst, src, count);
-    }
-    return CUDA_SUCCESS;
+CUdeviceptr address(const void* pointer) {
+    return reinterpret_cast<CUdeviceptr>(pointer);
 }
 
-CUresult fill(void* devPtr, int value, std::size_t count) {
-    if (count > 0 && devPtr == nullptr) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (count > 0) {
-        std::memset(devPtr, value, count);
-    }
-    return CUDA_SUCCESS;
+bool valid_kind(cudaMemcpyKind kind) {
+    return kind >= 0 && kind <= kLastCopyKind;
 }
 
 } // namespace
@@ -38,27 +24,29 @@ CUresult fill(void* devPtr, int value, std::size_t count) {
 extern "C" {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-    return with_context([&](const DriverFunctions&) { return copy(dst, src, count, kind); });
+    return with_context([&](const DriverFunctions& cu) {
+        return valid_kind(kind) ? cu.memcpy(address(dst), address(src), count) : CUDA_ERROR_INVALID_VALUE;
+    });
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
     return with_context([&](const DriverFunctions& cu) {
-        const CUresult result = cu.stream_query(stream);
-        return result != CUDA_SUCCESS ? result : copy(dst, src, count, kind);
+        return valid_kind(kind) ? cu.memcpy_async(address(dst), address(src), count, stream)
+                                : CUDA_ERROR_INVALID_VALUE;
     });
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                               size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
     return with_context([&](const DriverFunctions& cu) {
-        if (width > dpitch || width > spitch) {
+        if (!valid_kind(kind) || width > dpitch || width > spitch) {
             return CUDA_ERROR_INVALID_VALUE;
         }
         CUresult result = cu.stream_query(stream);
         for (size_t row = 0; row < height && result == CUDA_SUCCESS; ++row) {
-            result = copy(static_cast<char*>(dst) + row * dpitch,
-                          static_cast<const char*>(src) + row * spitch, width, kind);
+            result = cu.memcpy_async(address(static_cast<char*>(dst) + row * dpitch),
+                                     address(static_cast<const char*>(src) + row * spitch), width, stream);
         }
         return result;
     });
@@ -69,14 +57,16 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int /*dstDevice*/, const void* src, i
     return cudaMemcpyAsync(dst, src, count, 4, stream);
 }
 
+// The runtime's fill takes an int of which only the low byte counts, as cuMemsetD8 does.
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
-    return with_context([&](const DriverFunctions&) { return fill(devPtr, value, count); });
+    return with_context([&](const DriverFunctions& cu) {
+        return cu.memset_d8(address(devPtr), static_cast<unsigned char>(value), count);
+    });
 }
 
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
     return with_context([&](const DriverFunctions& cu) {
-        const CUresult result = cu.stream_query(stream);
-        return result != CUDA_SUCCESS ? result : fill(devPtr, value, count);
+        return cu.memset_d8_async(address(devPtr), static_cast<unsigned char>(value), count, stream);
     });
 }
 

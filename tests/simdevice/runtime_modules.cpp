@@ -6,6 +6,9 @@
 #include "runtime_state.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 using namespace gpuleak::sim;
 
@@ -23,6 +26,11 @@ constexpr int kRegisters = 32;
 constexpr int kArchitecture = 90;
 constexpr int kDynamicSharedBytes = 49152;
 
+// The driver's functions handed out by cudaGetFuncBySymbol, by host stub and device: each device's
+// context loads the kernel's image as a module of its own, as the real runtime does.
+std::mutex g_functions_mutex;
+std::map<std::pair<const void*, int>, CUfunction> g_functions;
+
 } // namespace
 
 extern "C" {
@@ -39,10 +47,11 @@ void __cudaUnregisterFatBinary(void** fatCubinHandle) {
     delete reinterpret_cast<FatBinary*>(fatCubinHandle);
 }
 
-void __cudaRegisterFunction(void** /*fatCubinHandle*/, const char* hostFun, char* /*deviceFun*/,
+// The names stay valid while the library is loaded: they are its own read-only strings.
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
                             const char* /*deviceName*/, int /*thread_limit*/, uint3* /*tid*/, uint3* /*bid*/,
                             dim3* /*bDim*/, dim3* /*gDim*/, int* /*wSize*/) {
-    register_kernel(hostFun);
+    register_kernel(hostFun, reinterpret_cast<FatBinary*>(fatCubinHandle)->image, deviceFun);
 }
 
 void __cudaRegisterVar(void** /*fatCubinHandle*/, char* hostVar, char* /*deviceAddress*/,
@@ -88,6 +97,40 @@ cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count
             return CUDA_ERROR_INVALID_VALUE;
         }
         std::memcpy(static_cast<char*>(storage) + offset, src, count);
+        return CUDA_SUCCESS;
+    });
+}
+
+// The driver's function for a registered kernel, as XLA launches its own kernels through the driver: its
+// fat binary loaded as a module of the current device's context, once per kernel and device, and the
+// kernel looked up there.
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr) {
+    RegisteredKernel kernel{};
+    if (functionPtr == nullptr) {
+        return record_error(cudaErrorInvalidValue);
+    }
+    if (!registered_kernel(symbolPtr, kernel)) {
+        return record_error(cudaErrorInvalidDeviceFunction);
+    }
+    return with_context([&](const DriverFunctions& cu) {
+        const std::lock_guard lock(g_functions_mutex);
+        const std::pair<const void*, int> key{symbolPtr, selected_device()};
+        if (const auto found = g_functions.find(key); found != g_functions.end()) {
+            *functionPtr = found->second;
+            return CUDA_SUCCESS;
+        }
+        CUmodule module = nullptr;
+        if (const CUresult result = cu.module_load_data(&module, kernel.image); result != CUDA_SUCCESS) {
+            return result;
+        }
+        CUfunction function = nullptr;
+        if (const CUresult result = cu.module_get_function(&function, module, kernel.device_name);
+            result != CUDA_SUCCESS) {
+            cu.module_unload(module);
+            return result;
+        }
+        g_functions.emplace(key, function);
+        *functionPtr = function;
         return CUDA_SUCCESS;
     });
 }

@@ -4,6 +4,7 @@
 // through another exactly as on a GPU.
 #include "device_state.h"
 #include "driver_api.h"
+#include "pointer_ranges.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -35,6 +36,8 @@ struct Physical {
     // Handles handed out again by cuMemRetainAllocationHandle or cuMemImportFromShareableHandle: each
     // takes one cuMemRelease more before the handle is released.
     int retains;
+    // What pointer queries name it by (CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID).
+    unsigned long long buffer_id;
 };
 
 struct Mapping {
@@ -126,6 +129,19 @@ void* reserve_aligned(std::size_t size, std::size_t alignment, CUdeviceptr hint)
 
 } // namespace
 
+std::optional<PointerRange> gpuleak::sim::mapping_containing(CUdeviceptr address) {
+    const std::lock_guard lock(g_mutex);
+    const auto mapping = range_holding(g_mappings, address, [](const Mapping& m) { return m.size; });
+    if (mapping == g_mappings.end()) {
+        return std::nullopt;
+    }
+    // A mapping lies inside one reservation, always: cuMemAddressFree refuses a mapped one.
+    const auto reservation = range_holding(g_reservations, address, [](std::size_t size) { return size; });
+    const Physical& physical = g_physical.at(mapping->second.handle);
+    return PointerRange{reservation->first, reservation->second, mapping->first, mapping->second.size,
+                        MemoryKind::DEVICE, physical.device,     nullptr,        physical.buffer_id};
+}
+
 extern "C" {
 
 CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop, int option) {
@@ -165,7 +181,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     }
     const std::lock_guard lock(g_mutex);
     const CUmemGenericAllocationHandle created = g_next_handle++;
-    g_physical.emplace(created, Physical{fd, size, device, 0, false, 0});
+    g_physical.emplace(created, Physical{fd, size, device, 0, false, 0, next_buffer_id()});
     *handle = created;
     return CUDA_SUCCESS;
 }
@@ -378,17 +394,16 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void*
     }
     const auto address = reinterpret_cast<CUdeviceptr>(addr);
     const std::lock_guard lock(g_mutex);
-    auto after = g_mappings.upper_bound(address);
-    if (after == g_mappings.begin()) {
+    const auto mapping = range_holding(g_mappings, address, [](const Mapping& m) { return m.size; });
+    if (mapping == g_mappings.end()) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    const auto& [base, mapping] = *std::prev(after);
-    auto physical = g_physical.find(mapping.handle);
-    if (address - base >= mapping.size || physical == g_physical.end() || physical->second.released) {
+    auto physical = g_physical.find(mapping->second.handle);
+    if (physical == g_physical.end() || physical->second.released) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     ++physical->second.retains;
-    *handle = mapping.handle;
+    *handle = mapping->second.handle;
     return CUDA_SUCCESS;
 }
 

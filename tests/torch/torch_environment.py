@@ -1,25 +1,35 @@
-"""Where the PyTorch environment of scripts/setup-torch.sh is, for the tests and the scenario runner."""
+"""Where the PyTorch environment of scripts/setup-torch.sh (and the JAX one of scripts/setup-jax.sh) is, for
+the tests and the scenario runner, and how a program runs on the simulated device."""
 
 import glob
 import os
 
 
-def torch_python():
-    """The environment's interpreter: GPULEAK_TORCH_DIR, else a complete one in the default cache; None
-    when there is none (an interrupted install has no completion stamp)."""
-    root = os.environ.get("GPULEAK_TORCH_DIR")
-    candidates = [root] if root else sorted(glob.glob(os.path.expanduser("~/.cache/gpuleak/torch-*-py3.*")))
+def _pinned_python(label):
+    """The interpreter of scripts/setup-<label>.sh's environment: GPULEAK_<LABEL>_DIR, else a complete one
+    in the default cache; None when there is none (an interrupted install has no completion stamp)."""
+    root = os.environ.get(f"GPULEAK_{label.upper()}_DIR")
+    candidates = [root] if root else sorted(glob.glob(os.path.expanduser(f"~/.cache/gpuleak/{label}-*-py3.*")))
     for candidate in candidates:
         python = os.path.join(candidate, "bin", "python")
-        if os.path.exists(os.path.join(candidate, ".gpuleak-torch-complete")) and os.path.exists(python):
+        if os.path.exists(os.path.join(candidate, f".gpuleak-{label}-complete")) and os.path.exists(python):
             return python
     return None
 
 
+def torch_python():
+    return _pinned_python("torch")
+
+
+def jax_python():
+    return _pinned_python("jax")
+
+
 def simulated_device_environment(simdevice_dir, cuda_lib_dir, capacity):
-    """The variables that run a PyTorch program on the simulated device of `simdevice_dir`: its libraries
-    found before the CUDA toolkit's (which serve the rest of torch's CUDA libraries), its Python half
-    that keeps PyTorch off cuDNN, a device of `capacity` bytes, and no announcement on stderr."""
+    """The variables that run a PyTorch or JAX program on the simulated device of `simdevice_dir`: its
+    libraries found before the CUDA toolkit's (which serve the rest of the framework's CUDA libraries),
+    its Python half (which keeps PyTorch off cuDNN and lets JAX see the simulated GPU), a device of
+    `capacity` bytes, and no announcement on stderr."""
     # Absolute: the program may run in another directory.
     simdevice_dir, cuda_lib_dir = os.path.abspath(simdevice_dir), os.path.abspath(cuda_lib_dir)
     python_path = [os.path.join(simdevice_dir, "python")]

@@ -8,6 +8,7 @@
 #include "diagnosis.h"
 #include "process_model.h"
 #include "report.h"
+#include "report_builder.h"
 #include "symbolized_stacks.h"
 #include "trace_reader.h"
 
@@ -17,8 +18,7 @@ inline analyzer::ProcessReport report_of(const analyzer::TraceReader& trace) {
     analyzer::ProcessReport report;
     report.model = analyzer::build_model("trace.bin", trace);
     report.stacks = std::make_unique<analyzer::SymbolizedStacks>(trace, "");
-    report.stacks->thread_start_stacks = report.model.thread_start_stacks;
-    report.diagnosis = analyzer::diagnose(report.model);
+    analyzer::diagnose_report(report);
     return report;
 }
 

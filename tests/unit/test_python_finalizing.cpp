@@ -200,3 +200,120 @@ TEST_CASE("host RAM growth is judged on the RSS sampled before Python's finaliza
         CHECK(report.diagnosis.kind == DiagnosisKind::Stable);
     }
 }
+
+namespace {
+
+struct Made {
+    format::EventType type;
+    format::MemoryKind kind;
+    uint64_t address;
+    uint64_t size;
+    uint32_t stack;
+};
+
+// The events `before` the program's code ended and `after` it, in order, each at its own millisecond;
+// `live` are those live at the end of the trace.
+TraceReader exit_frees(const std::vector<Made>& before, const std::vector<Made>& after,
+                       const std::vector<Made>& live = {}) {
+    TraceBuilder builder(TraceLayout{.ring_capacity = 64, .notable_capacity = 8});
+    builder.header().start_monotonic_ns = kStart;
+    for (uint32_t stack = 1; stack <= 8; ++stack)
+        builder.add_stack(stack, {0x400000 + stack * 0x1000});
+    uint64_t time_ns = kStart;
+    const auto append = [&](const Made& made) {
+        format::EventRecord record = event_of(made.type, made.address, time_ns += kMillisecond);
+        record.kind = static_cast<uint8_t>(made.kind);
+        record.size = made.size;
+        record.stack_id = made.stack;
+        builder.append_event(record);
+    };
+    for (const Made& made : before)
+        append(made);
+    format::EventRecord finalizing = python_finalizing(time_ns += kMillisecond);
+    finalizing.size = builder.header().ring_head;
+    builder.add_notable(finalizing);
+    for (const Made& made : after)
+        append(made);
+    for (size_t i = 0; i < live.size(); ++i) {
+        format::LiveSlot slot{};
+        slot.state = format::kSlotLive;
+        slot.address = live[i].address;
+        slot.size = live[i].size;
+        slot.kind = static_cast<uint8_t>(live[i].kind);
+        slot.stack_id = live[i].stack;
+        slot.time_ns = kStart;
+        builder.set_live(i, slot);
+    }
+    builder.end_exited(0, time_ns + kMillisecond);
+    return TraceReader::parse(builder.bytes(), "trace.bin");
+}
+
+const LeakSite* site_of_stack(const ProcessModel& model, uint32_t stack) {
+    const auto found = std::find_if(model.leak_sites.begin(), model.leak_sites.end(),
+                                    [&](const LeakSite& site) { return site.stack_id == stack; });
+    return found == model.leak_sites.end() ? nullptr : &*found;
+}
+
+constexpr auto kAlloc = format::EventType::Alloc;
+constexpr auto kFree = format::EventType::Free;
+constexpr auto kDevice = format::MemoryKind::Device;
+
+} // namespace
+
+TEST_CASE("what the program's code left live counts as live, though its exit freed it") {
+    SECTION("an allocation freed after the code ended, beside one live at the end") {
+        const TraceReader trace =
+            exit_frees({{kAlloc, kDevice, 0x1000, kMiB, 1}, {kAlloc, kDevice, 0x2000, 2 * kMiB, 2}},
+                       {{kFree, kDevice, 0x2000, 2 * kMiB, 2}}, {{kAlloc, kDevice, 0x1000, kMiB, 1}});
+        const ProcessModel model = build_model("trace.bin", trace);
+        REQUIRE(model.leak_sites.size() == 2);
+        const LeakSite* freed = site_of_stack(model, 2);
+        REQUIRE(freed != nullptr);
+        CHECK(freed->bytes == 2 * kMiB);
+        CHECK(freed->freed_at_exit == 2 * kMiB);
+        CHECK(site_of_stack(model, 1)->freed_at_exit == 0);
+        CHECK(model.warnings.empty());
+    }
+    SECTION("what was made and freed after the end, or freed before it, does not count") {
+        const TraceReader trace =
+            exit_frees({{kAlloc, kDevice, 0x3000, kMiB, 3}, {kFree, kDevice, 0x3000, kMiB, 3}},
+                       {{kAlloc, kDevice, 0x3000, kMiB, 4}, {kFree, kDevice, 0x3000, kMiB, 4}});
+        const ProcessModel model = build_model("trace.bin", trace);
+        CHECK(model.leak_sites.empty());
+        CHECK(model.warnings.empty());
+    }
+    SECTION("an address used twice before the end counts its latest allocation") {
+        const TraceReader trace = exit_frees({{kAlloc, kDevice, 0x4000, kMiB, 5},
+                                              {kFree, kDevice, 0x4000, kMiB, 5},
+                                              {kAlloc, kDevice, 0x4000, 3 * kMiB, 6}},
+                                             {{kFree, kDevice, 0x4000, 3 * kMiB, 6}});
+        const ProcessModel model = build_model("trace.bin", trace);
+        REQUIRE(model.leak_sites.size() == 1);
+        CHECK(model.leak_sites[0].stack_id == 6);
+        CHECK(model.leak_sites[0].bytes == 3 * kMiB);
+    }
+    SECTION("a block and the segment holding it, at one address, are told apart by kind") {
+        const TraceReader trace = exit_frees({{kAlloc, format::MemoryKind::Device, 0x5000, 4 * kMiB, 7},
+                                              {kAlloc, format::MemoryKind::Block, 0x5000, kMiB, 8}},
+                                             {{kFree, format::MemoryKind::Block, 0x5000, kMiB, 8}},
+                                             {{kAlloc, format::MemoryKind::Device, 0x5000, 4 * kMiB, 7}});
+        const ProcessModel model = build_model("trace.bin", trace);
+        const LeakSite* block = site_of_stack(model, 8);
+        REQUIRE(block != nullptr);
+        CHECK(block->kind == format::MemoryKind::Block);
+        CHECK(block->freed_at_exit == kMiB);
+        CHECK(site_of_stack(model, 7)->freed_at_exit == 0);
+    }
+    SECTION("a free whose allocation the ring lost is said, and pairs with no older allocation") {
+        // The allocation of the last free is missing (torn, or overwritten): the older one was freed.
+        const TraceReader trace =
+            exit_frees({{kAlloc, kDevice, 0x6000, kMiB, 1}, {kFree, kDevice, 0x6000, kMiB, 1}},
+                       {{kFree, kDevice, 0x6000, kMiB, 2}});
+        const ProcessModel model = build_model("trace.bin", trace);
+        CHECK(model.leak_sites.empty());
+        REQUIRE(model.warnings.size() == 1);
+        CHECK_THAT(model.warnings[0],
+                   Catch::Contains("1 allocation freed after the program's code ended was made "
+                                   "before the oldest event the ring still holds"));
+    }
+}

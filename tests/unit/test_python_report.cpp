@@ -749,3 +749,121 @@ TEST_CASE("a thread's start covers what its id made from then to the thread's en
     const ProcessModel model = build_model("trace.bin", trace);
     CHECK(model.thread_start_stacks == std::map<uint32_t, uint32_t>{{1, 2}, {5, 3}});
 }
+
+namespace {
+
+constexpr uint64_t kMillisecond = 1'000'000;
+const std::string kXlaPlugin = "/venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so";
+
+// What XLA's BFC allocator calls to grow its pool (on a thread of XLA's own: no Python frame), or, with
+// `allocator` another of XLA's allocators, what makes one array.
+std::vector<ReportFrame> xla_allocation(const std::string& allocator,
+                                        const std::string& module = kXlaPlugin) {
+    return {without_source("stream_executor::gpu::CreateVmmPhysicalAllocation", module),
+            without_source("stream_executor::gpu::CudaExecutor::Allocate", module),
+            without_source(allocator, module), without_source("start_thread", "/lib/libc.so.6")};
+}
+
+// Ten regions, each made between two of the program's other allocations and kept: growth, by the
+// events, were they the program's.
+TraceBuilder regions_trace() {
+    TraceBuilder builder(TraceLayout{.ring_capacity = 64});
+    builder.header().start_monotonic_ns = kStart;
+    builder.header().device_memory[0].total_bytes = 4ULL << 30;
+    builder.header().device_memory[0].lowest_free_bytes = (4ULL << 30) - 321 * kMiB;
+    builder.add_stack(1, {0x401000});
+    builder.add_stack(2, {0x402000});
+    for (uint32_t i = 0; i < 10; ++i) {
+        format::EventRecord other{};
+        other.type = static_cast<uint16_t>(format::EventType::Alloc);
+        other.kind = static_cast<uint8_t>(format::MemoryKind::VmmPhysical);
+        other.address = 0x1000 + i;
+        other.size = kMiB;
+        other.stack_id = 2;
+        other.time_ns = kStart + (2 * i + 1) * kMillisecond;
+        builder.append_event(other);
+        other.type = static_cast<uint16_t>(format::EventType::Free);
+        builder.append_event(other);
+        format::LiveSlot region{};
+        region.state = format::kSlotLive;
+        region.address = 0x100000 + i;
+        region.size = 32 * kMiB;
+        region.kind = static_cast<uint8_t>(format::MemoryKind::VmmPhysical);
+        region.stack_id = 1;
+        region.time_ns = kStart + (2 * i + 2) * kMillisecond;
+        region.sequence = builder.header().ring_head;
+        format::EventRecord made = other;
+        made.type = static_cast<uint16_t>(format::EventType::Alloc);
+        made.address = region.address;
+        made.size = region.size;
+        made.stack_id = 1;
+        made.time_ns = region.time_ns;
+        builder.append_event(made);
+        builder.set_live(i, region);
+    }
+    builder.header().accounting.live_bytes[0][static_cast<int>(format::MemoryKind::VmmPhysical)] = 320 * kMiB;
+    builder.header().accounting.peak_bytes[0][static_cast<int>(format::MemoryKind::VmmPhysical)] = 321 * kMiB;
+    builder.end_exited(0, kStart + 30 * kMillisecond);
+    return builder;
+}
+
+ProcessReport report_with_stacks(const TraceBuilder& builder,
+                                 std::map<uint32_t, std::vector<ReportFrame>> stacks) {
+    ProcessReport report;
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    report.model = build_model("trace.bin", trace);
+    report.stacks = std::make_unique<FixedStacks>(std::move(stacks));
+    diagnose_report(report);
+    return report;
+}
+
+} // namespace
+
+TEST_CASE("a framework's pool is told by the frames that grow it, and whose it is by the frameworks' own") {
+    CHECK(pool_owner(xla_allocation("tsl::BFCAllocator::Extend")) == PoolOwner::Jax);
+    CHECK(pool_owner(xla_allocation("tsl::BFCAllocator::Extend", "/usr/lib/libtensorflow_framework.so.2")) ==
+          PoolOwner::TensorFlow);
+    CHECK(pool_owner(xla_allocation("tensorflow::BFCAllocator::Extend", "/opt/lib/libsomething.so")) ==
+          PoolOwner::Unknown);
+    // The platform allocator makes each array by itself: no pool.
+    CHECK(pool_owner(xla_allocation("xla::PjRtStreamExecutorClient::AllocateRawBuffer")) == PoolOwner::None);
+    FixedStack pool(xla_allocation("tsl::BFCAllocator::Extend"));
+    CHECK_THAT(pool.describe(1),
+               Catch::Contains("(XLA's pool for JAX's arrays, which XLA hands out inside it, "
+                               "out of gpuleak's sight)"));
+}
+
+TEST_CASE(
+    "regions of a framework's pool are never a leak, however they grew, and the diagnosis explains them") {
+    const TraceBuilder builder = regions_trace();
+    const ProcessReport plain =
+        report_with_stacks(builder, {{1, xla_allocation("xla::SomeAllocator::Allocate")}, {2, {}}});
+    CHECK(plain.diagnosis.kind == DiagnosisKind::Leak);
+    CHECK_FALSE(plain.diagnosis.pool);
+
+    const ProcessReport pooled =
+        report_with_stacks(builder, {{1, xla_allocation("tsl::BFCAllocator::Extend")}, {2, {}}});
+    CHECK(pooled.diagnosis.kind == DiagnosisKind::Stable);
+    CHECK(pooled.model.growth_sites.empty());
+    REQUIRE(pooled.diagnosis.pool);
+    const PoolFacts& pool = *pooled.diagnosis.pool;
+    CHECK(pool.owner == PoolOwner::Jax);
+    CHECK(pool.regions == 10);
+    CHECK(pool.bytes == 320 * kMiB);
+    CHECK(pool.capacity == 4ULL << 30);
+    std::vector<ProcessReport> reports;
+    reports.push_back(
+        report_with_stacks(builder, {{1, xla_allocation("tsl::BFCAllocator::Extend")}, {2, {}}}));
+    const std::string text = diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks);
+    CHECK_THAT(text, Catch::StartsWith("No sign of a leak outside the framework's pool"));
+    CHECK_THAT(text,
+               Catch::Contains("XLA (JAX) grew its own pool to 320.0 MiB, 8% of device 0's 4.0 GiB, in 10 "
+                               "regions, from 0.0 s to 0.0 s"));
+    CHECK_THAT(text,
+               Catch::Contains("XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"));
+    const nlohmann::json json = render_json(reports, ReportOptions{});
+    const nlohmann::json& facts = json["processes"][0]["diagnosis"]["framework_pool"];
+    CHECK(facts["framework"] == "jax");
+    CHECK(facts["regions"] == 10);
+    CHECK(facts["bytes"] == 320 * kMiB);
+}

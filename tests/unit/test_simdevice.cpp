@@ -748,3 +748,255 @@ TEST_CASE("host functions are the driver's, run in order off the caller's thread
     CHECK(CU(cuLaunchHostFunc)(nullptr, nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
     CHECK(CU(cuStreamAddCallback)(nullptr, callback, &fifth, 1) == CUDA_ERROR_INVALID_VALUE);
 }
+
+namespace {
+
+// CUpointer_attribute and CUmemorytype, as in cuda.h.
+constexpr int kPointerContext = 1;
+constexpr int kPointerMemoryType = 2;
+constexpr int kPointerDevicePointer = 3;
+constexpr int kPointerHostPointer = 4;
+constexpr int kPointerBufferId = 7;
+constexpr int kPointerIsManaged = 8;
+constexpr int kPointerDeviceOrdinal = 9;
+constexpr int kPointerRangeStart = 11;
+constexpr int kPointerRangeSize = 12;
+constexpr int kPointerMempool = 17;
+constexpr int kPointerMappingBase = 19;
+constexpr int kPointerMemoryBlockId = 20;
+constexpr int kPointerP2pTokens = 5;
+constexpr int kPointerAllowedHandleTypes = 14;
+constexpr unsigned int kHostMemoryType = 1;
+constexpr unsigned int kDeviceMemoryType = 2;
+
+template <typename Value> Value pointer_attribute(int attribute, CUdeviceptr address) {
+    Value value{};
+    REQUIRE(CU(cuPointerGetAttribute)(&value, attribute, address) == CUDA_SUCCESS);
+    return value;
+}
+
+CUdeviceptr address_of(const void* pointer) {
+    return reinterpret_cast<CUdeviceptr>(pointer);
+}
+
+} // namespace
+
+TEST_CASE("pointer queries know the driver's memory by any address inside it, and nothing else") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    CUcontext context = nullptr;
+    REQUIRE(CU(cuCtxGetCurrent)(&context) == CUDA_SUCCESS);
+
+    CUdeviceptr device = 0;
+    REQUIRE(CU(cuMemAlloc_v2)(&device, kMiB) == CUDA_SUCCESS);
+    const CUdeviceptr inside = device + 4096;
+    CHECK(pointer_attribute<unsigned int>(kPointerMemoryType, inside) == kDeviceMemoryType);
+    CHECK(pointer_attribute<CUcontext>(kPointerContext, inside) == context);
+    CHECK(pointer_attribute<int>(kPointerDeviceOrdinal, inside) == 0);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerDevicePointer, inside) == inside);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, inside) == device);
+    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, inside) == kMiB);
+    CHECK(pointer_attribute<unsigned int>(kPointerIsManaged, inside) == 0);
+    CHECK(pointer_attribute<CUmemoryPool>(kPointerMempool, inside) == nullptr);
+    void* host = nullptr;
+    CHECK(CU(cuPointerGetAttribute)(&host, kPointerHostPointer, inside) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(pointer_attribute<unsigned int>(kPointerAllowedHandleTypes, inside) == 0);
+    CHECK(CU(cuPointerGetAttribute)(&host, kPointerP2pTokens, inside) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(&host, kPointerDevicePointer, device + kMiB) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(nullptr, kPointerMemoryType, inside) == CUDA_ERROR_INVALID_VALUE);
+
+    // The plural form: device memory has no host address, said with NULL rather than an error.
+    int attributes[] = {kPointerMemoryType, kPointerHostPointer, kPointerDeviceOrdinal, kPointerBufferId};
+    unsigned int type = 0;
+    host = &type;
+    int ordinal = -1;
+    unsigned long long first_id = 0;
+    void* values[] = {&type, &host, &ordinal, &first_id};
+    REQUIRE(CU(cuPointerGetAttributes)(4, attributes, values, device) == CUDA_SUCCESS);
+    CHECK(type == kDeviceMemoryType);
+    CHECK(host == nullptr);
+    CHECK(ordinal == 0);
+    CHECK(first_id != 0);
+
+    // Every allocation has an id of its own, never handed out again.
+    CUdeviceptr second = 0;
+    REQUIRE(CU(cuMemAlloc_v2)(&second, kMiB) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<unsigned long long>(kPointerBufferId, second) != first_id);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, second + kMiB - 1) == second);
+    REQUIRE(CU(cuMemFree_v2)(second) == CUDA_SUCCESS);
+
+    // Memory the driver never handed out (or took back): an error alone, NULL values together.
+    unsigned long long local = 0;
+    host = &type;
+    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, address_of(&local)) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, second) == CUDA_ERROR_INVALID_VALUE);
+    REQUIRE(CU(cuPointerGetAttributes)(4, attributes, values, address_of(&local)) == CUDA_SUCCESS);
+    CHECK(type == 0);
+    CHECK(host == nullptr);
+    CHECK(ordinal == -2);
+    CHECK(first_id == 0);
+
+    CUdeviceptr managed = 0;
+    REQUIRE(CU(cuMemAllocManaged)(&managed, kMiB, 1) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<unsigned int>(kPointerIsManaged, managed) == 1);
+    CHECK(pointer_attribute<void*>(kPointerHostPointer, managed) == reinterpret_cast<void*>(managed));
+
+    CUstream stream = nullptr;
+    REQUIRE(CU(cuStreamCreate)(&stream, 0) == CUDA_SUCCESS);
+    CUdeviceptr ordered = 0;
+    REQUIRE(CU(cuMemAllocAsync)(&ordered, kMiB, stream) == CUDA_SUCCESS);
+    CUmemoryPool pool = nullptr;
+    REQUIRE(CU(cuDeviceGetDefaultMemPool)(&pool, 0) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<CUmemoryPool>(kPointerMempool, ordered) == pool);
+
+    void* pinned = nullptr;
+    REQUIRE(CU(cuMemHostAlloc)(&pinned, kMiB, 0) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<unsigned int>(kPointerMemoryType, address_of(pinned) + 1) == kHostMemoryType);
+    CHECK(pointer_attribute<void*>(kPointerHostPointer, address_of(pinned)) == pinned);
+    std::vector<char> buffer(kMiB);
+    REQUIRE(CU(cuMemHostRegister_v2)(buffer.data(), buffer.size(), 0) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, address_of(&buffer.back())) == kMiB);
+    REQUIRE(CU(cuMemHostUnregister)(buffer.data()) == CUDA_SUCCESS);
+    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, address_of(buffer.data())) ==
+          CUDA_ERROR_INVALID_VALUE);
+
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    CUmemGenericAllocationHandle physical = 0;
+    REQUIRE(CU(cuMemCreate)(&physical, kGranularity, &prop, 0) == CUDA_SUCCESS);
+    CUdeviceptr reserved = 0;
+    REQUIRE(CU(cuMemAddressReserve)(&reserved, 2 * kGranularity, 0, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemMap)(reserved + kGranularity, kGranularity, 0, physical, 0) == CUDA_SUCCESS);
+    // The range is the reservation; the mapping is its own attribute, and its id the physical memory's.
+    const CUdeviceptr mapped = reserved + kGranularity + 8;
+    CHECK(pointer_attribute<int>(kPointerDeviceOrdinal, mapped) == 1);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, mapped) == reserved);
+    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, mapped) == 2 * kGranularity);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerMappingBase, mapped) == reserved + kGranularity);
+    const auto block = pointer_attribute<unsigned long long>(kPointerMemoryBlockId, mapped);
+    CUdeviceptr again = 0;
+    REQUIRE(CU(cuMemAddressReserve)(&again, kGranularity, 0, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemMap)(again, kGranularity, 0, physical, 0) == CUDA_SUCCESS);
+    CHECK(pointer_attribute<unsigned long long>(kPointerMemoryBlockId, again) == block);
+    REQUIRE(CU(cuMemUnmap)(again, kGranularity) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemAddressFree)(again, kGranularity) == CUDA_SUCCESS);
+    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, reserved) == CUDA_ERROR_INVALID_VALUE);
+
+    REQUIRE(CU(cuMemUnmap)(reserved + kGranularity, kGranularity) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemAddressFree)(reserved, 2 * kGranularity) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemRelease)(physical) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemFreeHost)(pinned) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemFreeAsync)(ordered, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuStreamDestroy_v2)(stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemFree_v2)(managed) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemFree_v2)(device) == CUDA_SUCCESS);
+}
+
+TEST_CASE("the driver's copies and fills reach every kind of memory, on a stream or not") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    CUdeviceptr first = 0;
+    CUdeviceptr second = 0;
+    REQUIRE(CU(cuMemAlloc_v2)(&first, 64) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemAlloc_v2)(&second, 64) == CUDA_SUCCESS);
+    CUstream stream = nullptr;
+    REQUIRE(CU(cuStreamCreate)(&stream, 0) == CUDA_SUCCESS);
+
+    const char message[16] = "to the device";
+    char back[16] = {};
+    REQUIRE(CU(cuMemcpyHtoD_v2)(first, message, sizeof message) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoD_v2)(second, first, sizeof message) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoH_v2)(back, second, sizeof back) == CUDA_SUCCESS);
+    CHECK(std::string(back) == message);
+
+    REQUIRE(CU(cuMemsetD8Async)(first, 'x', 4, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoDAsync_v2)(second, first, 4, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoHAsync_v2)(back, second, sizeof back, stream) == CUDA_SUCCESS);
+    CHECK(std::string(back) == "xxxxhe device");
+    REQUIRE(CU(cuMemcpyHtoDAsync_v2)(first, message, sizeof message, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyAsync)(second, first, sizeof message, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpy)(address_of(back), second, sizeof back) == CUDA_SUCCESS);
+    CHECK(std::string(back) == message);
+
+    std::uint16_t halves[4] = {};
+    std::uint32_t words[4] = {};
+    REQUIRE(CU(cuMemsetD16_v2)(first, 0xBEEF, 4) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoH_v2)(halves, first, sizeof halves) == CUDA_SUCCESS);
+    CHECK(halves[3] == 0xBEEF);
+    REQUIRE(CU(cuMemsetD32_v2)(first, 0xDEADBEEF, 4) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoH_v2)(words, first, sizeof words) == CUDA_SUCCESS);
+    CHECK(words[3] == 0xDEADBEEF);
+    REQUIRE(CU(cuMemsetD16Async)(first, 7, 2, stream) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemsetD8_v2)(first + 4, 0, 4) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemcpyDtoH_v2)(words, first, sizeof words) == CUDA_SUCCESS);
+    CHECK(words[0] == 0x00070007);
+    CHECK(words[1] == 0);
+
+    CUcontext context = nullptr;
+    REQUIRE(CU(cuCtxGetCurrent)(&context) == CUDA_SUCCESS);
+    CHECK(CU(cuMemcpyPeer)(second, context, first, context, 8) == CUDA_SUCCESS);
+    CHECK(CU(cuMemcpyPeerAsync)(second, nullptr, first, context, 8, stream) == CUDA_ERROR_INVALID_CONTEXT);
+
+    // Misaligned fills, missing addresses and a stream that is gone fail as on a GPU; nothing to copy is
+    // no error.
+    CHECK(CU(cuMemsetD32_v2)(first + 2, 0, 1) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuMemsetD16Async)(first + 1, 0, 1, stream) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuMemcpyHtoD_v2)(0, message, 1) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuMemcpyDtoH_v2)(nullptr, first, 0) == CUDA_SUCCESS);
+    REQUIRE(CU(cuStreamDestroy_v2)(stream) == CUDA_SUCCESS);
+    CHECK(CU(cuMemcpyAsync)(second, first, 1, stream) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(CU(cuMemsetD8Async)(first, 0, 1, stream) == CUDA_ERROR_INVALID_HANDLE);
+    REQUIRE(CU(cuMemFree_v2)(first) == CUDA_SUCCESS);
+    REQUIRE(CU(cuMemFree_v2)(second) == CUDA_SUCCESS);
+}
+
+namespace {
+
+// A kernel's host stub: only its address matters, as the key nvcc's generated code registers it under.
+void registered_kernel_stub() {}
+
+} // namespace
+
+TEST_CASE("a registered kernel is a driver function that launches, as XLA launches its own kernels") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    static char fat_binary[16] = "fat binary";
+    static char device_name[] = "_Z6kernelv";
+    void** module = RT(__cudaRegisterFatBinary)(fat_binary);
+    const auto* stub = reinterpret_cast<const char*>(&registered_kernel_stub);
+    RT(__cudaRegisterFunction)
+    (module, stub, device_name, device_name, -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    RT(__cudaRegisterFatBinaryEnd)(module);
+
+    cudaFunction_t function = nullptr;
+    REQUIRE(RT(cudaGetFuncBySymbol)(&function, stub) == cudaSuccess);
+    REQUIRE(function != nullptr);
+    cudaFunction_t again = nullptr;
+    REQUIRE(RT(cudaGetFuncBySymbol)(&again, stub) == cudaSuccess);
+    CHECK(again == function);
+    const int unregistered = 0;
+    CHECK(RT(cudaGetFuncBySymbol)(&again, &unregistered) == cudaErrorInvalidDeviceFunction);
+
+    CUstream stream = nullptr;
+    REQUIRE(CU(cuStreamCreate)(&stream, 0) == CUDA_SUCCESS);
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 128;
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = stream;
+    CHECK(CU(cuLaunchKernelEx)(&config, function, nullptr, nullptr) == CUDA_SUCCESS);
+    int status = -1;
+    CHECK(CU(cuStreamIsCapturing)(stream, &status) == CUDA_SUCCESS);
+    CHECK(status == 0);
+    config.numAttrs = 1;
+    CHECK(CU(cuLaunchKernelEx)(&config, function, nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
+    config.numAttrs = 0;
+    CHECK(CU(cuLaunchKernelEx)(nullptr, function, nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuLaunchKernelEx)(&config, nullptr, nullptr, nullptr) == CUDA_ERROR_INVALID_HANDLE);
+    REQUIRE(CU(cuStreamDestroy_v2)(stream) == CUDA_SUCCESS);
+    CHECK(CU(cuLaunchKernelEx)(&config, function, nullptr, nullptr) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(CU(cuStreamIsCapturing)(stream, &status) == CUDA_ERROR_INVALID_HANDLE);
+    RT(__cudaUnregisterFatBinary)(module);
+}

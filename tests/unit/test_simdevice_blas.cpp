@@ -296,6 +296,77 @@ TEST_CASE("cuBLASLt offers one algorithm without workspace and refuses shapes th
     CUBLASLT(cublasLtMatmulDescDestroy)(description);
 }
 
+TEST_CASE("cuBLASLt's descriptors read back what they were created with and given, as XLA reads them") {
+    cublasLtMatmulDesc_t description = nullptr;
+    constexpr cublasComputeType_t kCompute32F = 68;
+    REQUIRE(CUBLASLT(cublasLtMatmulDescCreate)(&description, kCompute32F, 0) == CUBLAS_STATUS_SUCCESS);
+    int32_t compute = 0;
+    size_t written = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute,
+                                                   sizeof compute, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(compute == kCompute32F);
+    CHECK(written == sizeof compute);
+    uint32_t epilogue = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                   sizeof epilogue, nullptr) == CUBLAS_STATUS_SUCCESS);
+    CHECK(epilogue == CUBLASLT_EPILOGUE_DEFAULT);
+    const int32_t transpose = kTranspose;
+    REQUIRE(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, &transpose,
+                                                     sizeof transpose) == CUBLAS_STATUS_SUCCESS);
+    int32_t read_back = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, &read_back,
+                                                   sizeof read_back, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(read_back == kTranspose);
+    // With no room, the size it needs; with the wrong size, or an attribute never given, nothing.
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, nullptr, 0,
+                                                   &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(written == sizeof(int32_t));
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, nullptr, 0,
+                                                   nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+    uint64_t wide = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, &wide,
+                                                   sizeof wide, &written) == CUBLAS_STATUS_INVALID_VALUE);
+    constexpr cublasLtMatmulDescAttributes_t kBiasPointer = 8;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, kBiasPointer, &wide, sizeof wide, &written) ==
+          CUBLAS_STATUS_INVALID_VALUE);
+    const void* bias = &wide;
+    REQUIRE(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, kBiasPointer, &bias, sizeof bias) ==
+            CUBLAS_STATUS_SUCCESS);
+    const void* bias_back = nullptr;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, kBiasPointer, &bias_back, sizeof bias_back,
+                                                   &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(bias_back == bias);
+    CUBLASLT(cublasLtMatmulDescDestroy)(description);
+
+    const Layouts layouts(4, 3, 2);
+    uint32_t type = 99;
+    uint64_t rows = 0;
+    int32_t batches = 0;
+    CHECK(CUBLASLT(cublasLtMatrixLayoutGetAttribute)(layouts.a, CUBLASLT_MATRIX_LAYOUT_TYPE, &type,
+                                                     sizeof type, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(type == 0);
+    CHECK(CUBLASLT(cublasLtMatrixLayoutGetAttribute)(layouts.a, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows,
+                                                     sizeof rows, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(rows == 4);
+    const int32_t eight = 8;
+    REQUIRE(CUBLASLT(cublasLtMatrixLayoutSetAttribute)(layouts.b, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &eight,
+                                                       sizeof eight) == CUBLAS_STATUS_SUCCESS);
+    CHECK(CUBLASLT(cublasLtMatrixLayoutGetAttribute)(layouts.b, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batches,
+                                                     sizeof batches, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(batches == 8);
+    CHECK(CUBLASLT(cublasLtMatrixLayoutSetAttribute)(layouts.b, CUBLASLT_MATRIX_LAYOUT_ROWS, &eight,
+                                                     sizeof eight) == CUBLAS_STATUS_INVALID_VALUE);
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    REQUIRE(CUBLASLT(cublasLtMatmulPreferenceCreate)(&preference) == CUBLAS_STATUS_SUCCESS);
+    uint64_t workspace = 1;
+    CHECK(CUBLASLT(cublasLtMatmulPreferenceGetAttribute)(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &workspace, sizeof workspace,
+                                                         &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(workspace == 0);
+    CUBLASLT(cublasLtMatmulPreferenceDestroy)(preference);
+}
+
 TEST_CASE("cuBLAS's copy helpers copy columns and strided elements") {
     // Device memory is host memory on the simulated device.
     const std::vector<int> host{1, 2, 3, 99, 4, 5, 6, 99}; // a 3 x 2 matrix, leading dimension 4

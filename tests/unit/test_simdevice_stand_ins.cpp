@@ -103,6 +103,13 @@ TEST_CASE("NVML starts, and counts and finds the simulated driver's devices") {
     nvmlEnableState_t active{};
     CHECK(NVML(nvmlDeviceGetNvLinkState)(first, 0, &active) == NVML_ERROR_NOT_SUPPORTED);
     CHECK(NVML(nvmlDeviceGetNvLinkState)(nullptr, 0, &active) == NVML_ERROR_INVALID_ARGUMENT);
+    nvmlGpuFabricInfoV_t fabric{};
+    fabric.version = nvmlGpuFabricInfo_v2;
+    fabric.state = NVML_GPU_FABRIC_STATE_COMPLETED;
+    CHECK(NVML(nvmlDeviceGetGpuFabricInfoV)(first, &fabric) == NVML_SUCCESS);
+    CHECK(fabric.state == NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+    fabric.version = 0;
+    CHECK(NVML(nvmlDeviceGetGpuFabricInfoV)(first, &fabric) == NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     CHECK(std::string(NVML(nvmlErrorString)(NVML_ERROR_NOT_SUPPORTED)).find("simulated") !=
           std::string::npos);
     CHECK(NVML(nvmlShutdown)() == NVML_SUCCESS);

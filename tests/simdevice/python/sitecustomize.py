@@ -1,8 +1,14 @@
-"""Part of the simulated CUDA device's test bed (tests/simdevice), found through PYTHONPATH: PyTorch
-runs its own convolution, batch-norm, recurrent and attention kernels instead of cuDNN's, as after
-`torch.backends.cudnn.enabled = False` and `torch.backends.cuda.enable_cudnn_sdp(False)`, because cuDNN
-cannot run on the simulated device (README, "What stays unsupported"). The user's script is unchanged;
-nothing else is, and a sitecustomize further on the path still runs."""
+"""Part of the simulated CUDA device's test bed (tests/simdevice), found through PYTHONPATH. The user's
+script is unchanged; only these two things are, and a sitecustomize further on the path still runs:
+
+- PyTorch runs its own convolution, batch-norm, recurrent and attention kernels instead of cuDNN's, as
+  after `torch.backends.cudnn.enabled = False` and `torch.backends.cuda.enable_cudnn_sdp(False)`,
+  because cuDNN cannot run on the simulated device (README, "What stays unsupported").
+- JAX sees the simulated GPU: it starts its CUDA backend only where a /dev/nvidia* device file exists
+  (jax._src.hardware_utils.has_visible_nvidia_gpu), which a machine without a GPU has none of, and which
+  the test bed cannot make without root. Nothing else of JAX's is changed; its CUDA plugin then finds
+  the simulated libraries through LD_LIBRARY_PATH, as it finds the toolkit's where its own NVIDIA wheels
+  are not installed."""
 
 import importlib.abc
 import importlib.machinery
@@ -11,15 +17,18 @@ import os
 import sys
 
 
-class _CudnnOffOnceTorchIsImported(importlib.abc.MetaPathFinder):
-    """Hands out torch's own spec with a loader that switches cuDNN off once torch has run. It stays on
-    the path until then: libraries look torch up (importlib.util.find_spec) long before they import it."""
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Hands out module `name`'s own spec with a loader that calls `then(module)` once the module has
+    run. It stays on the path until then: libraries look modules up (importlib.util.find_spec) long
+    before they import them."""
 
-    def __init__(self):
+    def __init__(self, name, then):
+        self._name = name
+        self._then = then
         self._finding = False
 
     def find_spec(self, name, path, target=None):
-        if name != "torch" or self._finding:
+        if name != self._name or self._finding:
             return None
         self._finding = True
         try:
@@ -30,16 +39,24 @@ class _CudnnOffOnceTorchIsImported(importlib.abc.MetaPathFinder):
             return spec
         execute = spec.loader.exec_module
 
-        def execute_then_switch_cudnn_off(module):
+        def execute_then(module):
             execute(module)
             if self in sys.meta_path:
                 sys.meta_path.remove(self)
-            importlib.import_module("torch.backends.cudnn").enabled = False
-            # scaled_dot_product_attention picks its backend by its own switches.
-            importlib.import_module("torch.backends.cuda").enable_cudnn_sdp(False)
+            self._then(module)
 
-        spec.loader.exec_module = execute_then_switch_cudnn_off
+        spec.loader.exec_module = execute_then
         return spec
+
+
+def _switch_cudnn_off(_torch):
+    importlib.import_module("torch.backends.cudnn").enabled = False
+    # scaled_dot_product_attention picks its backend by its own switches.
+    importlib.import_module("torch.backends.cuda").enable_cudnn_sdp(False)
+
+
+def _see_the_simulated_gpu(hardware_utils):
+    hardware_utils.has_visible_nvidia_gpu = lambda: True
 
 
 def _run_the_next_sitecustomize():
@@ -50,5 +67,6 @@ def _run_the_next_sitecustomize():
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-sys.meta_path.insert(0, _CudnnOffOnceTorchIsImported())
+sys.meta_path.insert(0, _AfterImport("torch", _switch_cudnn_off))
+sys.meta_path.insert(0, _AfterImport("jax._src.hardware_utils", _see_the_simulated_gpu))
 _run_the_next_sitecustomize()

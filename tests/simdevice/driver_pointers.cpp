@@ -1,0 +1,215 @@
+// Pointer queries: which memory an address lies in, as XLA and PyTorch ask before copying or sharing it.
+// Every address the driver handed out (device, managed, page-locked and mapped memory) is known by the
+// file that keeps it (pointer_ranges.h); any other address is plain host memory the driver never saw.
+#include "device_state.h"
+#include "driver_api.h"
+#include "pointer_ranges.h"
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+using namespace gpuleak::sim;
+
+namespace {
+
+// CUpointer_attribute
+constexpr int kContext = 1;
+constexpr int kMemoryType = 2;
+constexpr int kDevicePointer = 3;
+constexpr int kHostPointer = 4;
+constexpr int kSyncMemops = 6;
+constexpr int kBufferId = 7;
+constexpr int kIsManaged = 8;
+constexpr int kDeviceOrdinal = 9;
+constexpr int kIsLegacyIpcCapable = 10;
+constexpr int kRangeStart = 11;
+constexpr int kRangeSize = 12;
+constexpr int kMapped = 13;
+constexpr int kAllowedHandleTypes = 14;
+constexpr int kGpuDirectRdma = 15;
+constexpr int kAccessFlags = 16;
+constexpr int kMempoolHandle = 17;
+constexpr int kMappingSize = 18;
+constexpr int kMappingBase = 19;
+constexpr int kMemoryBlockId = 20;
+constexpr int kHardwareDecompression = 21;
+
+// CUmemorytype
+constexpr unsigned int kHostMemory = 1;
+constexpr unsigned int kDeviceMemory = 2;
+// CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
+constexpr unsigned int kReadWrite = 3;
+// The ordinal the runtime reports for memory no device knows (cudaPointerGetAttributes).
+constexpr int kNoDevice = -2;
+
+std::atomic<unsigned long long> g_last_buffer_id{0};
+
+std::optional<PointerRange> range_containing(CUdeviceptr address) {
+    if (auto allocation = device_allocation_containing(address)) {
+        return allocation;
+    }
+    if (auto mapping = mapping_containing(address)) {
+        return mapping;
+    }
+    return page_locked_memory_containing(address);
+}
+
+template <typename Value> void store(void* data, Value value) {
+    *static_cast<Value*>(data) = value;
+}
+
+// The value of `attribute` for `address` in `range`, written as the type the CUDA documentation gives it.
+// An attribute that has no value for this memory (the host address of device memory) is INVALID_VALUE.
+CUresult describe(void* data, int attribute, CUdeviceptr address, const PointerRange& range) {
+    const bool device_only = range.kind == MemoryKind::DEVICE;
+    switch (attribute) {
+    case kContext:
+        store(data, primary_context(range.device));
+        return CUDA_SUCCESS;
+    case kMemoryType:
+        store(data, range.kind == MemoryKind::HOST ? kHostMemory : kDeviceMemory);
+        return CUDA_SUCCESS;
+    case kDevicePointer:
+        store(data, address);
+        return CUDA_SUCCESS;
+    case kHostPointer:
+        if (device_only) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        store(data, reinterpret_cast<void*>(address));
+        return CUDA_SUCCESS;
+    case kSyncMemops:
+        store(data, 0U);
+        return CUDA_SUCCESS;
+    case kBufferId:
+    case kMemoryBlockId:
+        store(data, range.buffer_id);
+        return CUDA_SUCCESS;
+    case kIsManaged:
+        store(data, range.kind == MemoryKind::MANAGED ? 1U : 0U);
+        return CUDA_SUCCESS;
+    case kDeviceOrdinal:
+        store(data, range.device);
+        return CUDA_SUCCESS;
+    case kIsLegacyIpcCapable:
+        store(data, device_only && range.pool == nullptr ? 1U : 0U);
+        return CUDA_SUCCESS;
+    case kRangeStart:
+        store(data, range.base);
+        return CUDA_SUCCESS;
+    case kRangeSize:
+        store(data, range.size);
+        return CUDA_SUCCESS;
+    case kMappingBase:
+        store(data, range.mapping_base);
+        return CUDA_SUCCESS;
+    case kMappingSize:
+        store(data, range.mapping_size);
+        return CUDA_SUCCESS;
+    case kMapped:
+        store(data, 1U);
+        return CUDA_SUCCESS;
+    // No handle to share it by, no GPUDirect RDMA and no decompression engine on the simulated device.
+    case kAllowedHandleTypes:
+    case kGpuDirectRdma:
+    case kHardwareDecompression:
+        store(data, 0U);
+        return CUDA_SUCCESS;
+    case kAccessFlags:
+        store(data, kReadWrite);
+        return CUDA_SUCCESS;
+    case kMempoolHandle:
+        store(data, range.pool);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+// What cuPointerGetAttributes answers for an address the driver never handed out: the documented "NULL
+// values", and the runtime's ordinal for unregistered memory.
+CUresult describe_unknown(void* data, int attribute) {
+    switch (attribute) {
+    case kContext:
+    case kHostPointer:
+    case kMempoolHandle:
+        store(data, static_cast<void*>(nullptr));
+        return CUDA_SUCCESS;
+    case kMemoryType:
+    case kSyncMemops:
+    case kIsManaged:
+    case kIsLegacyIpcCapable:
+    case kMapped:
+    case kAllowedHandleTypes:
+    case kGpuDirectRdma:
+    case kAccessFlags:
+    case kHardwareDecompression:
+        store(data, 0U);
+        return CUDA_SUCCESS;
+    case kDevicePointer:
+    case kRangeStart:
+    case kMappingBase:
+        store(data, CUdeviceptr{0});
+        return CUDA_SUCCESS;
+    case kBufferId:
+    case kMemoryBlockId:
+        store(data, 0ULL);
+        return CUDA_SUCCESS;
+    case kRangeSize:
+    case kMappingSize:
+        store(data, std::size_t{0});
+        return CUDA_SUCCESS;
+    case kDeviceOrdinal:
+        store(data, kNoDevice);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+} // namespace
+
+unsigned long long gpuleak::sim::next_buffer_id() {
+    return ++g_last_buffer_id;
+}
+
+extern "C" {
+
+CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (data == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::optional<PointerRange> range = range_containing(ptr);
+    return range ? describe(data, attribute, ptr, *range) : CUDA_ERROR_INVALID_VALUE;
+}
+
+// Unlike the singular form, an unknown address is no error here: each attribute gets its NULL value.
+CUresult cuPointerGetAttributes(unsigned int numAttributes, int* attributes, void** data, CUdeviceptr ptr) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (numAttributes == 0 || attributes == nullptr || data == nullptr) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    const std::optional<PointerRange> range = range_containing(ptr);
+    for (unsigned int i = 0; i < numAttributes; ++i) {
+        if (data[i] == nullptr) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        const CUresult result =
+            range ? describe(data[i], attributes[i], ptr, *range) : describe_unknown(data[i], attributes[i]);
+        if (result == CUDA_ERROR_INVALID_VALUE && attributes[i] == kHostPointer) {
+            // Device memory has no host address: NULL here, where the singular form fails.
+            store(data[i], static_cast<void*>(nullptr));
+        } else if (result != CUDA_SUCCESS) {
+            return result;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+} // extern "C"
