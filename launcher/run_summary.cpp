@@ -113,9 +113,14 @@ std::optional<std::string> last_samples(const CommandEnd& end, const std::vector
                        analyzer::seconds_of(last.time_ns), rss, bytes(last.reserved), bytes(last.allocated));
 }
 
+// What the program's exit freed was still held as its code ended (ProcessModel::code_end_ns).
 std::string site_text(ProcessReport& process, const analyzer::LeakSite& site) {
-    return fmt::format("{}: {} in {} still alive", process.stacks->describe(site.stack_id), bytes(site.bytes),
-                       plural(site.count, "allocation"));
+    const std::string pool = site.pool != analyzer::PoolOwner::None
+                                 ? " (" + analyzer::pool_purpose(site.pool) + ")"
+                                 : std::string();
+    return fmt::format("{}{}: {} in {} {}", process.stacks->describe(site.stack_id), pool, bytes(site.bytes),
+                       plural(site.count, "allocation"),
+                       process.model.code_end_ns ? "still held as its code ended" : "still alive");
 }
 
 // The diagnosis's own top site when it found a leak; without one, the site the program holds the most
@@ -137,7 +142,8 @@ std::optional<std::string> top_leak_origin(ProcessReport& process) {
                                    [](const analyzer::LeakSite& site) { return !site.segments; });
     if (held == model.leak_sites.end())
         return std::nullopt;
-    return "most held at the end: " + site_text(process, *held);
+    return fmt::format("most held {}: {}", model.code_end_ns ? "as its code ended" : "at the end",
+                       site_text(process, *held));
 }
 
 } // namespace

@@ -258,6 +258,20 @@ std::string human_duration(double seconds) {
     return fmt::format("about {:.1f} days", seconds / 86400);
 }
 
+std::string pool_purpose(PoolOwner owner) {
+    switch (owner) {
+    case PoolOwner::Jax:
+        return "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight";
+    case PoolOwner::TensorFlow:
+        return "TensorFlow's pool for its tensors, which it hands out inside it, out of gpuleak's sight";
+    case PoolOwner::Unknown:
+        return "a BFC allocator's pool, whose arrays are handed out inside it, out of gpuleak's sight";
+    case PoolOwner::None:
+        break;
+    }
+    return {};
+}
+
 namespace {
 
 // How to see each array of the framework as an allocation of its own, at the line that made it.

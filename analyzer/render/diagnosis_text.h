@@ -37,6 +37,9 @@ std::string role_text(const ProcessRole& role);
 // The host memory of one sample in a few words: "RSS 563.0 MiB, USS 282.1 MiB, PSS 376.0 MiB".
 std::string host_point_text(const HostPoint& point);
 
+// What a site of a framework's pool (LeakSite::pool) is for, in a few words; empty for PoolOwner::None.
+std::string pool_purpose(PoolOwner owner);
+
 // "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
 std::string allocations_of(format::MemoryKind kind, uint64_t count);
 

@@ -243,7 +243,10 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
     out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
                        allocations_of(site.kind, site.count), when_made(report.model, site));
     // What a library keeps it for, where its frames say so: not the program's to free.
-    if (const std::string purpose = library_purpose(report.stacks->frames(site.stack_id)); !purpose.empty())
+    const std::string purpose = site.pool != PoolOwner::None
+                                    ? pool_purpose(site.pool)
+                                    : library_purpose(report.stacks->frames(site.stack_id));
+    if (!purpose.empty())
         out += style.dim(fmt::format("        ({})", purpose)) + "\n";
     if (site.freed_at_exit > 0)
         out +=

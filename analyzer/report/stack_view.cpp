@@ -284,16 +284,6 @@ bool is_caching_allocator_frame(const ReportFrame& frame) {
 }
 
 std::string library_purpose(const std::vector<ReportFrame>& frames) {
-    switch (pool_owner(frames)) {
-    case PoolOwner::Jax:
-        return "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight";
-    case PoolOwner::TensorFlow:
-        return "TensorFlow's pool for its tensors, which it hands out inside it, out of gpuleak's sight";
-    case PoolOwner::Unknown:
-        return "a BFC allocator's pool, whose arrays are handed out inside it, out of gpuleak's sight";
-    case PoolOwner::None:
-        break;
-    }
     // Functions of PyTorch's (ATen's) that only these paths call.
     constexpr std::string_view kBlasWorkspace[] = {"at::cuda::getCurrentCUDABlasHandle",
                                                    "at::cuda::getCUDABlasLtWorkspace",

@@ -24,6 +24,8 @@ PROGRAMS = os.path.join(HERE, "programs")
 SIMDEVICE_DIR = os.environ.get("GPULEAK_TEST_SIMDEVICE_DIR", "")
 CUDA_LIB_DIR = os.environ.get("GPULEAK_CUDA_LIB_DIR", "/usr/local/cuda/lib64")
 LAUNCHER = os.environ.get("GPULEAK_TEST_LAUNCHER", "")
+# The gpuleak package, as if the user had installed it.
+PACKAGE = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
 JAX_PYTHON = jax_python()
 
 pytestmark = [
@@ -66,7 +68,8 @@ def run_program(program, **settings):
 
 
 def run_traced(directory, name, **settings):
-    """Runs programs/`name` as a user would under gpuleak run; returns its process's report."""
+    """Runs programs/`name` as a user would under gpuleak run; returns its process's report, the text
+    report and what gpuleak run said at the end."""
     completed = subprocess.run(
         [LAUNCHER, "run", "--quiet", "-o", str(directory), "--", JAX_PYTHON, os.path.join(PROGRAMS, name)],
         env=environment(**settings),
@@ -78,7 +81,7 @@ def run_traced(directory, name, **settings):
     with open(directory / "report.json") as report:
         (process,) = json.load(report)["processes"]
     with open(directory / "report.txt") as text:
-        return process, text.read()
+        return process, text.read(), completed.stderr
 
 
 def test_jit_and_grad_run_on_the_simulated_gpu_and_memory_is_counted():
@@ -130,7 +133,7 @@ def test_xla_takes_three_quarters_of_the_device_at_its_first_operation_by_defaul
 
 
 def test_an_array_kept_per_step_is_a_leak_at_the_line_that_made_it(tmp_path):
-    process, text = run_traced(tmp_path, "train_keeps_batches.py", XLA_PYTHON_CLIENT_ALLOCATOR="platform")
+    process, text, said = run_traced(tmp_path, "train_keeps_batches.py", XLA_PYTHON_CLIENT_ALLOCATOR="platform")
     assert process["diagnosis"]["kind"] == "leak", process["diagnosis"]["text"]
     top = process["growth"][0]
     script = os.path.join(PROGRAMS, "train_keeps_batches.py")
@@ -140,15 +143,17 @@ def test_an_array_kept_per_step_is_a_leak_at_the_line_that_made_it(tmp_path):
     # JAX freed them all as the process exited; the report counts what the loop left, as it ended.
     assert top["freed_at_exit_bytes"] == top["bytes"]
     assert "freed only as the process exited" in text
+    assert "top leak origin: %s:%d in <module>: " % (script, own["line"]) in said
+    assert "still held as its code ended" in said
 
 
 def test_the_same_loop_keeping_nothing_is_stable(tmp_path):
-    process, _ = run_traced(tmp_path, "train_steady.py", XLA_PYTHON_CLIENT_ALLOCATOR="platform")
+    process, _, _ = run_traced(tmp_path, "train_steady.py", XLA_PYTHON_CLIENT_ALLOCATOR="platform")
     assert process["diagnosis"]["kind"] == "stable", process["diagnosis"]["text"]
 
 
 def test_xla_s_preallocated_pool_is_explained_not_called_a_leak(tmp_path):
-    process, text = run_traced(tmp_path, "train_keeps_batches.py")
+    process, text, said = run_traced(tmp_path, "train_keeps_batches.py")
     diagnosis = process["diagnosis"]
     assert diagnosis["kind"] == "stable", diagnosis["text"]
     pool = diagnosis["framework_pool"]
@@ -161,12 +166,40 @@ def test_xla_s_preallocated_pool_is_explained_not_called_a_leak(tmp_path):
     assert "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform" in words
     assert process["growth"] == []
     assert "XLA's pool for JAX's arrays" in text
+    # gpuleak run's last words name it as the pool it is.
+    assert "most held as its code ended: " in said
+    assert "(XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight)" in said
 
 
 def test_a_pool_xla_grows_as_it_needs_is_a_pool_too(tmp_path):
-    process, _ = run_traced(tmp_path, "train_keeps_batches.py", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    process, _, _ = run_traced(tmp_path, "train_keeps_batches.py", XLA_PYTHON_CLIENT_PREALLOCATE="false")
     diagnosis = process["diagnosis"]
     assert diagnosis["kind"] == "stable", diagnosis["text"]
     assert diagnosis["framework_pool"]["framework"] == "jax"
     assert diagnosis["framework_pool"]["regions"] > 1
     assert process["growth"] == []
+
+
+def test_isolated_trials_take_xla_s_pool_with_them(tmp_path):
+    environment_settings = {"PYTHONPATH": os.pathsep.join([PACKAGE, environment()["PYTHONPATH"]])}
+    completed = subprocess.run(
+        [LAUNCHER, "run", "--quiet", "-o", str(tmp_path), "--", JAX_PYTHON, os.path.join(PROGRAMS, "search_isolated.py")],
+        env=environment(**environment_settings),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    trials = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert [trial["result"] for trial in trials] == [64, 256]
+    for trial in trials:
+        # Each child's own trace, and its report back in the parent: the pool was the child's.
+        assert os.path.dirname(trial["trace"]) == str(tmp_path)
+        assert trial["diagnosis"]["framework_pool"]["framework"] == "jax"
+        assert trial["diagnosis"]["kind"] == "stable"
+    with open(tmp_path / "report.json") as report:
+        processes = {process["pid"]: process for process in json.load(report)["processes"]}
+    children = {trial["pid"] for trial in trials}
+    (search,) = [process for pid, process in processes.items() if pid not in children and process["role"]["kind"] == "program"]
+    # The search never initialised the device: it held no device memory at all.
+    assert search["summary"]["peak_reserved_bytes"] == 0

@@ -86,6 +86,7 @@ bool load(DriverFunctions& cu) {
     resolve(cu.mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync", kLegacy);
     resolve(cu.mem_alloc_from_pool_async_ptsz, "cuMemAllocFromPoolAsync", kPerThread);
     resolve(cu.mem_pool_trim_to, "cuMemPoolTrimTo", kLegacy);
+    resolve(cu.pointer_get_attributes, "cuPointerGetAttributes", kLegacy);
     resolve(cu.memcpy, "cuMemcpy", kLegacy);
     resolve(cu.memcpy_async, "cuMemcpyAsync", kLegacy);
     resolve(cu.memset_d8, "cuMemsetD8", kLegacy);

@@ -67,6 +67,7 @@ struct DriverFunctions {
     decltype(&cuMemAllocFromPoolAsync) mem_alloc_from_pool_async;
     decltype(&cuMemAllocFromPoolAsync_ptsz) mem_alloc_from_pool_async_ptsz;
     decltype(&cuMemPoolTrimTo) mem_pool_trim_to;
+    decltype(&cuPointerGetAttributes) pointer_get_attributes;
     decltype(&cuMemcpy) memcpy;
     decltype(&cuMemcpyAsync) memcpy_async;
     decltype(&cuMemsetD8_v2) memset_d8;

@@ -48,6 +48,9 @@ constexpr cudaError_t cudaErrorStreamCaptureUnsupported = 900;
 constexpr cudaError_t cudaErrorInvalidDeviceFunction = 98;
 
 constexpr cudaMemoryType cudaMemoryTypeUnregistered = 0;
+constexpr cudaMemoryType cudaMemoryTypeHost = 1;
+constexpr cudaMemoryType cudaMemoryTypeDevice = 2;
+constexpr cudaMemoryType cudaMemoryTypeManaged = 3;
 constexpr cudaStreamCaptureStatus cudaStreamCaptureStatusNone = 0;
 constexpr unsigned int cudaEventDisableTiming = 0x02;
 

@@ -17,17 +17,37 @@ cudaError_t cudaHostUnregister(void* ptr) {
     return with_context([&](const DriverFunctions& cu) { return cu.mem_host_unregister(ptr); });
 }
 
-// Not yet told apart: every pointer is reported as memory the device does not know (what a GPU says of
-// plain pageable host memory), so PyTorch sees no tensor as pinned.
+// What the driver knows of the pointer (cuPointerGetAttributes, as the real runtime asks it), in the
+// runtime's terms: memory it never handed out is "unregistered" host memory at no device.
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
     if (attributes == nullptr) {
         return record_error(cudaErrorInvalidValue);
     }
-    std::memset(attributes, 0, sizeof(*attributes));
-    attributes->type = cudaMemoryTypeUnregistered;
-    attributes->device = -2;
-    attributes->hostPointer = const_cast<void*>(ptr);
-    return cudaSuccess;
+    return with_context([&](const DriverFunctions& cu) {
+        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _IS_MANAGED and _DEVICE_ORDINAL; CU_MEMORYTYPE_HOST, _DEVICE.
+        int asked[] = {2, 8, 9};
+        constexpr unsigned int kHost = 1;
+        constexpr unsigned int kDevice = 2;
+        unsigned int type = 0;
+        unsigned int managed = 0;
+        int device = -2;
+        void* values[] = {&type, &managed, &device};
+        const CUresult result =
+            cu.pointer_get_attributes(3, asked, values, reinterpret_cast<CUdeviceptr>(ptr));
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        void* pointer = const_cast<void*>(ptr);
+        std::memset(attributes, 0, sizeof(*attributes));
+        attributes->device = device;
+        attributes->type = managed != 0      ? cudaMemoryTypeManaged
+                           : type == kDevice ? cudaMemoryTypeDevice
+                           : type == kHost   ? cudaMemoryTypeHost
+                                             : cudaMemoryTypeUnregistered;
+        attributes->devicePointer = type == 0 ? nullptr : pointer;
+        attributes->hostPointer = attributes->type == cudaMemoryTypeDevice ? nullptr : pointer;
+        return CUDA_SUCCESS;
+    });
 }
 
 } // extern "C"

@@ -146,6 +146,18 @@ def test_copies_keep_their_contents():
     assert got == {"equal": True, "device": "cuda:0"}
 
 
+def test_pinned_memory_is_told_from_pageable():
+    got = run_torch(
+        """
+        pageable = torch.ones(1000)
+        pinned = pageable.pin_memory()                           # cudaHostAlloc, asked of the driver after
+        report(pageable=pageable.is_pinned(), pinned=pinned.is_pinned(), again=pinned.pin_memory().data_ptr() == pinned.data_ptr())
+        """
+    )
+    # A tensor already pinned is pinned once: pin_memory() hands it back.
+    assert got == {"pageable": False, "pinned": True, "again": True}
+
+
 def test_expandable_segments_map_and_unmap():
     got = run_torch(
         """

@@ -837,8 +837,22 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     CHECK(ordinal == -2);
     CHECK(first_id == 0);
 
+    // The runtime asks the driver, and says it in its own terms.
+    cudaPointerAttributes runtime{};
+    REQUIRE(RT(cudaPointerGetAttributes)(&runtime, reinterpret_cast<void*>(inside)) == cudaSuccess);
+    CHECK(runtime.type == cudaMemoryTypeDevice);
+    CHECK(runtime.device == 0);
+    CHECK(runtime.devicePointer == reinterpret_cast<void*>(inside));
+    CHECK(runtime.hostPointer == nullptr);
+    REQUIRE(RT(cudaPointerGetAttributes)(&runtime, &local) == cudaSuccess);
+    CHECK(runtime.type == cudaMemoryTypeUnregistered);
+    CHECK(runtime.device == -2);
+    CHECK(runtime.hostPointer == &local);
+
     CUdeviceptr managed = 0;
     REQUIRE(CU(cuMemAllocManaged)(&managed, kMiB, 1) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaPointerGetAttributes)(&runtime, reinterpret_cast<void*>(managed)) == cudaSuccess);
+    CHECK(runtime.type == cudaMemoryTypeManaged);
     CHECK(pointer_attribute<unsigned int>(kPointerIsManaged, managed) == 1);
     CHECK(pointer_attribute<void*>(kPointerHostPointer, managed) == reinterpret_cast<void*>(managed));
 
@@ -854,6 +868,9 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     REQUIRE(CU(cuMemHostAlloc)(&pinned, kMiB, 0) == CUDA_SUCCESS);
     CHECK(pointer_attribute<unsigned int>(kPointerMemoryType, address_of(pinned) + 1) == kHostMemoryType);
     CHECK(pointer_attribute<void*>(kPointerHostPointer, address_of(pinned)) == pinned);
+    REQUIRE(RT(cudaPointerGetAttributes)(&runtime, pinned) == cudaSuccess);
+    CHECK(runtime.type == cudaMemoryTypeHost);
+    CHECK(runtime.hostPointer == pinned);
     std::vector<char> buffer(kMiB);
     REQUIRE(CU(cuMemHostRegister_v2)(buffer.data(), buffer.size(), 0) == CUDA_SUCCESS);
     CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, address_of(&buffer.back())) == kMiB);
