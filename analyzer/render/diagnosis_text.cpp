@@ -64,7 +64,9 @@ std::string made_through(const ProcessModel& model, const LeakSite& site) {
     if (site.marker_range && site.marker_range->first != site.marker_range->second)
         return fmt::format("from {} to {}", marker_interval_name(model, site.marker_range->first),
                            marker_interval_name(model, site.marker_range->second));
-    return fmt::format("through {:.0f}% of the program's work (between {:.1f} s and {:.1f} s)",
+    // As precise as the site's own line (render_text's when_made): a loop of a tenth of a second is not
+    // "between 3.0 s and 3.0 s".
+    return fmt::format("through {:.0f}% of the program's work (between {:.2f} s and {:.2f} s)",
                        100 * site.program_share, seconds_of(site.first_ns), seconds_of(site.last_ns));
 }
 

@@ -168,6 +168,23 @@ CUresult describe_unknown(void* data, int attribute) {
     }
 }
 
+// An address reserved but not mapped: only where it lies, and that nothing backs it.
+CUresult describe_unmapped(void* data, int attribute, const Reservation& reservation) {
+    switch (attribute) {
+    case kMapped:
+        store(data, 0U);
+        return CUDA_SUCCESS;
+    case kRangeStart:
+        store(data, reservation.base);
+        return CUDA_SUCCESS;
+    case kRangeSize:
+        store(data, reservation.size);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
 } // namespace
 
 unsigned long long gpuleak::sim::next_buffer_id() {
@@ -183,8 +200,11 @@ CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
     if (data == nullptr) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    const std::optional<PointerRange> range = range_containing(ptr);
-    return range ? describe(data, attribute, ptr, *range) : CUDA_ERROR_INVALID_VALUE;
+    if (const std::optional<PointerRange> range = range_containing(ptr)) {
+        return describe(data, attribute, ptr, *range);
+    }
+    const std::optional<Reservation> reservation = reservation_containing(ptr);
+    return reservation ? describe_unmapped(data, attribute, *reservation) : CUDA_ERROR_INVALID_VALUE;
 }
 
 // Unlike the singular form, an unknown address is no error here: each attribute gets its NULL value.
@@ -196,12 +216,19 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, int* attributes, voi
         return CUDA_ERROR_INVALID_VALUE;
     }
     const std::optional<PointerRange> range = range_containing(ptr);
+    const std::optional<Reservation> reservation = range ? std::nullopt : reservation_containing(ptr);
     for (unsigned int i = 0; i < numAttributes; ++i) {
         if (data[i] == nullptr) {
             return CUDA_ERROR_INVALID_VALUE;
         }
-        const CUresult result =
-            range ? describe(data[i], attributes[i], ptr, *range) : describe_unknown(data[i], attributes[i]);
+        CUresult result = CUDA_ERROR_INVALID_VALUE;
+        if (range) {
+            result = describe(data[i], attributes[i], ptr, *range);
+        } else if (reservation && describe_unmapped(data[i], attributes[i], *reservation) == CUDA_SUCCESS) {
+            result = CUDA_SUCCESS;
+        } else {
+            result = describe_unknown(data[i], attributes[i]);
+        }
         if (result == CUDA_ERROR_INVALID_VALUE && attributes[i] == kHostPointer) {
             // Device memory has no host address: NULL here, where the singular form fails.
             store(data[i], static_cast<void*>(nullptr));

@@ -47,4 +47,11 @@ std::optional<PointerRange> device_allocation_containing(CUdeviceptr address);
 std::optional<PointerRange> page_locked_memory_containing(CUdeviceptr address);
 std::optional<PointerRange> mapping_containing(CUdeviceptr address);
 
+// Address space reserved (cuMemAddressReserve) around `address`, mapped there or not: its start and size.
+struct Reservation {
+    CUdeviceptr base;
+    std::size_t size;
+};
+std::optional<Reservation> reservation_containing(CUdeviceptr address);
+
 } // namespace gpuleak::sim

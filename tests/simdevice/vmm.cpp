@@ -129,6 +129,13 @@ void* reserve_aligned(std::size_t size, std::size_t alignment, CUdeviceptr hint)
 
 } // namespace
 
+std::optional<Reservation> gpuleak::sim::reservation_containing(CUdeviceptr address) {
+    const std::lock_guard lock(g_mutex);
+    const auto found = range_holding(g_reservations, address, [](std::size_t size) { return size; });
+    return found == g_reservations.end() ? std::nullopt
+                                         : std::optional(Reservation{found->first, found->second});
+}
+
 std::optional<PointerRange> gpuleak::sim::mapping_containing(CUdeviceptr address) {
     const std::lock_guard lock(g_mutex);
     const auto mapping = range_holding(g_mappings, address, [](const Mapping& m) { return m.size; });

@@ -156,6 +156,9 @@ TEST_CASE("the reports show when finalization began, and only where it was recor
     nlohmann::json json = render_json(reports, options);
     CHECK(json["processes"][0]["python_finalizing_s"] == 0.3);
     CHECK(json["processes"][0]["duration_s"] == 3.0);
+    // The steps' times as precisely as the site's own line gives them.
+    CHECK_THAT(json["processes"][0]["diagnosis"]["text"].get<std::string>(),
+               Catch::Contains("through 83% of the program's work (between 0.00 s and 0.25 s)"));
 
     reports.clear();
     reports.push_back(report_of(parse(leak_then_slow_exit(std::nullopt))));

@@ -766,6 +766,7 @@ constexpr int kPointerMappingBase = 19;
 constexpr int kPointerMemoryBlockId = 20;
 constexpr int kPointerP2pTokens = 5;
 constexpr int kPointerAllowedHandleTypes = 14;
+constexpr int kPointerMapped = 13;
 constexpr unsigned int kHostMemoryType = 1;
 constexpr unsigned int kDeviceMemoryType = 2;
 
@@ -899,7 +900,11 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     CHECK(pointer_attribute<unsigned long long>(kPointerMemoryBlockId, again) == block);
     REQUIRE(CU(cuMemUnmap)(again, kGranularity) == CUDA_SUCCESS);
     REQUIRE(CU(cuMemAddressFree)(again, kGranularity) == CUDA_SUCCESS);
+    // Reserved but not mapped: where it lies, and that nothing backs it; nothing else.
     CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, reserved) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(pointer_attribute<unsigned int>(kPointerMapped, reserved) == 0);
+    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, reserved + 8) == reserved);
+    CHECK(pointer_attribute<unsigned int>(kPointerMapped, mapped) == 1);
 
     REQUIRE(CU(cuMemUnmap)(reserved + kGranularity, kGranularity) == CUDA_SUCCESS);
     REQUIRE(CU(cuMemAddressFree)(reserved, 2 * kGranularity) == CUDA_SUCCESS);
