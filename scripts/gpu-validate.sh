@@ -183,19 +183,25 @@ else
     row FAIL "gpuleak run" "$(tail -1 "$tmp/run.err")"
 fi
 
+# Whether a check of another framework's can run here: on a real device, with $2 importable; else its
+# row says why it is skipped. $1: the check's name.
+framework_here() {
+    if [[ $simulated == 1 ]]; then
+        row SKIP "$1" "not on the simulated device"
+        return 1
+    fi
+    if ! "$python" -c "import $2" 2>/dev/null; then
+        row SKIP "$1" "$2 is not importable by $python"
+        return 1
+    fi
+}
+
 # One allocation of 64 MiB by a framework other than PyTorch, seen in the report's peak. $1: the name,
 # $2: the module it needs, $3: the Python code; the rest: environment for the program.
 framework_check() {
     local name=$1 module=$2 code=$3 peak
     shift 3
-    if [[ $simulated == 1 ]]; then
-        row SKIP "$name: one allocation" "not on the simulated device"
-        return
-    fi
-    if ! "$python" -c "import $module" 2>/dev/null; then
-        row SKIP "$name: one allocation" "$module is not importable by $python"
-        return
-    fi
+    framework_here "$name: one allocation" "$module" || return 0
     rm -f "$tmp/$name.trace"
     if ! timeout 120 env "$@" LD_PRELOAD="$library" GPULEAK_OUTPUT="$tmp/$name.trace" GPULEAK_QUIET=1 \
         "$python" -c "$code" >/dev/null 2>"$tmp/$name.err"; then
@@ -224,14 +230,8 @@ framework_check jax jax 'import jax, jax.numpy as jnp; x = jnp.zeros(16 << 20, d
 jax_verdict() {
     local name=$1 check=$2 verdict
     shift 2
-    if [[ $simulated == 1 ]]; then
-        row SKIP "jax: $name" "not on the simulated device (tests/jax runs it there)"
-        return
-    fi
-    if ! "$python" -c "import jax" 2>/dev/null; then
-        row SKIP "jax: $name" "jax is not importable by $python"
-        return
-    fi
+    # tests/jax checks the same on the simulated device.
+    framework_here "jax: $name" jax || return 0
     if ! timeout 180 env "${device_environment[@]}" "$@" "$launcher" run --quiet -o "$tmp/jax-$name" -- \
         "$python" "$sources/tests/jax/programs/train_keeps_batches.py" >/dev/null 2>"$tmp/jax-$name.err"; then
         row FAIL "jax: $name" "the program failed: $(tail -1 "$tmp/jax-$name.err")"

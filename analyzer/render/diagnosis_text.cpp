@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "printable.h"
+#include "stack_view.h"
 
 namespace gpuleak::analyzer {
 
@@ -272,6 +273,11 @@ std::string pool_purpose(PoolOwner owner) {
         break;
     }
     return {};
+}
+
+std::string site_purpose(const LeakSite& site, StackFrames& stacks) {
+    return site.pool != PoolOwner::None ? pool_purpose(site.pool)
+                                        : library_purpose(stacks.frames(site.stack_id));
 }
 
 namespace {

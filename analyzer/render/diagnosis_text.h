@@ -40,6 +40,10 @@ std::string host_point_text(const HostPoint& point);
 // What a site of a framework's pool (LeakSite::pool) is for, in a few words; empty for PoolOwner::None.
 std::string pool_purpose(PoolOwner owner);
 
+// What a site's memory is kept for: a framework's pool, else what its library's frames say
+// (library_purpose); empty for the program's own.
+std::string site_purpose(const LeakSite& site, StackFrames& stacks);
+
 // "96 blocks" (a sub-allocator's, PyTorch's tensors), "3 device allocations".
 std::string allocations_of(format::MemoryKind kind, uint64_t count);
 

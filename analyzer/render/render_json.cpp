@@ -261,9 +261,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"first_s", seconds_of(site.first_ns)},
                       {"last_s", seconds_of(site.last_ns)},
                       {"where", report.stacks->describe(site.stack_id)},
-                      {"purpose", site.pool != PoolOwner::None
-                                      ? pool_purpose(site.pool)
-                                      : library_purpose(report.stacks->frames(site.stack_id))},
+                      {"purpose", site_purpose(site, *report.stacks)},
                       {"growing", site.growing},
                       {"segments", site.segments},
                       {"program_share", site.program_share},

@@ -243,10 +243,7 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
     out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
                        allocations_of(site.kind, site.count), when_made(report.model, site));
     // What a library keeps it for, where its frames say so: not the program's to free.
-    const std::string purpose = site.pool != PoolOwner::None
-                                    ? pool_purpose(site.pool)
-                                    : library_purpose(report.stacks->frames(site.stack_id));
-    if (!purpose.empty())
+    if (const std::string purpose = site_purpose(site, *report.stacks); !purpose.empty())
         out += style.dim(fmt::format("        ({})", purpose)) + "\n";
     if (site.freed_at_exit > 0)
         out +=

@@ -66,45 +66,24 @@ class Attributes {
     std::map<int, std::vector<unsigned char>> values_;
 };
 
-// What a product's shapes depend on (the operations); the types only choose kernels, which compute
-// nothing here.
-struct MatmulDescription {
-    Attributes attributes;
-};
-
-struct MatrixLayout {
-    Attributes attributes;
-};
-
-// Its one setting the simulator reads, the workspace limit, is only checked: the one algorithm the
-// heuristic offers needs no workspace, so it fits any limit.
-struct MatmulPreference {
-    Attributes attributes;
-};
-
-// The descriptors' handle types are opaque pointers; each stands for the stand-in's own object.
-MatmulDescription* description_of(cublasLtMatmulDesc_t desc) {
-    return reinterpret_cast<MatmulDescription*>(desc);
+// Each descriptor (a matmul description, a matrix layout, a preference) is the stand-in's own
+// Attributes behind the library's opaque handle type: what a product's shapes depend on is read from them
+// (the operations, rows, columns, leading dimension, order and batches); the types only choose kernels,
+// which compute nothing here.
+template <typename Handle> Attributes* attributes_of(Handle handle) {
+    return reinterpret_cast<Attributes*>(handle);
 }
 
-MatrixLayout* layout_of(cublasLtMatrixLayout_t layout) {
-    return reinterpret_cast<MatrixLayout*>(layout);
-}
-
-MatmulPreference* preference_of(cublasLtMatmulPreference_t preference) {
-    return reinterpret_cast<MatmulPreference*>(preference);
-}
-
-template <typename Object, typename Handle> cublasStatus_t create(Handle* out, Object** created) {
+template <typename Handle> cublasStatus_t create(Handle* out, Attributes** created) {
     if (out == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    auto* object = new (std::nothrow) Object{};
-    if (object == nullptr) {
+    auto* attributes = new (std::nothrow) Attributes{};
+    if (attributes == nullptr) {
         return CUBLAS_STATUS_ALLOC_FAILED;
     }
-    *out = reinterpret_cast<Handle>(object);
-    *created = object;
+    *out = reinterpret_cast<Handle>(attributes);
+    *created = attributes;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -112,21 +91,31 @@ bool valid_operation(int32_t operation) {
     return operation >= CUBLAS_OP_N && operation <= CUBLAS_OP_C;
 }
 
-// Stores a set attribute: one the descriptor knows only at its own size (an operation only when valid),
-// any other when it carries a value.
-bool store(Attributes& attributes, int attribute, const void* buf, size_t sizeInBytes, bool is_operation) {
-    if (buf == nullptr || sizeInBytes == 0 || !attributes.fits(attribute, sizeInBytes)) {
-        return false;
+// cublasLt*SetAttribute: an attribute the descriptor knows only at its own size (an operation only when
+// valid), any other when it carries a value.
+template <typename Handle>
+cublasStatus_t set_attribute(Handle handle, int attribute, const void* buf, size_t sizeInBytes,
+                             bool is_operation = false) {
+    if (handle == nullptr || buf == nullptr || sizeInBytes == 0 ||
+        !attributes_of(handle)->fits(attribute, sizeInBytes)) {
+        return CUBLAS_STATUS_INVALID_VALUE;
     }
     if (is_operation) {
         int32_t operation = 0;
         std::memcpy(&operation, buf, sizeof operation);
         if (!valid_operation(operation)) {
-            return false;
+            return CUBLAS_STATUS_INVALID_VALUE;
         }
     }
-    attributes.set_bytes(attribute, buf, sizeInBytes);
-    return true;
+    attributes_of(handle)->set_bytes(attribute, buf, sizeInBytes);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename Handle>
+cublasStatus_t get_attribute(Handle handle, int attribute, void* buf, size_t sizeInBytes,
+                             size_t* sizeWritten) {
+    return handle == nullptr ? CUBLAS_STATUS_INVALID_VALUE
+                             : attributes_of(handle)->read(attribute, buf, sizeInBytes, sizeWritten);
 }
 
 struct Shape {
@@ -134,22 +123,20 @@ struct Shape {
     uint64_t cols;
 };
 
-Shape operated(const MatrixLayout& layout, int32_t operation) {
-    const auto rows = layout.attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS);
-    const auto cols = layout.attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_COLS);
+Shape operated(const Attributes& layout, int32_t operation) {
+    const auto rows = layout.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS);
+    const auto cols = layout.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_COLS);
     return operation == CUBLAS_OP_N ? Shape{rows, cols} : Shape{cols, rows};
 }
 
-bool well_formed(const MatrixLayout& layout) {
-    const Attributes& attributes = layout.attributes;
-    return attributes.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER) != CUBLASLT_ORDER_COL ||
-           attributes.get<int64_t>(CUBLASLT_MATRIX_LAYOUT_LD) >=
-               static_cast<int64_t>(
-                   std::max<uint64_t>(1, attributes.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS)));
+bool well_formed(const Attributes& layout) {
+    return layout.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER) != CUBLASLT_ORDER_COL ||
+           layout.get<int64_t>(CUBLASLT_MATRIX_LAYOUT_LD) >=
+               static_cast<int64_t>(std::max<uint64_t>(1, layout.get<uint64_t>(CUBLASLT_MATRIX_LAYOUT_ROWS)));
 }
 
-int32_t batches(const MatrixLayout& layout) {
-    return layout.attributes.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
+int32_t batches(const Attributes& layout) {
+    return layout.get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT);
 }
 
 // D = op(A) op(B) (+ C): op(A) is m x k, op(B) k x n, C and D m x n, in the same number of batches.
@@ -163,13 +150,13 @@ cublasStatus_t product_status(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
         Ddesc == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    const MatmulDescription& description = *description_of(computeDesc);
-    const MatrixLayout& a = *layout_of(Adesc);
-    const MatrixLayout& b = *layout_of(Bdesc);
-    const MatrixLayout& c = *layout_of(Cdesc);
-    const MatrixLayout& d = *layout_of(Ddesc);
-    const Shape op_a = operated(a, description.attributes.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA));
-    const Shape op_b = operated(b, description.attributes.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB));
+    const Attributes& description = *attributes_of(computeDesc);
+    const Attributes& a = *attributes_of(Adesc);
+    const Attributes& b = *attributes_of(Bdesc);
+    const Attributes& c = *attributes_of(Cdesc);
+    const Attributes& d = *attributes_of(Ddesc);
+    const Shape op_a = operated(a, description.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA));
+    const Shape op_b = operated(b, description.get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB));
     const Shape op_c = operated(c, CUBLAS_OP_N);
     const Shape op_d = operated(d, CUBLAS_OP_N);
     const bool shapes_fit = op_a.cols == op_b.rows && op_c.rows == op_a.rows && op_c.cols == op_b.cols &&
@@ -219,122 +206,98 @@ cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
                                         cudaDataType_t scaleType) {
-    MatmulDescription* description = nullptr;
-    const cublasStatus_t status = create(matmulDesc, &description);
+    Attributes* attributes = nullptr;
+    const cublasStatus_t status = create(matmulDesc, &attributes);
     if (status == CUBLAS_STATUS_SUCCESS) {
-        Attributes& attributes = description->attributes;
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, computeType);
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_SCALE_TYPE, scaleType);
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N);
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-        attributes.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSC, CUBLAS_OP_N);
-        attributes.set<uint32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, computeType);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_SCALE_TYPE, scaleType);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSC, CUBLAS_OP_N);
+        attributes->set<uint32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
     }
     return status;
 }
 
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
-    delete description_of(matmulDesc);
+    delete attributes_of(matmulDesc);
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
                                               cublasLtMatmulDescAttributes_t attr, const void* buf,
                                               size_t sizeInBytes) {
-    if (matmulDesc == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
     const bool is_operation = attr == CUBLASLT_MATMUL_DESC_TRANSA || attr == CUBLASLT_MATMUL_DESC_TRANSB ||
                               attr == CUBLASLT_MATMUL_DESC_TRANSC;
-    return store(description_of(matmulDesc)->attributes, attr, buf, sizeInBytes, is_operation)
-               ? CUBLAS_STATUS_SUCCESS
-               : CUBLAS_STATUS_INVALID_VALUE;
+    return set_attribute(matmulDesc, attr, buf, sizeInBytes, is_operation);
 }
 
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc,
                                               cublasLtMatmulDescAttributes_t attr, void* buf,
                                               size_t sizeInBytes, size_t* sizeWritten) {
-    if (matmulDesc == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return description_of(matmulDesc)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
+    return get_attribute(matmulDesc, attr, buf, sizeInBytes, sizeWritten);
 }
 
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
-    MatrixLayout* layout = nullptr;
-    const cublasStatus_t status = create(matLayout, &layout);
+    Attributes* attributes = nullptr;
+    const cublasStatus_t status = create(matLayout, &attributes);
     if (status == CUBLAS_STATUS_SUCCESS) {
-        Attributes& attributes = layout->attributes;
-        attributes.set<uint32_t>(CUBLASLT_MATRIX_LAYOUT_TYPE, type);
-        attributes.set<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
-        attributes.set(CUBLASLT_MATRIX_LAYOUT_ROWS, rows);
-        attributes.set(CUBLASLT_MATRIX_LAYOUT_COLS, cols);
-        attributes.set(CUBLASLT_MATRIX_LAYOUT_LD, ld);
-        attributes.set<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
-        attributes.set<int64_t>(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, 0);
+        attributes->set<uint32_t>(CUBLASLT_MATRIX_LAYOUT_TYPE, type);
+        attributes->set<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
+        attributes->set(CUBLASLT_MATRIX_LAYOUT_ROWS, rows);
+        attributes->set(CUBLASLT_MATRIX_LAYOUT_COLS, cols);
+        attributes->set(CUBLASLT_MATRIX_LAYOUT_LD, ld);
+        attributes->set<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
+        attributes->set<int64_t>(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, 0);
     }
     return status;
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
-    delete layout_of(matLayout);
+    delete attributes_of(matLayout);
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout,
                                                 cublasLtMatrixLayoutAttribute_t attr, const void* buf,
                                                 size_t sizeInBytes) {
-    if (matLayout == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return store(layout_of(matLayout)->attributes, attr, buf, sizeInBytes, false)
-               ? CUBLAS_STATUS_SUCCESS
-               : CUBLAS_STATUS_INVALID_VALUE;
+    return set_attribute(matLayout, attr, buf, sizeInBytes);
 }
 
 cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout,
                                                 cublasLtMatrixLayoutAttribute_t attr, void* buf,
                                                 size_t sizeInBytes, size_t* sizeWritten) {
-    if (matLayout == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return layout_of(matLayout)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
+    return get_attribute(matLayout, attr, buf, sizeInBytes, sizeWritten);
 }
 
+// Its one setting the simulator reads, the workspace limit, is only checked: the one algorithm the
+// heuristic offers needs no workspace, so it fits any limit.
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-    MatmulPreference* preference = nullptr;
-    const cublasStatus_t status = create(pref, &preference);
+    Attributes* attributes = nullptr;
+    const cublasStatus_t status = create(pref, &attributes);
     if (status == CUBLAS_STATUS_SUCCESS) {
-        preference->attributes.set<uint64_t>(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, 0);
+        attributes->set<uint64_t>(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, 0);
     }
     return status;
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-    delete preference_of(pref);
+    delete attributes_of(pref);
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     const void* buf, size_t sizeInBytes) {
-    if (pref == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return store(preference_of(pref)->attributes, attr, buf, sizeInBytes, false)
-               ? CUBLAS_STATUS_SUCCESS
-               : CUBLAS_STATUS_INVALID_VALUE;
+    return set_attribute(pref, attr, buf, sizeInBytes);
 }
 
 cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr, void* buf,
                                                     size_t sizeInBytes, size_t* sizeWritten) {
-    if (pref == nullptr) {
-        return CUBLAS_STATUS_INVALID_VALUE;
-    }
-    return preference_of(pref)->attributes.read(attr, buf, sizeInBytes, sizeWritten);
+    return get_attribute(pref, attr, buf, sizeInBytes, sizeWritten);
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,

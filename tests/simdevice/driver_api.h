@@ -17,6 +17,32 @@ using CUlinkState = struct CUlinkState_st*;
 using CUevent = struct CUevent_st*;
 using CUhostFn = void (*)(void* userData);
 using CUstreamCallback = void (*)(CUstream hStream, CUresult status, void* userData);
+// What pointer queries ask for and answer (CUpointer_attribute, CUmemorytype), as in cuda.h: the driver's
+// answers (driver_pointers.cpp), the runtime's cudaPointerGetAttributes and the tests read the same names.
+constexpr int CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+constexpr int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+constexpr int CU_POINTER_ATTRIBUTE_HOST_POINTER = 4;
+constexpr int CU_POINTER_ATTRIBUTE_P2P_TOKENS = 5;
+constexpr int CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
+constexpr int CU_POINTER_ATTRIBUTE_BUFFER_ID = 7;
+constexpr int CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;
+constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+constexpr int CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10;
+constexpr int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+constexpr int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+constexpr int CU_POINTER_ATTRIBUTE_MAPPED = 13;
+constexpr int CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14;
+constexpr int CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15;
+constexpr int CU_POINTER_ATTRIBUTE_ACCESS_FLAGS = 16;
+constexpr int CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17;
+constexpr int CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18;
+constexpr int CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19;
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID = 20;
+constexpr int CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21;
+constexpr unsigned int CU_MEMORYTYPE_HOST = 1;
+constexpr unsigned int CU_MEMORYTYPE_DEVICE = 2;
+constexpr unsigned int CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE = 3;
 // cuLaunchKernelEx's launch, laid out as in cuda.h; no launch attribute changes what the simulator does.
 struct CUlaunchConfig {
     unsigned int gridDimX;

@@ -1,10 +1,10 @@
-// Copies through the driver, as XLA makes them (the runtime's copies are its own, runtime_copy.cpp). With
-// unified addressing every pointer is an address in this process, so each direction is one memmove. An
+// Copies through the driver, as XLA makes them, and the runtime's too (runtime_copy.cpp). With unified
+// addressing every pointer is an address in this process, so each direction is one memmove. An
 // asynchronous copy completes before it returns, as nothing on a simulated stream waits; a synchronous one
-// first lets the host functions already enqueued run, since on a GPU it waits for the work before it.
+// first synchronises the context (the host functions already enqueued run), as on a GPU it waits for the
+// work before it.
 #include "device_state.h"
 #include "driver_api.h"
-#include "host_functions.h"
 
 #include <cstring>
 
@@ -23,21 +23,15 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
     return CUDA_SUCCESS;
 }
 
+// After the current context's earlier work, as a synchronous copy starts.
 CUresult copy_now(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
-    int device = 0;
-    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
-        return result;
-    }
-    wait_for_host_functions();
-    return copy(dst, src, bytes);
+    const CUresult result = cuCtxSynchronize_v2(nullptr);
+    return result == CUDA_SUCCESS ? copy(dst, src, bytes) : result;
 }
 
 CUresult copy_on(CUstream stream, CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
-    int device = 0;
-    if (const CUresult result = stream_device(stream, device); result != CUDA_SUCCESS) {
-        return result;
-    }
-    return copy(dst, src, bytes);
+    const CUresult result = cuStreamQuery(stream);
+    return result == CUDA_SUCCESS ? copy(dst, src, bytes) : result;
 }
 
 CUdeviceptr address(const void* pointer) {

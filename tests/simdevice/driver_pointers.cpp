@@ -13,33 +13,6 @@ using namespace gpuleak::sim;
 
 namespace {
 
-// CUpointer_attribute
-constexpr int kContext = 1;
-constexpr int kMemoryType = 2;
-constexpr int kDevicePointer = 3;
-constexpr int kHostPointer = 4;
-constexpr int kSyncMemops = 6;
-constexpr int kBufferId = 7;
-constexpr int kIsManaged = 8;
-constexpr int kDeviceOrdinal = 9;
-constexpr int kIsLegacyIpcCapable = 10;
-constexpr int kRangeStart = 11;
-constexpr int kRangeSize = 12;
-constexpr int kMapped = 13;
-constexpr int kAllowedHandleTypes = 14;
-constexpr int kGpuDirectRdma = 15;
-constexpr int kAccessFlags = 16;
-constexpr int kMempoolHandle = 17;
-constexpr int kMappingSize = 18;
-constexpr int kMappingBase = 19;
-constexpr int kMemoryBlockId = 20;
-constexpr int kHardwareDecompression = 21;
-
-// CUmemorytype
-constexpr unsigned int kHostMemory = 1;
-constexpr unsigned int kDeviceMemory = 2;
-// CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
-constexpr unsigned int kReadWrite = 3;
 // The ordinal the runtime reports for memory no device knows (cudaPointerGetAttributes).
 constexpr int kNoDevice = -2;
 
@@ -64,62 +37,62 @@ template <typename Value> void store(void* data, Value value) {
 CUresult describe(void* data, int attribute, CUdeviceptr address, const PointerRange& range) {
     const bool device_only = range.kind == MemoryKind::DEVICE;
     switch (attribute) {
-    case kContext:
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
         store(data, primary_context(range.device));
         return CUDA_SUCCESS;
-    case kMemoryType:
-        store(data, range.kind == MemoryKind::HOST ? kHostMemory : kDeviceMemory);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        store(data, range.kind == MemoryKind::HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
         return CUDA_SUCCESS;
-    case kDevicePointer:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         store(data, address);
         return CUDA_SUCCESS;
-    case kHostPointer:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         if (device_only) {
             return CUDA_ERROR_INVALID_VALUE;
         }
         store(data, reinterpret_cast<void*>(address));
         return CUDA_SUCCESS;
-    case kSyncMemops:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         store(data, 0U);
         return CUDA_SUCCESS;
-    case kBufferId:
-    case kMemoryBlockId:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         store(data, range.buffer_id);
         return CUDA_SUCCESS;
-    case kIsManaged:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
         store(data, range.kind == MemoryKind::MANAGED ? 1U : 0U);
         return CUDA_SUCCESS;
-    case kDeviceOrdinal:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         store(data, range.device);
         return CUDA_SUCCESS;
-    case kIsLegacyIpcCapable:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         store(data, device_only && range.pool == nullptr ? 1U : 0U);
         return CUDA_SUCCESS;
-    case kRangeStart:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         store(data, range.base);
         return CUDA_SUCCESS;
-    case kRangeSize:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         store(data, range.size);
         return CUDA_SUCCESS;
-    case kMappingBase:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         store(data, range.mapping_base);
         return CUDA_SUCCESS;
-    case kMappingSize:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         store(data, range.mapping_size);
         return CUDA_SUCCESS;
-    case kMapped:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
         store(data, 1U);
         return CUDA_SUCCESS;
     // No handle to share it by, no GPUDirect RDMA and no decompression engine on the simulated device.
-    case kAllowedHandleTypes:
-    case kGpuDirectRdma:
-    case kHardwareDecompression:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         store(data, 0U);
         return CUDA_SUCCESS;
-    case kAccessFlags:
-        store(data, kReadWrite);
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        store(data, CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
         return CUDA_SUCCESS;
-    case kMempoolHandle:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         store(data, range.pool);
         return CUDA_SUCCESS;
     default:
@@ -131,36 +104,36 @@ CUresult describe(void* data, int attribute, CUdeviceptr address, const PointerR
 // values", and the runtime's ordinal for unregistered memory.
 CUresult describe_unknown(void* data, int attribute) {
     switch (attribute) {
-    case kContext:
-    case kHostPointer:
-    case kMempoolHandle:
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         store(data, static_cast<void*>(nullptr));
         return CUDA_SUCCESS;
-    case kMemoryType:
-    case kSyncMemops:
-    case kIsManaged:
-    case kIsLegacyIpcCapable:
-    case kMapped:
-    case kAllowedHandleTypes:
-    case kGpuDirectRdma:
-    case kAccessFlags:
-    case kHardwareDecompression:
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
         store(data, 0U);
         return CUDA_SUCCESS;
-    case kDevicePointer:
-    case kRangeStart:
-    case kMappingBase:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         store(data, CUdeviceptr{0});
         return CUDA_SUCCESS;
-    case kBufferId:
-    case kMemoryBlockId:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         store(data, 0ULL);
         return CUDA_SUCCESS;
-    case kRangeSize:
-    case kMappingSize:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         store(data, std::size_t{0});
         return CUDA_SUCCESS;
-    case kDeviceOrdinal:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         store(data, kNoDevice);
         return CUDA_SUCCESS;
     default:
@@ -171,13 +144,13 @@ CUresult describe_unknown(void* data, int attribute) {
 // An address reserved but not mapped: only where it lies, and that nothing backs it.
 CUresult describe_unmapped(void* data, int attribute, const Reservation& reservation) {
     switch (attribute) {
-    case kMapped:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
         store(data, 0U);
         return CUDA_SUCCESS;
-    case kRangeStart:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         store(data, reservation.base);
         return CUDA_SUCCESS;
-    case kRangeSize:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         store(data, reservation.size);
         return CUDA_SUCCESS;
     default:
@@ -229,7 +202,7 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, int* attributes, voi
         } else {
             result = describe_unknown(data[i], attributes[i]);
         }
-        if (result == CUDA_ERROR_INVALID_VALUE && attributes[i] == kHostPointer) {
+        if (result == CUDA_ERROR_INVALID_VALUE && attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER) {
             // Device memory has no host address: NULL here, where the singular form fails.
             store(data[i], static_cast<void*>(nullptr));
         } else if (result != CUDA_SUCCESS) {

@@ -4,7 +4,6 @@
 // write happens before the call returns.
 #include "device_state.h"
 #include "driver_api.h"
-#include "host_functions.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -22,23 +21,16 @@ template <typename Element> CUresult fill(CUdeviceptr dst, Element value, std::s
     return CUDA_SUCCESS;
 }
 
-// A synchronous fill first lets the host functions already enqueued run, as it waits for earlier work.
+// A synchronous fill first synchronises the context, as it waits for earlier work.
 template <typename Element> CUresult fill_now(CUdeviceptr dst, Element value, std::size_t count) {
-    int device = 0;
-    if (const CUresult result = current_device(device); result != CUDA_SUCCESS) {
-        return result;
-    }
-    wait_for_host_functions();
-    return fill(dst, value, count);
+    const CUresult result = cuCtxSynchronize_v2(nullptr);
+    return result == CUDA_SUCCESS ? fill(dst, value, count) : result;
 }
 
 template <typename Element>
 CUresult fill_on(CUstream stream, CUdeviceptr dst, Element value, std::size_t count) {
-    int device = 0;
-    if (const CUresult result = stream_device(stream, device); result != CUDA_SUCCESS) {
-        return result;
-    }
-    return fill(dst, value, count);
+    const CUresult result = cuStreamQuery(stream);
+    return result == CUDA_SUCCESS ? fill(dst, value, count) : result;
 }
 
 } // namespace

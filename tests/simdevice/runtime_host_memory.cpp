@@ -24,10 +24,8 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
         return record_error(cudaErrorInvalidValue);
     }
     return with_context([&](const DriverFunctions& cu) {
-        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _IS_MANAGED and _DEVICE_ORDINAL; CU_MEMORYTYPE_HOST, _DEVICE.
-        int asked[] = {2, 8, 9};
-        constexpr unsigned int kHost = 1;
-        constexpr unsigned int kDevice = 2;
+        int asked[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
         unsigned int type = 0;
         unsigned int managed = 0;
         int device = -2;
@@ -40,10 +38,10 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
         void* pointer = const_cast<void*>(ptr);
         std::memset(attributes, 0, sizeof(*attributes));
         attributes->device = device;
-        attributes->type = managed != 0      ? cudaMemoryTypeManaged
-                           : type == kDevice ? cudaMemoryTypeDevice
-                           : type == kHost   ? cudaMemoryTypeHost
-                                             : cudaMemoryTypeUnregistered;
+        attributes->type = managed != 0                   ? cudaMemoryTypeManaged
+                           : type == CU_MEMORYTYPE_DEVICE ? cudaMemoryTypeDevice
+                           : type == CU_MEMORYTYPE_HOST   ? cudaMemoryTypeHost
+                                                          : cudaMemoryTypeUnregistered;
         attributes->devicePointer = type == 0 ? nullptr : pointer;
         attributes->hostPointer = attributes->type == cudaMemoryTypeDevice ? nullptr : pointer;
         return CUDA_SUCCESS;

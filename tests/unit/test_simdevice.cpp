@@ -751,25 +751,6 @@ TEST_CASE("host functions are the driver's, run in order off the caller's thread
 
 namespace {
 
-// CUpointer_attribute and CUmemorytype, as in cuda.h.
-constexpr int kPointerContext = 1;
-constexpr int kPointerMemoryType = 2;
-constexpr int kPointerDevicePointer = 3;
-constexpr int kPointerHostPointer = 4;
-constexpr int kPointerBufferId = 7;
-constexpr int kPointerIsManaged = 8;
-constexpr int kPointerDeviceOrdinal = 9;
-constexpr int kPointerRangeStart = 11;
-constexpr int kPointerRangeSize = 12;
-constexpr int kPointerMempool = 17;
-constexpr int kPointerMappingBase = 19;
-constexpr int kPointerMemoryBlockId = 20;
-constexpr int kPointerP2pTokens = 5;
-constexpr int kPointerAllowedHandleTypes = 14;
-constexpr int kPointerMapped = 13;
-constexpr unsigned int kHostMemoryType = 1;
-constexpr unsigned int kDeviceMemoryType = 2;
-
 template <typename Value> Value pointer_attribute(int attribute, CUdeviceptr address) {
     Value value{};
     REQUIRE(CU(cuPointerGetAttribute)(&value, attribute, address) == CUDA_SUCCESS);
@@ -791,30 +772,35 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     CUdeviceptr device = 0;
     REQUIRE(CU(cuMemAlloc_v2)(&device, kMiB) == CUDA_SUCCESS);
     const CUdeviceptr inside = device + 4096;
-    CHECK(pointer_attribute<unsigned int>(kPointerMemoryType, inside) == kDeviceMemoryType);
-    CHECK(pointer_attribute<CUcontext>(kPointerContext, inside) == context);
-    CHECK(pointer_attribute<int>(kPointerDeviceOrdinal, inside) == 0);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerDevicePointer, inside) == inside);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, inside) == device);
-    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, inside) == kMiB);
-    CHECK(pointer_attribute<unsigned int>(kPointerIsManaged, inside) == 0);
-    CHECK(pointer_attribute<CUmemoryPool>(kPointerMempool, inside) == nullptr);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, inside) == CU_MEMORYTYPE_DEVICE);
+    CHECK(pointer_attribute<CUcontext>(CU_POINTER_ATTRIBUTE_CONTEXT, inside) == context);
+    CHECK(pointer_attribute<int>(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, inside) == 0);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_DEVICE_POINTER, inside) == inside);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, inside) == device);
+    CHECK(pointer_attribute<std::size_t>(CU_POINTER_ATTRIBUTE_RANGE_SIZE, inside) == kMiB);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, inside) == 0);
+    CHECK(pointer_attribute<CUmemoryPool>(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, inside) == nullptr);
     void* host = nullptr;
-    CHECK(CU(cuPointerGetAttribute)(&host, kPointerHostPointer, inside) == CUDA_ERROR_INVALID_VALUE);
-    CHECK(pointer_attribute<unsigned int>(kPointerAllowedHandleTypes, inside) == 0);
-    CHECK(CU(cuPointerGetAttribute)(&host, kPointerP2pTokens, inside) == CUDA_ERROR_INVALID_VALUE);
-    CHECK(CU(cuPointerGetAttribute)(&host, kPointerDevicePointer, device + kMiB) == CUDA_ERROR_INVALID_VALUE);
-    CHECK(CU(cuPointerGetAttribute)(nullptr, kPointerMemoryType, inside) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, inside) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, inside) == 0);
+    CHECK(CU(cuPointerGetAttribute)(&host, CU_POINTER_ATTRIBUTE_P2P_TOKENS, inside) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(&host, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, device + kMiB) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(nullptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, inside) ==
+          CUDA_ERROR_INVALID_VALUE);
 
     // The plural form: device memory has no host address, said with NULL rather than an error.
-    int attributes[] = {kPointerMemoryType, kPointerHostPointer, kPointerDeviceOrdinal, kPointerBufferId};
+    int attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID};
     unsigned int type = 0;
     host = &type;
     int ordinal = -1;
     unsigned long long first_id = 0;
     void* values[] = {&type, &host, &ordinal, &first_id};
     REQUIRE(CU(cuPointerGetAttributes)(4, attributes, values, device) == CUDA_SUCCESS);
-    CHECK(type == kDeviceMemoryType);
+    CHECK(type == CU_MEMORYTYPE_DEVICE);
     CHECK(host == nullptr);
     CHECK(ordinal == 0);
     CHECK(first_id != 0);
@@ -822,16 +808,17 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     // Every allocation has an id of its own, never handed out again.
     CUdeviceptr second = 0;
     REQUIRE(CU(cuMemAlloc_v2)(&second, kMiB) == CUDA_SUCCESS);
-    CHECK(pointer_attribute<unsigned long long>(kPointerBufferId, second) != first_id);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, second + kMiB - 1) == second);
+    CHECK(pointer_attribute<unsigned long long>(CU_POINTER_ATTRIBUTE_BUFFER_ID, second) != first_id);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, second + kMiB - 1) == second);
     REQUIRE(CU(cuMemFree_v2)(second) == CUDA_SUCCESS);
 
     // Memory the driver never handed out (or took back): an error alone, NULL values together.
     unsigned long long local = 0;
     host = &type;
-    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, address_of(&local)) ==
+    CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address_of(&local)) ==
           CUDA_ERROR_INVALID_VALUE);
-    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, second) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, second) ==
+          CUDA_ERROR_INVALID_VALUE);
     REQUIRE(CU(cuPointerGetAttributes)(4, attributes, values, address_of(&local)) == CUDA_SUCCESS);
     CHECK(type == 0);
     CHECK(host == nullptr);
@@ -854,8 +841,9 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     REQUIRE(CU(cuMemAllocManaged)(&managed, kMiB, 1) == CUDA_SUCCESS);
     REQUIRE(RT(cudaPointerGetAttributes)(&runtime, reinterpret_cast<void*>(managed)) == cudaSuccess);
     CHECK(runtime.type == cudaMemoryTypeManaged);
-    CHECK(pointer_attribute<unsigned int>(kPointerIsManaged, managed) == 1);
-    CHECK(pointer_attribute<void*>(kPointerHostPointer, managed) == reinterpret_cast<void*>(managed));
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_IS_MANAGED, managed) == 1);
+    CHECK(pointer_attribute<void*>(CU_POINTER_ATTRIBUTE_HOST_POINTER, managed) ==
+          reinterpret_cast<void*>(managed));
 
     CUstream stream = nullptr;
     REQUIRE(CU(cuStreamCreate)(&stream, 0) == CUDA_SUCCESS);
@@ -863,20 +851,22 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     REQUIRE(CU(cuMemAllocAsync)(&ordered, kMiB, stream) == CUDA_SUCCESS);
     CUmemoryPool pool = nullptr;
     REQUIRE(CU(cuDeviceGetDefaultMemPool)(&pool, 0) == CUDA_SUCCESS);
-    CHECK(pointer_attribute<CUmemoryPool>(kPointerMempool, ordered) == pool);
+    CHECK(pointer_attribute<CUmemoryPool>(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ordered) == pool);
 
     void* pinned = nullptr;
     REQUIRE(CU(cuMemHostAlloc)(&pinned, kMiB, 0) == CUDA_SUCCESS);
-    CHECK(pointer_attribute<unsigned int>(kPointerMemoryType, address_of(pinned) + 1) == kHostMemoryType);
-    CHECK(pointer_attribute<void*>(kPointerHostPointer, address_of(pinned)) == pinned);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address_of(pinned) + 1) ==
+          CU_MEMORYTYPE_HOST);
+    CHECK(pointer_attribute<void*>(CU_POINTER_ATTRIBUTE_HOST_POINTER, address_of(pinned)) == pinned);
     REQUIRE(RT(cudaPointerGetAttributes)(&runtime, pinned) == cudaSuccess);
     CHECK(runtime.type == cudaMemoryTypeHost);
     CHECK(runtime.hostPointer == pinned);
     std::vector<char> buffer(kMiB);
     REQUIRE(CU(cuMemHostRegister_v2)(buffer.data(), buffer.size(), 0) == CUDA_SUCCESS);
-    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, address_of(&buffer.back())) == kMiB);
+    CHECK(pointer_attribute<std::size_t>(CU_POINTER_ATTRIBUTE_RANGE_SIZE, address_of(&buffer.back())) ==
+          kMiB);
     REQUIRE(CU(cuMemHostUnregister)(buffer.data()) == CUDA_SUCCESS);
-    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, address_of(buffer.data())) ==
+    CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address_of(buffer.data())) ==
           CUDA_ERROR_INVALID_VALUE);
 
     CUmemAllocationProp prop{};
@@ -889,22 +879,24 @@ TEST_CASE("pointer queries know the driver's memory by any address inside it, an
     REQUIRE(CU(cuMemMap)(reserved + kGranularity, kGranularity, 0, physical, 0) == CUDA_SUCCESS);
     // The range is the reservation; the mapping is its own attribute, and its id the physical memory's.
     const CUdeviceptr mapped = reserved + kGranularity + 8;
-    CHECK(pointer_attribute<int>(kPointerDeviceOrdinal, mapped) == 1);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, mapped) == reserved);
-    CHECK(pointer_attribute<std::size_t>(kPointerRangeSize, mapped) == 2 * kGranularity);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerMappingBase, mapped) == reserved + kGranularity);
-    const auto block = pointer_attribute<unsigned long long>(kPointerMemoryBlockId, mapped);
+    CHECK(pointer_attribute<int>(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, mapped) == 1);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, mapped) == reserved);
+    CHECK(pointer_attribute<std::size_t>(CU_POINTER_ATTRIBUTE_RANGE_SIZE, mapped) == 2 * kGranularity);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, mapped) ==
+          reserved + kGranularity);
+    const auto block = pointer_attribute<unsigned long long>(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, mapped);
     CUdeviceptr again = 0;
     REQUIRE(CU(cuMemAddressReserve)(&again, kGranularity, 0, 0, 0) == CUDA_SUCCESS);
     REQUIRE(CU(cuMemMap)(again, kGranularity, 0, physical, 0) == CUDA_SUCCESS);
-    CHECK(pointer_attribute<unsigned long long>(kPointerMemoryBlockId, again) == block);
+    CHECK(pointer_attribute<unsigned long long>(CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, again) == block);
     REQUIRE(CU(cuMemUnmap)(again, kGranularity) == CUDA_SUCCESS);
     REQUIRE(CU(cuMemAddressFree)(again, kGranularity) == CUDA_SUCCESS);
     // Reserved but not mapped: where it lies, and that nothing backs it; nothing else.
-    CHECK(CU(cuPointerGetAttribute)(&type, kPointerMemoryType, reserved) == CUDA_ERROR_INVALID_VALUE);
-    CHECK(pointer_attribute<unsigned int>(kPointerMapped, reserved) == 0);
-    CHECK(pointer_attribute<CUdeviceptr>(kPointerRangeStart, reserved + 8) == reserved);
-    CHECK(pointer_attribute<unsigned int>(kPointerMapped, mapped) == 1);
+    CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reserved) ==
+          CUDA_ERROR_INVALID_VALUE);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_MAPPED, reserved) == 0);
+    CHECK(pointer_attribute<CUdeviceptr>(CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, reserved + 8) == reserved);
+    CHECK(pointer_attribute<unsigned int>(CU_POINTER_ATTRIBUTE_MAPPED, mapped) == 1);
 
     REQUIRE(CU(cuMemUnmap)(reserved + kGranularity, kGranularity) == CUDA_SUCCESS);
     REQUIRE(CU(cuMemAddressFree)(reserved, 2 * kGranularity) == CUDA_SUCCESS);
