@@ -2,8 +2,9 @@
 # One prepared run on a machine with a real NVIDIA GPU and PyTorch, and no network: runs PyTorch's
 # scenarios of tests/torch/test_torch_adapter.py and the workload corpus of tests/workloads/ (through
 # tests/torch/test_workloads.py) on the real device under libgpuleak.so, comparing the report with
-# PyTorch's own counters, plus one allocation each with CuPy and JAX, and JAX's verdicts on a loop that
-# keeps every batch (tests/jax/programs), where they are installed, and prints a compact pass/fail table. Exits 1 when a check failed, 2 when it could not
+# PyTorch's own counters, plus one allocation each with CuPy and JAX, and the verdicts of JAX and
+# TensorFlow on a loop that keeps every batch (tests/jax/programs, tests/tensorflow/programs), where they
+# are installed, and prints a compact pass/fail table. Exits 1 when a check failed, 2 when it could not
 # start. Installs nothing, and is meant to finish within five minutes.
 #
 #   scripts/gpu-validate.sh [PACKAGE]
@@ -183,15 +184,26 @@ else
     row FAIL "gpuleak run" "$(tail -1 "$tmp/run.err")"
 fi
 
-# Whether a check of another framework's can run here: on a real device, with $2 importable; else its
-# row says why it is skipped. $1: the check's name.
+# Whether a check of another framework's can run here: on a real device, with $2 importable and seeing
+# a GPU (a TensorFlow without its CUDA libraries runs on the CPU); else its row says why it is skipped.
+# $1: the check's name.
 framework_here() {
+    local sees_gpu
     if [[ $simulated == 1 ]]; then
         row SKIP "$1" "not on the simulated device"
         return 1
     fi
+    case $2 in
+        jax) sees_gpu='import jax; assert jax.devices("gpu")' ;;
+        tensorflow) sees_gpu='import tensorflow as tf; assert tf.config.list_physical_devices("GPU")' ;;
+        *) sees_gpu="import $2; assert $2.cuda.runtime.getDeviceCount() > 0" ;;
+    esac
     if ! "$python" -c "import $2" 2>/dev/null; then
         row SKIP "$1" "$2 is not importable by $python"
+        return 1
+    fi
+    if ! "$python" -c "$sees_gpu" >/dev/null 2>&1; then
+        row SKIP "$1" "$2 sees no GPU (its CUDA libraries are missing)"
         return 1
     fi
 }
@@ -223,41 +235,49 @@ framework_check cupy cupy 'import cupy; x = cupy.empty(64 << 20, dtype=cupy.uint
 framework_check jax jax 'import jax, jax.numpy as jnp; x = jnp.zeros(16 << 20, dtype=jnp.float32).block_until_ready()' \
     XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
 
-# JAX's verdicts on a real GPU, on tests/jax/programs/train_keeps_batches.py (a loop that keeps every
-# batch) under gpuleak run: by default its preallocated pool is explained, not called a leak; with its
-# platform allocator the batches are a leak at the line that made them. $1: the check's name, $2: Python
-# that reads report.json (its argument) and prints "ok DETAIL" or why not; the rest: environment.
-jax_verdict() {
-    local name=$1 check=$2 verdict
-    shift 2
-    # tests/jax checks the same on the simulated device.
-    framework_here "jax: $name" jax || return 0
-    if ! timeout 180 env "${device_environment[@]}" "$@" "$launcher" run --quiet -o "$tmp/jax-$name" -- \
-        "$python" "$sources/tests/jax/programs/train_keeps_batches.py" >/dev/null 2>"$tmp/jax-$name.err"; then
-        row FAIL "jax: $name" "the program failed: $(tail -1 "$tmp/jax-$name.err")"
+# The verdicts of JAX and TensorFlow on a real GPU, each on its loop that keeps every batch
+# (tests/jax/programs/train_keeps_batches.py, tests/tensorflow/programs/train_keeps_batches.py) under
+# gpuleak run: by default the framework's pool is explained, not called a leak; with each buffer allocated
+# as asked (XLA's platform allocator, TensorFlow's cuda_malloc_async), the batches are a leak at the line
+# that made them. tests/jax checks JAX's on the simulated device; nothing else runs TensorFlow's.
+# $1: the module, $2: the check's name, $3: Python that reads report.json and prints "ok DETAIL" or why
+# not (its arguments: report.json and the module); the rest: environment.
+framework_verdict() {
+    local module=$1 name=$2 check=$3 verdict
+    shift 3
+    framework_here "$module: $name" "$module" || return 0
+    if ! timeout 180 env "${device_environment[@]}" "$@" "$launcher" run --quiet -o "$tmp/$module-$name" -- \
+        "$python" "$sources/tests/$module/programs/train_keeps_batches.py" >/dev/null 2>"$tmp/$module-$name.err"; then
+        row FAIL "$module: $name" "the program failed: $(tail -1 "$tmp/$module-$name.err")"
         return
     fi
-    verdict=$("$python" -c "$check" "$tmp/jax-$name/report.json" 2>&1 | tail -1)
+    verdict=$("$python" -c "$check" "$tmp/$module-$name/report.json" "$module" 2>&1 | tail -1)
     if [[ $verdict == ok* ]]; then
-        row PASS "jax: $name" "${verdict#ok }"
+        row PASS "$module: $name" "${verdict#ok }"
     else
-        row FAIL "jax: $name" "$verdict"
+        row FAIL "$module: $name" "$verdict"
     fi
 }
-jax_verdict pool 'import json, sys
+pool_check='import json, sys
 (process,) = json.load(open(sys.argv[1]))["processes"]
 diagnosis = process["diagnosis"]
 pool = diagnosis["framework_pool"] or {}
-ok = pool.get("framework") == "jax" and diagnosis["kind"] == "stable"
+ok = pool.get("framework") == sys.argv[2] and diagnosis["kind"] == "stable"
 print("ok pool of %d MiB in %d regions" % (pool["bytes"] >> 20, pool["regions"]) if ok else diagnosis["text"][:160])'
-jax_verdict platform 'import json, sys
+# $1 of the check: the line of the program that makes each batch.
+leak_check() {
+    echo 'import json, sys
 (process,) = json.load(open(sys.argv[1]))["processes"]
 diagnosis = process["diagnosis"]
 top = process["growth"][0] if process["growth"] else {"frames": []}
 lines = [f["line"] for f in top["frames"] if f.get("python") and f["file"].endswith("train_keeps_batches.py")]
-ok = diagnosis["kind"] == "leak" and lines[:1] == [14]
-print("ok leak at train_keeps_batches.py:14" if ok else diagnosis["text"][:160])' XLA_PYTHON_CLIENT_PREALLOCATE=false \
-    XLA_PYTHON_CLIENT_ALLOCATOR=platform
+ok = diagnosis["kind"] == "leak" and lines[:1] == ['"$1"']
+print("ok leak at train_keeps_batches.py:'"$1"'" if ok else diagnosis["text"][:160])'
+}
+framework_verdict jax pool "$pool_check"
+framework_verdict jax platform "$(leak_check 14)" XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
+framework_verdict tensorflow pool "$pool_check"
+framework_verdict tensorflow cuda_malloc_async "$(leak_check 8)" TF_GPU_ALLOCATOR=cuda_malloc_async
 
 echo
 printf '%s\n' "${rows[@]}"

@@ -19,7 +19,8 @@
 #                                       what build-adapter.sh compiles for the torch there
 #   simdevice/                          the simulated device's libraries and its python/ (dry runs)
 #   tests/torch/, tests/workloads/      the PyTorch scenarios and their runner, the workload corpus
-#   tests/jax/programs/                 the JAX programs gpu-validate.sh checks verdicts on
+#   tests/jax/programs/,                the JAX and TensorFlow programs gpu-validate.sh checks verdicts on
+#   tests/tensorflow/programs/
 #   scripts/gpu-validate.sh             the validation itself
 #   BUILD-INFO                          commit, compiler, and the newest glibc symbol versions needed
 # It refuses a build whose programs still need fmt, libunwind or elfutils from the system.
@@ -58,8 +59,9 @@ cp -r "$simdevice/python" "$package/simdevice/"
 cp "$root/tests/torch/test_torch_adapter.py" "$root/tests/torch/test_workloads.py" "$root/tests/torch/test_adapter_first_use.py" "$root/tests/torch/torch_environment.py" \
     "$root/tests/torch/scenario_runner.py" "$package/tests/torch/"
 cp -r "$root/tests/workloads" "$package/tests/"
-mkdir -p "$package/tests/jax"
+mkdir -p "$package/tests/jax" "$package/tests/tensorflow"
 cp -r "$root/tests/jax/programs" "$package/tests/jax/"
+cp -r "$root/tests/tensorflow/programs" "$package/tests/tensorflow/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
 
 # What the packed programs need from the system: none of fmt, libunwind, libdw, libelf, protobuf or zlib, and the

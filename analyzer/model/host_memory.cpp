@@ -16,13 +16,18 @@ uint64_t less(uint64_t value, uint64_t taken) {
     return value > taken ? value - taken : 0;
 }
 
+// The simulated device's memory is the process's own: physical memory of the virtual memory management
+// API (cuMemCreate) is a memfd, resident as shared memory, and the rest is anonymous memory.
 void leave_out_simulated_device(HostPoint& point, const TimelineSample& sample) {
     uint64_t device = 0;
     for (uint64_t bytes : sample.device_bytes)
         device += bytes;
+    const uint64_t shared =
+        std::min(device, sample.kind_bytes[static_cast<int>(format::MemoryKind::VmmPhysical)]);
     point.simulated_device_bytes = std::min(device, point.rss);
     point.rss = less(point.rss, device);
-    point.sample.rss_anon = less(point.sample.rss_anon, device);
+    point.sample.rss_shmem = less(point.sample.rss_shmem, shared);
+    point.sample.rss_anon = less(point.sample.rss_anon, device - shared);
     point.sample.uss = less(point.sample.uss, device);
     point.sample.pss = less(point.sample.pss, device);
 }

@@ -433,6 +433,20 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
             "still holds: {} not counted as live as the code ended",
             unmatched, unmatched == 1 ? "" : "s", unmatched == 1 ? "was" : "were",
             unmatched == 1 ? "it is" : "they are"));
+    // Where each physical allocation is mapped, by its handle: the addresses the program's objects hold,
+    // which the handle is not. A handle the driver hands out again after its release names a new
+    // allocation only for the mappings made after it. Memory mapped at two ranges is placed at both.
+    struct Mapping {
+        LiveBlock block;
+        uint64_t sequence;
+    };
+    std::multimap<uint64_t, Mapping> mapped_at;
+    for (const std::vector<LiveAllocation>* allocations :
+         {&trace.live_allocations().allocations, &freed_at_exit})
+        for (const LiveAllocation& allocation : *allocations)
+            if (allocation.kind == MemoryKind::VmmMapping)
+                mapped_at.emplace(allocation.stream,
+                                  Mapping{{allocation.address, allocation.size}, allocation.sequence});
     const auto survivor = [&](const LiveAllocation& allocation, bool freed) {
         if (!is_memory_held(allocation.kind))
             return;
@@ -445,7 +459,15 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         ++entry.site.count;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
         entry.sequences.push_back(allocation.sequence);
-        entry.site.blocks.push_back({allocation.address, allocation.size});
+        const auto [first, end] = allocation.kind == MemoryKind::VmmPhysical
+                                      ? mapped_at.equal_range(allocation.address)
+                                      : std::make_pair(mapped_at.end(), mapped_at.end());
+        const size_t placed = entry.site.blocks.size();
+        for (auto mapping = first; mapping != end; ++mapping)
+            if (mapping->second.sequence > allocation.sequence)
+                entry.site.blocks.push_back(mapping->second.block);
+        if (entry.site.blocks.size() == placed)
+            entry.site.blocks.push_back({allocation.address, allocation.size});
     };
     for (const LiveAllocation& allocation : trace.live_allocations().allocations)
         survivor(allocation, false);

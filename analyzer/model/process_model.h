@@ -72,6 +72,7 @@ struct Marker {
 struct LiveBlock {
     uint64_t address = 0;
     uint64_t size = 0;
+    bool operator==(const LiveBlock&) const = default;
 };
 
 // One of a site's holders: Retainer `holder` of RetainerSnapshot `snapshot` (ProcessModel::retainers) held
@@ -123,7 +124,9 @@ struct LeakSite {
     bool growing = false;
     double bytes_per_second = 0;          // over the time its survivors were made in
     double bytes_per_marker_interval = 0; // when there are markers
-    std::vector<LiveBlock> blocks;        // its live allocations with a slot of their own, by address
+    // Its live allocations with a slot of their own, by address; physical memory (VmmPhysical) where it is
+    // mapped, the address the program's objects hold (its handle where it is mapped nowhere).
+    std::vector<LiveBlock> blocks;
     // What held it, most first, per the latest record of what held the memory (gpuleak.why()) that names
     // the site; empty without one, or where that record found nothing holding it.
     std::vector<HeldBy> held_by;

@@ -13,7 +13,7 @@ struct Event {
     uint64_t time_ns = 0;
     uint64_t address = 0;
     uint64_t size = 0;
-    uint64_t stream = 0;
+    uint64_t stream = 0; // a VmmMapping's: the handle it maps (format::EventRecord::stream)
     uint32_t stack_id = 0;
     uint32_t thread_id = 0;
     format::EventType type = format::EventType::Alloc;

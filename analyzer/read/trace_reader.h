@@ -139,7 +139,7 @@ struct LiveAllocation {
     uint64_t address = 0;
     uint64_t size = 0;
     uint64_t time_ns = 0;
-    uint64_t stream = 0;
+    uint64_t stream = 0;   // a VmmMapping's: the handle it maps (format::EventRecord::stream)
     uint32_t stack_id = 0; // may name a stack that was dropped or torn: look it up, never index
     uint32_t thread_id = 0;
     int16_t device = 0; // ordinal, -1 host, -2 unknown

@@ -47,6 +47,11 @@ int64_t int64_of(uint64_t value) {
     return static_cast<int64_t>(std::min<uint64_t>(value, std::numeric_limits<int64_t>::max()));
 }
 
+// A mapping is made on no stream: the trace's stream field holds the handle it maps.
+uint64_t stream_of(MemoryKind kind, uint64_t stream) {
+    return kind == MemoryKind::VmmMapping ? 0 : stream;
+}
+
 class SnapshotWriter {
   public:
     SnapshotWriter(ProcessReport& report, const ReportOptions& options)
@@ -103,8 +108,9 @@ class SnapshotWriter {
         for (const LiveAllocation& live : model_.live_allocations) {
             if (live.device < 0)
                 continue;
-            const Segment segment{live.device, live.address,  live.size,
-                                  live.stream, live.stack_id, live.kind == MemoryKind::VmmMapping};
+            const Segment segment{live.device,   live.address,
+                                  live.size,     stream_of(live.kind, live.stream),
+                                  live.stack_id, live.kind == MemoryKind::VmmMapping};
             if (live.kind == MemoryKind::Device)
                 segments.push_back(segment);
             else if (live.kind == MemoryKind::VmmMapping)
@@ -278,7 +284,7 @@ class SnapshotWriter {
         key("size");
         out_.integer(int64_of(event.size));
         key("stream");
-        out_.integer(int64_of(event.stream));
+        out_.integer(int64_of(stream_of(event.kind, event.stream)));
         key("time_us");
         const TraceHeader& header = model_.header;
         out_.integer(int64_of((header.start_realtime_ns + since_start(event.time_ns, header)) / 1000));

@@ -63,8 +63,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // the notable array come first. 10: TimelineSample::python_modules. 11: the header is 12 KiB and holds
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
 // counts. 12: EventType::Retainers. 13: EventType::ThreadStart. 14: a TimelineSample holds each
-// device's allocated bytes and what its driver last said was used.
-static const uint32_t kFormatVersion = 14;
+// device's allocated bytes and what its driver last said was used. 15: a VmmMapping's stream is the
+// handle of the physical memory it maps.
+static const uint32_t kFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -380,7 +381,7 @@ struct LiveSlot {
     uint64_t address;
     uint64_t size;
     uint64_t time_ns; // CLOCK_MONOTONIC at allocation
-    uint64_t stream;
+    uint64_t stream;  // as EventRecord::stream
     uint32_t thread_id;
     int16_t device; // ordinal, -1 host, -2 unknown
     uint8_t kind;   // MemoryKind
@@ -431,6 +432,8 @@ struct EventRecord {
     uint64_t time_ns;
     uint64_t address;
     uint64_t size;
+    // The stream of an asynchronous call (0: none); of a VmmMapping's Alloc or AllocFailed, the handle of
+    // the physical memory (VmmPhysical) it maps.
     uint64_t stream;
     uint32_t stack_id;
     uint32_t thread_id;

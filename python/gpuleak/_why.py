@@ -99,7 +99,7 @@ class Holder:
     sites: List[int] = field(default_factory=list)  # indices into Why.sites
     path: str = ""  # the chain to its largest storage, as an expression: "losses[59].grad_fn..."
     # What the chains went through, as facts: "autograd graph", "saved for backward", "view", "parameter",
-    # "buffer", "gradient", "optimizer state", "closure", "traceback".
+    # "buffer", "gradient", "optimizer state", "closure", "traceback", "pullback" (of jax.vjp).
     through: List[str] = field(default_factory=list)
     owner: str = ""  # for PyTorch's own holders: "Net", "Adam"
     models: int = 0  # the modules whose parameters it holds, where it is not a module itself
@@ -799,6 +799,8 @@ class _Search:
                 _add(through, "closure")
             elif issubclass(kind, types.TracebackType):
                 _add(through, "traceback")
+            elif _is_pullback(kind):
+                _add(through, "pullback")
         tensor = self.steps[steps[-1]][0]
         if torch is not None and issubclass(type(tensor), torch.Tensor):
             if issubclass(type(tensor), torch.nn.Parameter):
@@ -920,6 +922,12 @@ def _is_function(frame) -> bool:
     return bool(frame.f_code.co_flags & _CO_OPTIMIZED)
 
 
+def _is_pullback(kind: type) -> bool:
+    """A pullback of jax.vjp (JAX's VJP class), told by its type's name and module, never by reading it."""
+    module = getattr(kind, "__module__", "") or ""
+    return module.startswith("jax.") and kind.__name__ == "VJP"
+
+
 def _is_ours(frame) -> bool:
     return os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIRECTORY
 
@@ -1035,6 +1043,8 @@ _ADVICE = {
     "`get_ipython().InteractiveTB.tb = None`, which drops its copy (and `%xdel` the names or `%reset -f out` the "
     "outputs that hold them)",
     "closure": "a function defined in a loop or a callback keeps what it closes over",
+    "pullback": "a pullback of `jax.vjp` keeps every array its forward pass saved for it: keep the gradients it "
+    "gives, not the pullback",
 }
 
 

@@ -84,6 +84,14 @@ def run_traced(directory, name, **settings):
         return process, text.read(), completed.stderr
 
 
+def own_line(site, program):
+    """The text of the line of `program` (a file of programs/) nearest the allocation in `site`'s stack."""
+    script = os.path.join(PROGRAMS, program)
+    own = next(frame for frame in site["frames"] if frame.get("python") and frame["file"] == script)
+    with open(script) as source:
+        return source.read().splitlines()[own["line"] - 1].strip()
+
+
 def test_jit_and_grad_run_on_the_simulated_gpu_and_memory_is_counted():
     measured = run_program(
         """
@@ -138,13 +146,55 @@ def test_an_array_kept_per_step_is_a_leak_at_the_line_that_made_it(tmp_path):
     top = process["growth"][0]
     script = os.path.join(PROGRAMS, "train_keeps_batches.py")
     own = next(frame for frame in top["frames"] if frame.get("python") and frame["file"] == script)
-    with open(script) as source:
-        assert source.read().splitlines()[own["line"] - 1].strip() == "x = jnp.full((512, 256), float(step))"
+    assert own_line(top, "train_keeps_batches.py") == "x = jnp.full((512, 256), float(step))"
     # JAX freed them all as the process exited; the report counts what the loop left, as it ended.
     assert top["freed_at_exit_bytes"] == top["bytes"]
     assert "freed only as the process exited" in text
     assert "top leak origin: %s:%d in <module>: " % (script, own["line"]) in said
     assert "still held as its code ended" in said
+
+
+def leak_with_each_array_its_own(directory, name):
+    """The report of programs/`name` run with each array an allocation of its own (XLA's platform
+    allocator), which must call it a leak."""
+    process, _, _ = run_traced(
+        directory, name, XLA_PYTHON_CLIENT_PREALLOCATE="false", XLA_PYTHON_CLIENT_ALLOCATOR="platform"
+    )
+    assert process["diagnosis"]["kind"] == "leak", process["diagnosis"]["text"]
+    return process
+
+
+def test_jitted_functions_kept_in_a_list_keep_the_arrays_they_close_over(tmp_path):
+    process = leak_with_each_array_its_own(tmp_path, "keeps_predictors.py")
+    diagnosis = process["diagnosis"]
+    top = process["growth"][0]
+    assert own_line(top, "keeps_predictors.py") == "weights = weights * 0.9"
+    # What keeps them: the list, through each jitted function's closure, as gpuleak.why() found it at exit
+    # (each array is a mapping of physical memory, found by the address the program's arrays hold).
+    (site,) = [site for site in process["leaks"] if site["where"] == top["where"] and site["growing"]]
+    held = site["held_by"][0]
+    assert held["root"] == "`predictors`, a list with 24 items in __main__"
+    assert held["path"].startswith("predictors[") and ".__closure__[0].cell_contents" in held["path"]
+    assert held["bytes"] >= 0.9 * site["bytes"]
+    words = " ".join(diagnosis["text"].split())
+    assert "held by `predictors`, a list with 24 items in __main__" in words
+    assert "a function defined in a loop or a callback keeps what it closes over" in words
+
+
+def test_pullbacks_kept_in_a_list_keep_what_their_forward_pass_saved(tmp_path):
+    process = leak_with_each_array_its_own(tmp_path, "keeps_pullbacks.py")
+    diagnosis = process["diagnosis"]
+    # Each step's input and what jax.vjp saved of the forward pass in `loss`, each held by the list.
+    lines = sorted(own_line(site, "keeps_pullbacks.py") for site in process["growth"])
+    assert lines == ["return jnp.mean(jnp.tanh(x @ w) ** 2)"] * 2 + ["x = jnp.ones((1024, 512)) * step"]
+    growing = [site for site in process["leaks"] if site["growing"]]
+    assert len(growing) == 3
+    for site in growing:
+        held = site["held_by"][0]
+        assert held["root"] == "`pullbacks`, a list with 24 items in __main__"
+        assert held["bytes"] >= 0.9 * site["bytes"]
+    words = " ".join(diagnosis["text"].split())
+    assert "a pullback of `jax.vjp` keeps every array its forward pass saved for it" in words
 
 
 def test_the_same_loop_keeping_nothing_is_stable(tmp_path):

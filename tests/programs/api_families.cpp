@@ -332,7 +332,8 @@ class Families {
         rc = get<EntryPoint::cuMemCreate>()(&handle, created, &prop, 0);
         log_alloc<EntryPoint::cuMemCreate>(rc, handle, created, created, nullptr);
         rc = get<EntryPoint::cuMemMap>()(base, mapped, 0, handle, 0);
-        log_alloc<EntryPoint::cuMemMap>(rc, base, mapped, mapped, nullptr);
+        // The trace records the handle a mapping maps where other calls have their stream.
+        log_alloc<EntryPoint::cuMemMap>(rc, base, mapped, mapped, reinterpret_cast<CUstream>(handle));
         log_free<EntryPoint::cuMemUnmap>(get<EntryPoint::cuMemUnmap>()(base, mapped), base, mapped, nullptr);
         log_free<EntryPoint::cuMemRelease>(get<EntryPoint::cuMemRelease>()(handle), handle, 0, nullptr);
         log_free<EntryPoint::cuMemAddressFree>(get<EntryPoint::cuMemAddressFree>()(base, reserved), base,

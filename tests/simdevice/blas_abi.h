@@ -51,24 +51,14 @@ constexpr libraryPropertyType MAJOR_VERSION = 0;
 constexpr libraryPropertyType MINOR_VERSION = 1;
 constexpr libraryPropertyType PATCH_LEVEL = 2;
 
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_COMPUTE_TYPE = 0;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_SCALE_TYPE = 1;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_POINTER_MODE = 2;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_TRANSA = 3;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_TRANSB = 4;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_TRANSC = 5;
-constexpr cublasLtMatmulDescAttributes_t CUBLASLT_MATMUL_DESC_EPILOGUE = 7;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_TYPE = 0;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_ORDER = 1;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_ROWS = 2;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_COLS = 3;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_LD = 4;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;
-constexpr cublasLtMatrixLayoutAttribute_t CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6;
-constexpr cublasLtMatmulPreferenceAttributes_t CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1;
+#define GPULEAK_LT_ATTRIBUTE(descriptor, name, value, type, initial) constexpr int name = (value);
+#include "blaslt_attributes.def"
 constexpr int32_t CUBLASLT_ORDER_COL = 0;
 constexpr int32_t CUBLASLT_POINTER_MODE_HOST = 0;
 constexpr uint32_t CUBLASLT_EPILOGUE_DEFAULT = 1;
+constexpr cublasFillMode_t CUBLAS_FILL_MODE_FULL = 2;
+constexpr uint32_t CUBLASLT_SEARCH_BEST_FIT = 0;
+constexpr uint32_t CUBLASLT_REDUCTION_SCHEME_MASK = 7;
 
 // Handles: defined by blas_context.h, opaque to programs.
 using cublasHandle_t = struct cublasContext*;

@@ -5,65 +5,120 @@
 #include "blas_library.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
-#include <map>
 #include <new>
+#include <utility>
 #include <vector>
 
 using namespace gpuleak::sim;
 
 namespace {
 
-// Every attribute a descriptor holds, as the bytes it was last given, so that reading one back returns
-// what was set, as cuBLASLt does; the ones the simulator reads start at their documented defaults.
+// An attribute as cublasLt.h documents it: the size of its value, and the value.
+struct Documented {
+    int attribute;
+    size_t size;
+    std::array<unsigned char, 8> bytes; // its value: its default until it is set
+};
+
+template <typename T> constexpr Documented documented(int attribute, T initial) {
+    static_assert(sizeof(T) <= 8, "cuBLASLt's attributes are at most 8 bytes");
+    Documented result{attribute, sizeof(T), {}};
+    const auto bytes = std::bit_cast<std::array<unsigned char, sizeof(T)>>(initial);
+    std::copy(bytes.begin(), bytes.end(), result.bytes.begin());
+    return result;
+}
+
+enum class Descriptor { MatmulDesc, MatrixLayout, MatmulPreference };
+
+template <Descriptor kind> constexpr size_t documented_count() {
+    size_t count = 0;
+#define GPULEAK_LT_ATTRIBUTE(descriptor, name, value, type, initial) count += kind == Descriptor::descriptor;
+#include "blaslt_attributes.def"
+    return count;
+}
+
+template <Descriptor kind> constexpr auto documented_attributes() {
+    std::array<Documented, documented_count<kind>()> table{};
+    size_t at = 0;
+#define GPULEAK_LT_ATTRIBUTE(descriptor, name, value, type, initial)                                         \
+    if (kind == Descriptor::descriptor)                                                                      \
+        table[at++] = documented<type>(name, static_cast<type>(initial));
+#include "blaslt_attributes.def"
+    return table;
+}
+
+// Every attribute a descriptor has, starting at its documented default and holding the bytes it was
+// last given, so that reading one back returns what was set or its default, as cuBLASLt does.
 class Attributes {
   public:
+    template <Descriptor kind> static Attributes documented_for() {
+        static constexpr auto kTable = documented_attributes<kind>();
+        Attributes attributes;
+        attributes.values_.assign(kTable.begin(), kTable.end());
+        return attributes;
+    }
+
     template <typename T> void set(int attribute, T value) { set_bytes(attribute, &value, sizeof value); }
 
     void set_bytes(int attribute, const void* buf, size_t sizeInBytes) {
-        const auto* bytes = static_cast<const unsigned char*>(buf);
-        values_[attribute].assign(bytes, bytes + sizeInBytes);
+        Documented* value = find(attribute);
+        std::memcpy(value->bytes.data(), buf, sizeInBytes);
     }
 
+    // A descriptor of another kind than the call takes (a program's mistake) reads as zeros, which the
+    // shape checks refuse, rather than crash the program.
     template <typename T> T get(int attribute) const {
         T value{};
-        std::memcpy(&value, values_.at(attribute).data(), sizeof value);
+        if (const Documented* documented = find(attribute);
+            documented != nullptr && documented->size == sizeof value)
+            std::memcpy(&value, documented->bytes.data(), sizeof value);
         return value;
     }
 
-    // A value of the wrong size for an attribute the descriptor knows is refused, as cuBLASLt does.
+    // Only a documented attribute, at the size of its type, as cuBLASLt takes them.
     bool fits(int attribute, size_t sizeInBytes) const {
-        const auto found = values_.find(attribute);
-        return found == values_.end() || found->second.size() == sizeInBytes;
+        const Documented* value = find(attribute);
+        return value != nullptr && value->size == sizeInBytes;
     }
 
     // cublasLt*GetAttribute: with sizeInBytes 0, only the size needed; otherwise the value, into a buffer
     // of exactly its size.
     cublasStatus_t read(int attribute, void* buf, size_t sizeInBytes, size_t* sizeWritten) const {
-        const auto found = values_.find(attribute);
-        if (found == values_.end()) {
+        const Documented* value = find(attribute);
+        if (value == nullptr) {
             return CUBLAS_STATUS_INVALID_VALUE;
         }
-        const std::vector<unsigned char>& value = found->second;
         if (sizeInBytes == 0) {
             if (sizeWritten == nullptr) {
                 return CUBLAS_STATUS_INVALID_VALUE;
             }
-            *sizeWritten = value.size();
+            *sizeWritten = value->size;
             return CUBLAS_STATUS_SUCCESS;
         }
-        if (buf == nullptr || sizeInBytes != value.size()) {
+        if (buf == nullptr || sizeInBytes != value->size) {
             return CUBLAS_STATUS_INVALID_VALUE;
         }
-        std::memcpy(buf, value.data(), value.size());
+        std::memcpy(buf, value->bytes.data(), value->size);
         if (sizeWritten != nullptr) {
-            *sizeWritten = value.size();
+            *sizeWritten = value->size;
         }
         return CUBLAS_STATUS_SUCCESS;
     }
 
   private:
-    std::map<int, std::vector<unsigned char>> values_;
+    Documented* find(int attribute) { return const_cast<Documented*>(std::as_const(*this).find(attribute)); }
+
+    const Documented* find(int attribute) const {
+        const auto found = std::find_if(values_.begin(), values_.end(), [attribute](const Documented& value) {
+            return value.attribute == attribute;
+        });
+        return found == values_.end() ? nullptr : &*found;
+    }
+
+    std::vector<Documented> values_;
 };
 
 // Each descriptor (a matmul description, a matrix layout, a preference) is the stand-in's own
@@ -74,11 +129,11 @@ template <typename Handle> Attributes* attributes_of(Handle handle) {
     return reinterpret_cast<Attributes*>(handle);
 }
 
-template <typename Handle> cublasStatus_t create(Handle* out, Attributes** created) {
+template <Descriptor kind, typename Handle> cublasStatus_t create(Handle* out, Attributes** created) {
     if (out == nullptr) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    auto* attributes = new (std::nothrow) Attributes{};
+    auto* attributes = new (std::nothrow) Attributes(Attributes::documented_for<kind>());
     if (attributes == nullptr) {
         return CUBLAS_STATUS_ALLOC_FAILED;
     }
@@ -91,8 +146,7 @@ bool valid_operation(int32_t operation) {
     return operation >= CUBLAS_OP_N && operation <= CUBLAS_OP_C;
 }
 
-// cublasLt*SetAttribute: an attribute the descriptor knows only at its own size (an operation only when
-// valid), any other when it carries a value.
+// cublasLt*SetAttribute: a documented attribute at its own size (an operation only when valid).
 template <typename Handle>
 cublasStatus_t set_attribute(Handle handle, int attribute, const void* buf, size_t sizeInBytes,
                              bool is_operation = false) {
@@ -207,15 +261,10 @@ cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
                                         cudaDataType_t scaleType) {
     Attributes* attributes = nullptr;
-    const cublasStatus_t status = create(matmulDesc, &attributes);
+    const cublasStatus_t status = create<Descriptor::MatmulDesc>(matmulDesc, &attributes);
     if (status == CUBLAS_STATUS_SUCCESS) {
         attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, computeType);
         attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_SCALE_TYPE, scaleType);
-        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST);
-        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N);
-        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-        attributes->set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSC, CUBLAS_OP_N);
-        attributes->set<uint32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
     }
     return status;
 }
@@ -242,15 +291,12 @@ cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc,
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
     Attributes* attributes = nullptr;
-    const cublasStatus_t status = create(matLayout, &attributes);
+    const cublasStatus_t status = create<Descriptor::MatrixLayout>(matLayout, &attributes);
     if (status == CUBLAS_STATUS_SUCCESS) {
         attributes->set<uint32_t>(CUBLASLT_MATRIX_LAYOUT_TYPE, type);
-        attributes->set<int32_t>(CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
         attributes->set(CUBLASLT_MATRIX_LAYOUT_ROWS, rows);
         attributes->set(CUBLASLT_MATRIX_LAYOUT_COLS, cols);
         attributes->set(CUBLASLT_MATRIX_LAYOUT_LD, ld);
-        attributes->set<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
-        attributes->set<int64_t>(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, 0);
     }
     return status;
 }
@@ -272,15 +318,11 @@ cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout
     return get_attribute(matLayout, attr, buf, sizeInBytes, sizeWritten);
 }
 
-// Its one setting the simulator reads, the workspace limit, is only checked: the one algorithm the
-// heuristic offers needs no workspace, so it fits any limit.
+// The simulator reads none of its settings: the one algorithm the heuristic offers needs no workspace,
+// so it fits any workspace limit.
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
     Attributes* attributes = nullptr;
-    const cublasStatus_t status = create(pref, &attributes);
-    if (status == CUBLAS_STATUS_SUCCESS) {
-        attributes->set<uint64_t>(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, 0);
-    }
-    return status;
+    return create<Descriptor::MatmulPreference>(pref, &attributes);
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {

@@ -40,6 +40,9 @@ struct Sample {
     std::optional<uint64_t> heap_free_mib;
     uint64_t modules = 0;                  // sys.modules' size
     std::optional<uint64_t> available_mib; // the machine's MemAvailable, of kMachineMiB
+    // Live physical memory of the simulated device's virtual memory API (cuMemCreate), a memfd in the
+    // process: the trace is then of the simulated device.
+    std::optional<uint64_t> simulated_vmm_mib;
 };
 
 constexpr uint64_t kMachineMiB = 1024; // the machine's memory, where a trace's samples read what is available
@@ -66,7 +69,7 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
         record.time_ns = kStart + sample.ms * kMillisecond;
         record.rss_bytes = sample.rss_mib * kMiB;
         record.host.fields = static_cast<uint32_t>(format::HostField::Status);
-        record.host.rss_anon = record.rss_bytes;
+        record.host.rss_anon = record.rss_bytes - sample.shmem_mib * kMiB;
         record.host.rss_shmem = sample.shmem_mib * kMiB;
         if (sample.uss_mib) {
             uss = *sample.uss_mib * kMiB;
@@ -89,6 +92,13 @@ TraceBuilder host_trace(const std::vector<Sample>& samples, const std::string& p
             record.host.available_bytes = *sample.available_mib * kMiB;
             record.host.fields |= static_cast<uint32_t>(format::HostField::Available);
             header.host_memory_bytes = kMachineMiB * kMiB;
+        }
+        if (sample.simulated_vmm_mib) {
+            header.flags &= ~static_cast<uint32_t>(format::HeaderFlag::HostOnly);
+            header.flags |= static_cast<uint32_t>(format::HeaderFlag::SimulatedDevice);
+            record.kind_bytes[static_cast<int>(format::MemoryKind::VmmPhysical)] =
+                *sample.simulated_vmm_mib * kMiB;
+            record.device_bytes[0] = *sample.simulated_vmm_mib * kMiB;
         }
         if (sample.heap_free_mib) {
             record.host.heap_free = *sample.heap_free_mib * kMiB;
@@ -297,6 +307,19 @@ TEST_CASE("resident shared memory that grows is shared-memory tensors not releas
     REQUIRE(report.diagnosis.host_ram);
     CHECK(report.diagnosis.host_ram->cause == HostGrowthCause::SharedMemory);
     CHECK(report.diagnosis.host_ram->growth == 200 * kMiB);
+}
+
+TEST_CASE("the simulated device's mapped memory, shared memory in the process, is not the host's") {
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 10; ++i) {
+        Sample sample{i * 100, 100 + 20 * i, 10, 20 * i};
+        sample.simulated_vmm_mib = 20 * i;
+        samples.push_back(sample);
+    }
+    const ProcessReport report = report_of_samples(samples, "/runs/parent.trace");
+    CHECK_FALSE(report.diagnosis.host_ram);
+    CHECK(report.model.host.points.back().sample.rss_shmem == 0);
+    CHECK(report.model.host.points.back().rss == 100 * kMiB);
 }
 
 TEST_CASE(

@@ -13,6 +13,8 @@
 #include "trace_builder.h"
 #include "trace_reader.h"
 
+#include <map>
+
 using namespace gpuleak::analyzer;
 using gpuleak::test::report_of;
 using gpuleak::test::TraceBuilder;
@@ -212,6 +214,7 @@ struct Made {
     uint64_t address;
     uint64_t size;
     uint32_t stack;
+    uint64_t stream = 0; // a mapping's: the handle it maps
 };
 
 // The events `before` the program's code ended and `after` it, in order, each at its own millisecond;
@@ -223,11 +226,16 @@ TraceReader exit_frees(const std::vector<Made>& before, const std::vector<Made>&
     for (uint32_t stack = 1; stack <= 8; ++stack)
         builder.add_stack(stack, {0x400000 + stack * 0x1000});
     uint64_t time_ns = kStart;
+    // The sequence number of each allocation's event, for the live slots.
+    std::map<std::pair<uint64_t, format::MemoryKind>, uint64_t> sequences;
     const auto append = [&](const Made& made) {
+        if (made.type == format::EventType::Alloc)
+            sequences[{made.address, made.kind}] = builder.header().ring_head;
         format::EventRecord record = event_of(made.type, made.address, time_ns += kMillisecond);
         record.kind = static_cast<uint8_t>(made.kind);
         record.size = made.size;
         record.stack_id = made.stack;
+        record.stream = made.stream;
         builder.append_event(record);
     };
     for (const Made& made : before)
@@ -244,6 +252,8 @@ TraceReader exit_frees(const std::vector<Made>& before, const std::vector<Made>&
         slot.size = live[i].size;
         slot.kind = static_cast<uint8_t>(live[i].kind);
         slot.stack_id = live[i].stack;
+        slot.stream = live[i].stream;
+        slot.sequence = sequences[{live[i].address, live[i].kind}];
         slot.time_ns = kStart;
         builder.set_live(i, slot);
     }
@@ -319,4 +329,46 @@ TEST_CASE("what the program's code left live counts as live, though its exit fre
                    Catch::Contains("1 allocation freed after the program's code ended was made "
                                    "before the oldest event the ring still holds"));
     }
+}
+
+TEST_CASE("physical memory is placed where it is mapped, the address the program's objects hold") {
+    constexpr auto kPhysical = format::MemoryKind::VmmPhysical;
+    constexpr auto kMapping = format::MemoryKind::VmmMapping;
+    constexpr uint64_t kHeld = 0x9;  // a handle, live at the end
+    constexpr uint64_t kFreed = 0xa; // one its exit released
+    const Made held{kAlloc, kPhysical, kHeld, 2 * kMiB, 3};
+    const Made held_mapping{kAlloc, kMapping, 0x7f0000200000, 2 * kMiB, 3, kHeld};
+    const Made freed{kAlloc, kPhysical, kFreed, 2 * kMiB, 3};
+    const Made freed_mapping{kAlloc, kMapping, 0x7f0000600000, 2 * kMiB, 3, kFreed};
+    const Made unmapped{kAlloc, kPhysical, 0xb, 2 * kMiB, 4};
+    const TraceReader trace =
+        exit_frees({held, held_mapping, freed, freed_mapping, unmapped},
+                   {{kFree, kMapping, 0x7f0000600000, 2 * kMiB, 3}, {kFree, kPhysical, kFreed, 2 * kMiB, 3}},
+                   {held, held_mapping, unmapped});
+    const ProcessModel model = build_model("trace.bin", trace);
+    const LeakSite* mapped = site_of_stack(model, 3);
+    REQUIRE(mapped != nullptr);
+    CHECK(mapped->kind == kPhysical);
+    CHECK(mapped->bytes == 4 * kMiB);
+    CHECK(mapped->blocks == std::vector<LiveBlock>{{0x7f0000200000, 2 * kMiB}, {0x7f0000600000, 2 * kMiB}});
+    // Memory mapped nowhere has no address of its own: its handle stands for it.
+    const LeakSite* unmapped_site = site_of_stack(model, 4);
+    REQUIRE(unmapped_site != nullptr);
+    CHECK(unmapped_site->blocks == std::vector<LiveBlock>{{0xb, 2 * kMiB}});
+}
+
+TEST_CASE("a handle the driver hands out again does not take the mappings of the memory it named before") {
+    constexpr auto kPhysical = format::MemoryKind::VmmPhysical;
+    constexpr auto kMapping = format::MemoryKind::VmmMapping;
+    constexpr uint64_t kHandle = 0xc;
+    // Created, mapped and released at once (the mapping keeps the memory), then the handle's value again.
+    const Made mapping{kAlloc, kMapping, 0x7f0000800000, 2 * kMiB, 5, kHandle};
+    const Made again{kAlloc, kPhysical, kHandle, 4 * kMiB, 6};
+    const TraceReader trace = exit_frees(
+        {{kAlloc, kPhysical, kHandle, 2 * kMiB, 5}, mapping, {kFree, kPhysical, kHandle, 2 * kMiB, 5}, again},
+        {}, {mapping, again});
+    const ProcessModel model = build_model("trace.bin", trace);
+    const LeakSite* reused = site_of_stack(model, 6);
+    REQUIRE(reused != nullptr);
+    CHECK(reused->blocks == std::vector<LiveBlock>{{kHandle, 4 * kMiB}});
 }

@@ -296,7 +296,8 @@ TEST_CASE("cuBLASLt offers one algorithm without workspace and refuses shapes th
     CUBLASLT(cublasLtMatmulDescDestroy)(description);
 }
 
-TEST_CASE("cuBLASLt's descriptors read back what they were created with and given, as XLA reads them") {
+TEST_CASE(
+    "cuBLASLt's descriptors read back what they were created with, given or documented, as XLA reads them") {
     cublasLtMatmulDesc_t description = nullptr;
     constexpr cublasComputeType_t kCompute32F = 68;
     REQUIRE(CUBLASLT(cublasLtMatmulDescCreate)(&description, kCompute32F, 0) == CUBLAS_STATUS_SUCCESS);
@@ -317,7 +318,8 @@ TEST_CASE("cuBLASLt's descriptors read back what they were created with and give
     CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, &read_back,
                                                    sizeof read_back, &written) == CUBLAS_STATUS_SUCCESS);
     CHECK(read_back == kTranspose);
-    // With no room, the size it needs; with the wrong size, or an attribute never given, nothing.
+    // With no room, the size it needs; with the wrong size, or an attribute cuBLASLt does not have,
+    // nothing.
     CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, nullptr, 0,
                                                    &written) == CUBLAS_STATUS_SUCCESS);
     CHECK(written == sizeof(int32_t));
@@ -326,15 +328,37 @@ TEST_CASE("cuBLASLt's descriptors read back what they were created with and give
     uint64_t wide = 0;
     CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_TRANSB, &wide,
                                                    sizeof wide, &written) == CUBLAS_STATUS_INVALID_VALUE);
-    constexpr cublasLtMatmulDescAttributes_t kBiasPointer = 8;
-    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, kBiasPointer, &wide, sizeof wide, &written) ==
+    constexpr cublasLtMatmulDescAttributes_t kUndocumented = 9;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, kUndocumented, &wide, sizeof wide,
+                                                   &written) == CUBLAS_STATUS_INVALID_VALUE);
+    CHECK(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, kUndocumented, &wide, sizeof wide) ==
           CUBLAS_STATUS_INVALID_VALUE);
-    const void* bias = &wide;
-    REQUIRE(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, kBiasPointer, &bias, sizeof bias) ==
-            CUBLAS_STATUS_SUCCESS);
-    const void* bias_back = nullptr;
-    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, kBiasPointer, &bias_back, sizeof bias_back,
+    // An attribute never given reads as its documented default.
+    const void* bias_back = &wide;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_back,
+                                                   sizeof bias_back, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(bias_back == nullptr);
+    int32_t aux_type = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                                   &aux_type, sizeof aux_type,
                                                    &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(aux_type == -1);
+    int32_t fill = 0;
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_FILL_MODE, &fill,
+                                                   sizeof fill, &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(fill == CUBLAS_FILL_MODE_FULL);
+    // A one-byte flag takes one byte, no more.
+    const int8_t fast = 1;
+    CHECK(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                                   sizeof fast) == CUBLAS_STATUS_SUCCESS);
+    const int32_t fast_wide = 1;
+    CHECK(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_wide,
+                                                   sizeof fast_wide) == CUBLAS_STATUS_INVALID_VALUE);
+    const void* bias = &wide;
+    REQUIRE(CUBLASLT(cublasLtMatmulDescSetAttribute)(description, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                     sizeof bias) == CUBLAS_STATUS_SUCCESS);
+    CHECK(CUBLASLT(cublasLtMatmulDescGetAttribute)(description, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_back,
+                                                   sizeof bias_back, &written) == CUBLAS_STATUS_SUCCESS);
     CHECK(bias_back == bias);
     CUBLASLT(cublasLtMatmulDescDestroy)(description);
 
@@ -364,6 +388,16 @@ TEST_CASE("cuBLASLt's descriptors read back what they were created with and give
                                                          &workspace, sizeof workspace,
                                                          &written) == CUBLAS_STATUS_SUCCESS);
     CHECK(workspace == 0);
+    uint32_t alignment = 0;
+    CHECK(CUBLASLT(cublasLtMatmulPreferenceGetAttribute)(
+              preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignment, sizeof alignment,
+              &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(alignment == 256);
+    uint64_t implementations = 0;
+    CHECK(CUBLASLT(cublasLtMatmulPreferenceGetAttribute)(preference, CUBLASLT_MATMUL_PREF_IMPL_MASK,
+                                                         &implementations, sizeof implementations,
+                                                         &written) == CUBLAS_STATUS_SUCCESS);
+    CHECK(implementations == ~uint64_t{0});
     CUBLASLT(cublasLtMatmulPreferenceDestroy)(preference);
 }
 
