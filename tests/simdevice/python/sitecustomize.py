@@ -1,5 +1,5 @@
 """Part of the simulated CUDA device's test bed (tests/simdevice), found through PYTHONPATH. The user's
-script is unchanged; only these two things are, and a sitecustomize further on the path still runs:
+script is unchanged; only these three things are, and a sitecustomize further on the path still runs:
 
 - PyTorch runs its own convolution, batch-norm, recurrent and attention kernels instead of cuDNN's, as
   after `torch.backends.cudnn.enabled = False` and `torch.backends.cuda.enable_cudnn_sdp(False)`,
@@ -8,7 +8,10 @@ script is unchanged; only these two things are, and a sitecustomize further on t
   (jax._src.hardware_utils.has_visible_nvidia_gpu), which a machine without a GPU has none of, and which
   the test bed cannot make without root. Nothing else of JAX's is changed; its CUDA plugin then finds
   the simulated libraries through LD_LIBRARY_PATH, as it finds the toolkit's where its own NVIDIA wheels
-  are not installed."""
+  are not installed.
+- XLA runs its kernels one by one, never as CUDA graphs (its command buffers, which it may choose for a
+  jitted function and which the simulated device cannot create), as after
+  `XLA_FLAGS=--xla_gpu_enable_command_buffer=`, unless XLA_FLAGS already says which to use."""
 
 import importlib.abc
 import importlib.machinery
@@ -67,6 +70,13 @@ def _run_the_next_sitecustomize():
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
+def _without_command_buffers():
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "--xla_gpu_enable_command_buffer" not in flags:
+        os.environ["XLA_FLAGS"] = " ".join(["--xla_gpu_enable_command_buffer=", flags]).strip()
+
+
+_without_command_buffers()
 sys.meta_path.insert(0, _AfterImport("torch", _switch_cudnn_off))
 sys.meta_path.insert(0, _AfterImport("jax._src.hardware_utils", _see_the_simulated_gpu))
 _run_the_next_sitecustomize()
