@@ -181,7 +181,7 @@ TraceBuilder grouping_trace() {
     failure.type = static_cast<uint16_t>(format::EventType::AllocFailed);
     failure.kind = static_cast<uint8_t>(format::MemoryKind::Device);
     failure.address = UINT64_MAX;
-    failure.size = 8 << 30;
+    failure.size = 8ULL << 30;
     failure.result = 2;
     failure.stack_id = 1;
     failure.time_ns = kStart + 9 * kSecond + kSecond / 2;
