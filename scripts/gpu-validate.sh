@@ -188,21 +188,28 @@ fi
 # a GPU (a TensorFlow without its CUDA libraries runs on the CPU); else its row says why it is skipped.
 # $1: the check's name.
 framework_here() {
-    local sees_gpu
+    local sees_gpu status=0
     if [[ $simulated == 1 ]]; then
         row SKIP "$1" "not on the simulated device"
         return 1
     fi
     case $2 in
-        jax) sees_gpu='import jax; assert jax.devices("gpu")' ;;
-        tensorflow) sees_gpu='import tensorflow as tf; assert tf.config.list_physical_devices("GPU")' ;;
-        *) sees_gpu="import $2; assert $2.cuda.runtime.getDeviceCount() > 0" ;;
+        jax) sees_gpu='assert jax.devices("gpu")' ;;
+        tensorflow) sees_gpu='assert tensorflow.config.list_physical_devices("GPU")' ;;
+        *) sees_gpu="assert $2.cuda.runtime.getDeviceCount() > 0" ;;
     esac
-    if ! "$python" -c "import $2" 2>/dev/null; then
+    # One interpreter for both questions: a framework's import takes seconds. 3: not importable.
+    "$python" -c "
+import sys
+try:
+    import $2
+except Exception:
+    sys.exit(3)
+$sees_gpu" >/dev/null 2>&1 || status=$?
+    if ((status == 3)); then
         row SKIP "$1" "$2 is not importable by $python"
         return 1
-    fi
-    if ! "$python" -c "$sees_gpu" >/dev/null 2>&1; then
+    elif ((status != 0)); then
         row SKIP "$1" "$2 sees no GPU (its CUDA libraries are missing)"
         return 1
     fi

@@ -24,8 +24,8 @@ run_tier() {
 }
 
 run_tier "all tests" "$root/build" ""
-# The sanitizer tiers build only the tests they run: the rest of the tree would take them three times as
-# long to build.
+# The sanitizer tiers build only the tests they run: for TSan a small part of the tree, for ASan most of it
+# (the reader and the recorder).
 run_tier "ASan+UBSan: reader and recorder" "$root/build-asan" "reader|recorder|concurrent" -DGPULEAK_SANITIZE=address,undefined \
     -- sanitized_tests
 run_tier "TSan: concurrent recorder" "$root/build-tsan" "concurrent" -DGPULEAK_SANITIZE=thread -- concurrent_tests

@@ -459,13 +459,11 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         ++entry.site.count;
         entry.times.push_back(since_start(allocation.time_ns, model.header));
         entry.sequences.push_back(allocation.sequence);
-        const auto [first, end] = allocation.kind == MemoryKind::VmmPhysical
-                                      ? mapped_at.equal_range(allocation.address)
-                                      : std::make_pair(mapped_at.end(), mapped_at.end());
         const size_t placed = entry.site.blocks.size();
-        for (auto mapping = first; mapping != end; ++mapping)
-            if (mapping->second.sequence > allocation.sequence)
-                entry.site.blocks.push_back(mapping->second.block);
+        if (allocation.kind == MemoryKind::VmmPhysical)
+            for (auto [mapping, end] = mapped_at.equal_range(allocation.address); mapping != end; ++mapping)
+                if (mapping->second.sequence > allocation.sequence)
+                    entry.site.blocks.push_back(mapping->second.block);
         if (entry.site.blocks.size() == placed)
             entry.site.blocks.push_back({allocation.address, allocation.size});
     };
