@@ -30,6 +30,7 @@ struct PythonCalls {
     PyObject* (*decode_file_name)(const char*);
     PyObject* (*from_long)(long);
     PyObject* (*function_new)(void*, PyObject*, PyObject*); // PyCFunction_NewEx, of a PyMethodDef
+    const char* (*as_utf8)(PyObject*);
     PyObject* none;
     void (*incref)(PyObject*);
     void (*decref)(PyObject*);
@@ -43,6 +44,7 @@ struct MethodDefinition {
     const char* doc;
 };
 constexpr int kNoArguments = 0x0004;
+constexpr int kOneArgument = 0x0008; // METH_O
 
 constexpr int kFileInput = 257; // Py_file_input
 
@@ -60,13 +62,17 @@ bool look_up_all(PythonCalls& calls) {
            look_up(calls.run_string, "PyRun_StringFlags") &&
            look_up(calls.decode_file_name, "PyUnicode_DecodeFSDefault") &&
            look_up(calls.from_long, "PyLong_FromLong") && look_up(calls.function_new, "PyCFunction_NewEx") &&
-           look_up(calls.none, "_Py_NoneStruct") && look_up(calls.incref, "Py_IncRef") &&
-           look_up(calls.decref, "Py_DecRef");
+           look_up(calls.as_utf8, "PyUnicode_AsUTF8") && look_up(calls.none, "_Py_NoneStruct") &&
+           look_up(calls.incref, "Py_IncRef") && look_up(calls.decref, "Py_DecRef");
 }
 
 // Runs in a namespace of its own, so that nothing it binds lands in the program's modules; `package`,
-// `moment` ("out_of_memory", "exit", or "register_exit" to register `search_at_exit` with atexit),
-// `device`, `tell` (say what went wrong on stderr) and `search_at_exit` are set there. The package is
+// `moment` ("out_of_memory", "exit", "ended" to record the exception the program's code ended with, or
+// "register_exit" to register `search_at_exit` with atexit), `device`, `tell` (say what went wrong on
+// stderr), `search_at_exit` and `record_error` (which records its document: format::EventType::
+// ProgramError's) are set there. The exception is the one the interpreter printed as the program ended
+// (sys.last_exc, before 3.12 sys.last_value); not an IPython kernel's, which sets them at each cell's
+// error and does not end. The package is
 // imported as the program would import it; where it is not installed, from the directory `gpuleak run`
 // named, under its own name, so that a later `import gpuleak` of the program finds the same module. For
 // the search at exit, only then: a program that never ends normally never imports it.
@@ -126,7 +132,42 @@ def _gpuleak_at(moment, *arguments):
             )
 
 
-if moment == "register_exit":
+def _gpuleak_ended():
+    import sys
+    error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    ipython = sys.modules.get("IPython")
+    if error is None or (ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None):
+        return
+    import json
+
+    def text(value):
+        return value.encode("utf-8", "replace").decode("utf-8")
+
+    kind = type(error)
+    name = kind.__qualname__
+    if kind.__module__ not in ("builtins", "__main__"):
+        name = "%s.%s" % (kind.__module__, name)
+    try:
+        message = str(error)
+    except Exception:
+        message = ""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        function = getattr(code, "co_qualname", code.co_name)
+        frames.append([text(code.co_filename), traceback.tb_lineno or 0, text(function)])
+        traceback = traceback.tb_next
+    document = {"type": text(name), "message": text(message[:4000]), "frames": frames[-64:]}
+    record_error(json.dumps(document, ensure_ascii=False))
+
+
+if moment == "ended":
+    try:
+        _gpuleak_ended()
+    except Exception:
+        pass
+elif moment == "register_exit":
     import atexit
 
     atexit.register(search_at_exit)
@@ -150,6 +191,7 @@ bool set_item(const PythonCalls& calls, PyObject* namespace_, const char* name, 
 }
 
 PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/);
+PyObject* record_error(PyObject* /*self*/, PyObject* document);
 
 // What went wrong is said once, whichever moment met it first: a program that catches its out-of-memory
 // errors may meet many.
@@ -161,11 +203,13 @@ std::atomic<bool> g_tell{true};
 std::atomic<bool> g_exit_search_asked{false};
 std::atomic<pid_t> g_exit_search_pid{0};
 std::atomic<void (*)()> g_program_ended{nullptr};
+std::atomic<void (*)(const char*)> g_program_error{nullptr};
 std::atomic<bool> g_search_at_exit{false};
 
 // Runs the bootstrap for `moment` under the GIL, which the caller holds.
 void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
     static MethodDefinition at_exit{"gpuleak_search_at_exit", search_at_exit, kNoArguments, nullptr};
+    static MethodDefinition error{"gpuleak_record_error", record_error, kOneArgument, nullptr};
     const bool tell = std::strcmp(moment, "register_exit") != 0 && g_tell.exchange(false);
     PyObject* pending[3] = {nullptr, nullptr, nullptr};
     calls.error_fetch(&pending[0], &pending[1], &pending[2]);
@@ -179,7 +223,8 @@ void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
             set_item(calls, namespace_, "moment", calls.decode_file_name(moment)) &&
             set_item(calls, namespace_, "device", calls.from_long(device)) &&
             set_item(calls, namespace_, "tell", calls.from_long(tell ? 1 : 0)) &&
-            set_item(calls, namespace_, "search_at_exit", calls.function_new(&at_exit, nullptr, nullptr));
+            set_item(calls, namespace_, "search_at_exit", calls.function_new(&at_exit, nullptr, nullptr)) &&
+            set_item(calls, namespace_, "record_error", calls.function_new(&error, nullptr, nullptr));
         if (ready) {
             if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
                 calls.decref(result);
@@ -204,11 +249,23 @@ const PythonCalls* python_calls() {
 PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/) {
     const PythonCalls* calls = python_calls();
     if (getpid() == g_exit_search_pid.load(std::memory_order_relaxed)) {
+        run_bootstrap(*calls, "ended", 0);
         if (void (*program_ended)() = g_program_ended.load(std::memory_order_relaxed))
             program_ended();
         if (g_search_at_exit.load(std::memory_order_relaxed))
             run_bootstrap(*calls, "exit", 0);
     }
+    calls->incref(calls->none);
+    return calls->none;
+}
+
+// The bootstrap's record_error: the document as UTF-8, to the recorder.
+PyObject* record_error(PyObject* /*self*/, PyObject* document) {
+    const PythonCalls* calls = python_calls();
+    if (const char* text = calls->as_utf8(document); text == nullptr)
+        calls->error_clear();
+    else if (void (*program_error)(const char*) = g_program_error.load(std::memory_order_relaxed))
+        program_error(text);
     calls->incref(calls->none);
     return calls->none;
 }
@@ -239,7 +296,7 @@ void why_at_out_of_memory(int device) {
     calls->gil_release(gil);
 }
 
-void why_at_exit_once_holding(void (*program_ended)(), bool search) {
+void why_at_exit_once_holding(void (*program_ended)(), void (*program_error)(const char*), bool search) {
     if (g_exit_search_asked.load(std::memory_order_relaxed))
         return;
     const PythonRuntime* python = python_runtime(true);
@@ -251,6 +308,7 @@ void why_at_exit_once_holding(void (*program_ended)(), bool search) {
     if (add_pending_call == nullptr || g_exit_search_asked.exchange(true))
         return;
     g_program_ended.store(program_ended, std::memory_order_relaxed);
+    g_program_error.store(program_error, std::memory_order_relaxed);
     g_search_at_exit.store(search, std::memory_order_relaxed);
     g_exit_search_pid.store(getpid(), std::memory_order_relaxed);
     // Its queue is full: a later allocation asks again.

@@ -17,11 +17,14 @@ void why_at_out_of_memory(int device);
 // Called as the process comes to hold device memory (each allocation of it; only the first call that
 // finds a running interpreter acts): in a Python program, asks the interpreter's main thread, through
 // Py_AddPendingCall (callable from any thread, with no lock of Python's held), to register a function
-// with atexit. Never blocks, never calls into Python itself. At the program's exit that function calls
-// `program_ended` first: the program's own code is over, and the atexit functions registered before it
+// with atexit. Never blocks, never calls into Python itself. At the program's exit that function passes
+// the exception the program's code ended with, if any, to `program_error` (format::EventType::
+// ProgramError's document), then calls `program_ended`: the program's own code is over, and the atexit
+// functions registered before it
 // run after it (libraries' clean-ups, such as JAX's, which frees every array), so what they free was
 // still held by the program. Then, where `search` asks, it searches for what keeps the device memory
 // alive (the package's at_exit hook), importing the package only then.
-void why_at_exit_once_holding(void (*program_ended)(), bool search);
+void why_at_exit_once_holding(void (*program_ended)(), void (*program_error)(const char* document),
+                              bool search);
 
 } // namespace gpuleak

@@ -733,7 +733,8 @@ void record_alloc(const Allocation& allocation) {
         append_thread_start(entry.time_ns);
     if (g_config.python_stacks &&
         (format::occupies_device_memory(allocation.kind) || allocation.kind == MemoryKind::Block))
-        why_at_exit_once_holding(note_python_finalizing, (g_config.why_moments & GPULEAK_WHY_EXIT) != 0);
+        why_at_exit_once_holding(note_python_finalizing, record_program_error,
+                                 (g_config.why_moments & GPULEAK_WHY_EXIT) != 0);
 }
 
 namespace {
@@ -994,6 +995,22 @@ void record_retainers(const char* label, const char* document) {
         return;
     event.stream = __atomic_load_n(g_writer.sequence_counter(), __ATOMIC_RELAXED);
     append_public_note(event, EventType::Retainers);
+}
+
+void record_program_error(const char* document) {
+    // The document python_why.cpp makes: a message of at most 4000 characters and 64 frames of paths.
+    constexpr size_t kMaxDocumentBytes = 65535;
+    static std::atomic<bool> recorded{false};
+    ErrnoGuard errno_guard;
+    if (document == nullptr)
+        return;
+    const RecordingScope recording(EventSort::Note);
+    if (!recording.entered() || !ensure_active() || recorded.exchange(true, std::memory_order_relaxed))
+        return;
+    EventRecord event{};
+    event.address = g_writer.add_string(document, strnlen(document, kMaxDocumentBytes));
+    if (event.address != 0)
+        append_public_note(event, EventType::ProgramError);
 }
 
 uint32_t why_moments() {

@@ -78,6 +78,10 @@ void record_source_name(const char* file, const char* name, const char* text);
 // and the document in the strings region and a Retainers record in the notable array.
 void record_retainers(const char* label, const char* document);
 
+// The Python program's code ended with an exception no code caught: a copy of `document` (format::
+// EventType::ProgramError's) in the strings region and a ProgramError record in the notable array, once.
+void record_program_error(const char* document);
+
 // GPULEAK_WHY's moments (GPULEAK_WHY_* bits) in a process that records; 0 before it records.
 uint32_t why_moments();
 

@@ -177,6 +177,13 @@ std::vector<std::string> ending_lines(const CommandEnd& end) {
 std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) {
     std::vector<ProcessReport>& processes = report.processes;
     std::vector<std::string> lines;
+    // What ended a program that failed, first: it is what its author ran it for.
+    for (const ProcessReport& process : processes)
+        if (process.model.error)
+            lines.push_back(fmt::format("{} ended with {}",
+                                        processes.size() > 1 ? fmt::format("pid {}", process.model.header.pid)
+                                                             : "the program",
+                                        analyzer::program_error_text(process.model, *process.model.error)));
     if (killed_by_sigkill(end))
         if (auto samples = last_samples(end, processes))
             lines.push_back(*samples);

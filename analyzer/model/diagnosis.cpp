@@ -63,7 +63,9 @@ std::optional<FillEstimate> fill_estimate(const ProcessModel& model, const LeakS
 }
 
 std::optional<CacheFacts> cache_growth(const ProcessModel& model) {
-    if (!model.reports_blocks)
+    // A program that never freed a block has nothing cached: a model just made fills part of the segments
+    // made for its parameters, and emptying the cache gives none of them back.
+    if (!model.reports_blocks || !model.freed_blocks)
         return std::nullopt;
     for (const DeviceSummary& device : model.devices) {
         const uint64_t cached = device.cached();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -9,10 +10,14 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "live_objects.h"
+#include "program_files.h"
+#include "repetition.h"
 #include "retainers.h"
 #include "site_keys.h"
+#include "thread_starts.h"
 #include "timeline_thinning.h"
 #include "trace_set.h"
 
@@ -125,6 +130,19 @@ bool process_reports_blocks(const TraceReader& trace) {
         if (trace.header().accounting.peak_bytes[slot][block] != 0)
             return true;
     return false;
+}
+
+// Whether the program gave blocks back to its sub-allocator (what a cache holds for reuse), by the events
+// before `program_events`; taken as so where the ring no longer holds its oldest events.
+bool program_freed_blocks(const TraceReader& trace, uint64_t program_events) {
+    bool freed = trace.events_dropped() > 0;
+    if (!freed)
+        trace.visit_events_newest_first([&](const Event& event) {
+            freed = event.type == EventType::Free && event.kind == MemoryKind::Block &&
+                    event.sequence < program_events;
+            return !freed;
+        });
+    return freed;
 }
 
 uint64_t end_time(const TraceReader& trace) {
@@ -276,21 +294,12 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
 
 std::map<uint32_t, uint32_t> collect_thread_start_stacks(const TraceReader& trace,
                                                          const std::vector<FailureSummary>& failures) {
-    // A thread's id is another thread's once it ended: each start covers what its id made from then on,
-    // to the thread's end (a record of stack 0), or to the next start.
-    std::map<std::pair<uint32_t, uint64_t>, uint32_t> starts; // {thread, time} -> starting stack, 0: ended
-    for (const Event& event : trace.notable_events().events)
-        if (event.type == EventType::ThreadStart)
-            starts[{event.thread_id, since_start(event.time_ns, trace.header())}] = event.stack_id;
+    const ThreadStarts starts(trace);
     std::map<uint32_t, uint32_t> by_stack;
     if (starts.empty())
         return by_stack;
     const auto note = [&](uint32_t stack_id, uint32_t thread_id, uint64_t time_ns) {
-        auto after = starts.upper_bound({thread_id, time_ns});
-        if (stack_id == 0 || after == starts.begin())
-            return;
-        const auto& [key, start] = *std::prev(after);
-        if (key.first == thread_id && start != 0)
+        if (const uint32_t start = stack_id != 0 ? starts.of(thread_id, time_ns) : 0; start != 0)
             by_stack.emplace(stack_id, start);
     };
     for (const LiveAllocation& allocation : trace.live_allocations().allocations)
@@ -327,6 +336,9 @@ constexpr uint64_t kProgramParts = 10;
 constexpr size_t kMinGrowingParts = 3;
 constexpr uint64_t kMinGrowingCount = 3;
 constexpr long kMinGrowingIntervals = 3;
+// Without markers, the survivors must also span this many repetitions of the program's work
+// (repetition.h) among those the ring still holds: made over at least three of its steps.
+constexpr uint64_t kMinRepetitions = 2;
 
 struct ProgramSpread {
     double share = 0; // of the program's events, between the oldest and the youngest
@@ -488,6 +500,8 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
             entry.spilled_ranges.push_back({stretch.first_sequence, stretch.end_sequence - 1});
         }
     }
+    std::vector<size_t> judged_by_repetition; // into leak_sites
+    std::vector<std::vector<uint64_t>> survivors_of_judged;
     for (auto& [key, entry] : by_site) {
         LeakSite& site = entry.site;
         site.stack_id = largest_stack(entry.bytes_by_stack);
@@ -520,18 +534,88 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
                 site.bytes_per_marker_interval =
                     static_cast<double>(site.bytes) / static_cast<double>(distinct);
         }
-        // Markers are the program's own steps; within them, or without any, its events are.
+        // Markers are the program's own steps; within them, or without any, its events are, and then
+        // repetitions of its work must be seen among them (judged below, for all such sites at once).
         const bool spread_in_events = spread.share >= kGrowthShare && spread.parts >= kMinGrowingParts;
-        site.growing = many && (spread_in_markers || spread_in_events);
+        site.spread_over_work = many && (spread_in_markers || spread_in_events);
+        site.growing = site.spread_over_work;
+        if (site.growing && !spread_in_markers) {
+            judged_by_repetition.push_back(model.leak_sites.size());
+            survivors_of_judged.push_back(std::move(entry.sequences));
+        }
         if (span_s > 0)
             site.bytes_per_second = static_cast<double>(site.bytes) / span_s;
         std::sort(site.blocks.begin(), site.blocks.end(),
                   [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
         model.leak_sites.push_back(std::move(site));
     }
+    const std::vector<Repetitions> repetitions =
+        find_repetitions(trace, survivors_of_judged, model.program_events, kMinRepetitions);
+    for (size_t i = 0; i < judged_by_repetition.size(); ++i)
+        if (repetitions[i].known && repetitions[i].seen < kMinRepetitions)
+            model.leak_sites[judged_by_repetition[i]].growing = false;
     std::sort(model.leak_sites.begin(), model.leak_sites.end(), [](const LeakSite& a, const LeakSite& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
     });
+}
+
+// Whether an exception says that memory ran out: PyTorch's OutOfMemoryError, TensorFlow's
+// ResourceExhaustedError, XLA's RESOURCE_EXHAUSTED, or a message of the CUDA error.
+bool says_out_of_memory(const ProgramError& error) {
+    std::string message = error.message;
+    std::transform(message.begin(), message.end(), message.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return error.type.ends_with("OutOfMemoryError") || error.type.ends_with("ResourceExhaustedError") ||
+           message.find("out of memory") != std::string::npos ||
+           message.find("resource_exhausted") != std::string::npos;
+}
+
+// The exception the program's code ended with, if it recorded one (ProcessModel::error); a record that is
+// not gpuleak's is left out with a warning.
+void find_program_error(const TraceReader& trace, ProcessModel& model) {
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != EventType::ProgramError)
+            continue;
+        const uint64_t time_ns = since_start(event.time_ns, model.header);
+        const std::string* document = trace.string(event.address);
+        const nlohmann::json root =
+            document != nullptr ? nlohmann::json::parse(*document, nullptr, false) : nlohmann::json();
+        const auto text = [&](const char* name) -> const std::string* {
+            const auto found = root.find(name);
+            return found != root.end() && found->is_string() ? found->get_ptr<const std::string*>() : nullptr;
+        };
+        const auto frames = root.is_object() ? root.find("frames") : root.end();
+        if (!root.is_object() || text("type") == nullptr || text("message") == nullptr ||
+            frames == root.end() || !frames->is_array()) {
+            model.warnings.push_back(
+                fmt::format("the record of the exception the program ended with, at {:.2f} s, cannot be read",
+                            seconds_of(time_ns)));
+            return;
+        }
+        ProgramError error{*text("type"), *text("message"), {}, time_ns, std::nullopt, std::nullopt};
+        for (const nlohmann::json& frame : *frames) {
+            if (!frame.is_array() || frame.size() != 3 || !frame[0].is_string() ||
+                !frame[1].is_number_unsigned() || !frame[2].is_string())
+                continue;
+            error.frames.push_back(
+                {frame[0].get<std::string>(),
+                 static_cast<uint32_t>(std::min<uint64_t>(frame[1].get<uint64_t>(), UINT32_MAX)),
+                 frame[2].get<std::string>()});
+        }
+        for (size_t i = error.frames.size(); i-- > 0;)
+            if (is_program_file(error.frames[i].file)) {
+                error.program_frame = i;
+                break;
+            }
+        if (says_out_of_memory(error))
+            for (size_t i = model.failures.size(); i-- > 0;)
+                if (model.failures[i].out_of_memory() && model.failures[i].time_ns <= time_ns) {
+                    error.failure = i;
+                    break;
+                }
+        model.error = std::move(error);
+        return;
+    }
 }
 
 // The failed allocations, oldest first. A sub-allocator's refusal that gave up after failed CUDA
@@ -783,6 +867,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
         model.program_events = std::min(model.program_events, end->sequence);
     }
     model.reports_blocks = process_reports_blocks(trace);
+    model.freed_blocks = model.reports_blocks && program_freed_blocks(trace, model.program_events);
     model.events = model.header.counters.ring_head;
     model.events_overwritten = trace.events_dropped();
     model.markers = collect_markers(trace);
@@ -846,6 +931,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
                                     several_devices ? &device_timelines : nullptr);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
+    find_program_error(trace, model);
 
     // Devices: every ordinal that ever held reserved or allocated memory.
     for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {

@@ -119,8 +119,14 @@ struct LeakSite {
     bool segments = false;
     // A framework's own pool, set by mark_framework_pools: what it reserved, not what the program holds.
     PoolOwner pool = PoolOwner::None;
+    // Its survivors are spread over the program's markers' intervals or over its events (kGrowthShare in
+    // process_model.cpp), whether or not repetitions of its work were seen between them.
+    bool spread_over_work = false;
     // Survivors made through the program's work (a leak), as opposed to once (weights, a warm-up, a
-    // workspace): see kGrowthShare in process_model.cpp.
+    // workspace, however much of the program that was): spread over its markers' intervals, or over its
+    // events and across repetitions of its work (repetition.h), or over its events and held by a
+    // gpuleak.why() holder that accumulates them (retainers.h); and not held as one model's or
+    // optimizer's working set (retainers.h).
     bool growing = false;
     double bytes_per_second = 0;          // over the time its survivors were made in
     double bytes_per_marker_interval = 0; // when there are markers
@@ -284,8 +290,13 @@ struct Retainer {
     std::vector<std::string> through; // what the chains went through: "autograd graph", "view", ...
     // Of sites, what it held through tensors autograd saved for a backward pass (activations).
     std::vector<SiteShare> saved;
-    std::optional<KeptGraph> graph;  // where its tensors' graphs join two passes or more
-    std::string own;                 // PyTorch's own holders: "the parameters of a Net"
+    std::optional<KeptGraph> graph; // where its tensors' graphs join two passes or more
+    std::string own;                // PyTorch's own holders: "the parameters of a Net"
+    // The class of the model or optimizer whose parameters, buffers, gradients or state it holds ("Net",
+    // "Adam"), and how many models it holds where it is not one itself (a list of trials' models); empty
+    // and 0 in the documents of packages that did not say.
+    std::string owner;
+    uint64_t models = 0;
     std::vector<std::string> advice; // what to change, where what it went through says
 };
 
@@ -345,6 +356,26 @@ constexpr uint64_t kMinPasses = 3;
 // and a running total over fewer steps keeps little; what matters grows with the steps of an epoch.
 constexpr uint64_t kMinSpentPasses = 16;
 
+// The exception the Python program's code ended with, which no code caught (format::EventType::
+// ProgramError): what ended a script that failed, the first thing its author wants to see.
+struct ProgramError {
+    std::string type; // its class: "RuntimeError", "torch.OutOfMemoryError"
+    std::string message;
+    struct Frame {
+        std::string file;
+        uint32_t line = 0; // 0: unknown
+        std::string function;
+    };
+    std::vector<Frame> frames; // its traceback, outermost first (the innermost 64)
+    uint64_t time_ns = 0;      // when it was recorded, as the program ended, since the start
+    // Into frames: the innermost of the program's own code (program_files.h), where the author's code
+    // raised it or called what did; none where no frame is the program's.
+    std::optional<size_t> program_frame;
+    // The out-of-memory failure it reports (the error a framework raised as memory ran out), into
+    // ProcessModel::failures: the latest before it.
+    std::optional<size_t> failure;
+};
+
 struct ProcessModel {
     std::string path;
     TraceHeader header;
@@ -359,6 +390,10 @@ struct ProcessModel {
     // Python began finalizing, else all the process's events).
     uint64_t program_events = 0;
     bool reports_blocks = false; // a sub-allocator reported blocks: allocated is told from reserved
+    // The program's code freed blocks of its sub-allocator, which may keep them cached (or the ring no
+    // longer holds its oldest events): otherwise what the allocator reserved beyond them is only the rest
+    // of the segments it made for blocks still held.
+    bool freed_blocks = false;
     std::vector<DeviceSummary> devices;
     uint64_t peak_pinned_host = 0;
     uint64_t final_pinned_host = 0;
@@ -397,6 +432,7 @@ struct ProcessModel {
     std::vector<LiveAllocation> live_allocations;
     std::vector<SpilledSite> spilled_allocations;
     std::vector<Event> ring_events;
+    std::optional<ProgramError> error;
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };

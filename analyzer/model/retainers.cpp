@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace gpuleak::analyzer {
 
@@ -128,6 +130,10 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
                           count(*graph, "spent_passes"), count(*graph, "address"), count(*graph, "bytes")};
         }
         retainer.own = text(holder, "own");
+        if (holder.contains("owner")) {
+            retainer.owner = text(holder, "owner");
+            retainer.models = count(holder, "models");
+        }
         retainer.advice = texts(holder, "advice");
         snapshot.holders.push_back(std::move(retainer));
     }
@@ -254,6 +260,59 @@ void find_spent_graphs(ProcessModel& model) {
     }
 }
 
+// The parameters, buffers and gradients of one model, or the state of one optimizer, that one name holds:
+// the program's working set, made once however its making spread over the program's events.
+bool holds_a_working_set(const Retainer& holder) {
+    constexpr std::string_view kOwn[] = {"parameter", "buffer", "gradient", "optimizer state"};
+    const auto own = [&](const std::string& fact) {
+        return std::find(std::begin(kOwn), std::end(kOwn), fact) != std::end(kOwn);
+    };
+    return !holder.owner.empty() && holder.models <= 1 && holder.kind != "traceback" &&
+           !holder.through.empty() && std::all_of(holder.through.begin(), holder.through.end(), own);
+}
+
+// Objects one at a time, each with memory of its own, that only a loop makes: many models (a search that
+// keeps every trial's), or small slices that each keep a base tensor of their own (a view per step).
+bool accumulates(const Retainer& holder) {
+    constexpr uint64_t kMinAccumulated = 3;
+    return holder.models >= kMinAccumulated ||
+           (holder.tensors >= kMinAccumulated &&
+            std::find(holder.through.begin(), holder.through.end(), "view") != holder.through.end());
+}
+
+// A site spread over the program's work whose repetitions were not seen (a loop that makes nothing but
+// what it keeps) grows where the latest record naming it found a holder that accumulates, holding at
+// least half of it.
+void add_accumulated_to_growth(ProcessModel& model) {
+    for (size_t index = 0; index < model.leak_sites.size(); ++index) {
+        LeakSite& site = model.leak_sites[index];
+        if (site.growing || !site.spread_over_work || site.segments)
+            continue;
+        for (const HeldBy& held : site.held_by)
+            if (2 * held.bytes >= site.bytes &&
+                accumulates(model.retainers[held.snapshot].holders[held.holder])) {
+                site.growing = true;
+                model.growth_sites.insert(
+                    std::upper_bound(model.growth_sites.begin(), model.growth_sites.end(), index), index);
+                break;
+            }
+    }
+}
+
+// A growing site that the latest record naming it found held only as working sets is not growing.
+void leave_working_sets_out_of_growth(ProcessModel& model) {
+    std::erase_if(model.growth_sites, [&](size_t index) {
+        LeakSite& site = model.leak_sites[index];
+        if (site.held_by.empty() ||
+            !std::all_of(site.held_by.begin(), site.held_by.end(), [&](const HeldBy& held) {
+                return holds_a_working_set(model.retainers[held.snapshot].holders[held.holder]);
+            }))
+            return false;
+        site.growing = false;
+        return true;
+    });
+}
+
 } // namespace
 
 void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
@@ -295,6 +354,8 @@ void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessM
         }
     }
     tie_to_sites(model);
+    add_accumulated_to_growth(model);
+    leave_working_sets_out_of_growth(model);
     find_kept_for_backward(model);
     find_spent_graphs(model);
 }

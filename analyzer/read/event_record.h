@@ -34,7 +34,7 @@ inline bool valid_device(int16_t device) {
 
 inline bool valid_event(const format::EventRecord& record) {
     return record.type >= static_cast<uint16_t>(format::EventType::Alloc) &&
-           record.type <= static_cast<uint16_t>(format::EventType::ThreadStart) && valid_kind(record.kind) &&
+           record.type <= static_cast<uint16_t>(format::EventType::ProgramError) && valid_kind(record.kind) &&
            valid_device(record.device);
 }
 

@@ -112,7 +112,7 @@ class TraceReader::Decoder {
         if (version > format::kFormatVersion)
             fail(fmt::format("format version {} is newer than this reader ({})", version,
                              format::kFormatVersion));
-        if (version != format::kFormatVersion)
+        if (!format::readable_format_version(version))
             fail(fmt::format("unsupported format version {}", version));
         uint32_t header_bytes = 0;
         if (!copy_out(bytes_, offsetof(FileHeader, header_bytes), header_bytes))

@@ -36,7 +36,7 @@ bool read_identity(const fs::path& path, Identity& identity) {
     if (!file.read(reinterpret_cast<char*>(&header), sizeof header))
         return false;
     if (std::memcmp(header.magic, format::kMagic, sizeof header.magic) != 0 ||
-        header.format_version != format::kFormatVersion)
+        !format::readable_format_version(header.format_version))
         return false;
     identity.lineage.path = fs::absolute(path).lexically_normal().string();
     identity.lineage.pid = header.pid;

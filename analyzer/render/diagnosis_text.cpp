@@ -430,6 +430,48 @@ std::string host_point_text(const HostPoint& point) {
     return text;
 }
 
+namespace {
+
+// `text` with each run of white space (a message's line breaks) one space, cut before the character past
+// `most` bytes.
+std::string one_line(const std::string& text, size_t most) {
+    std::string line;
+    for (const char c : text) {
+        const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+        if (space && (line.empty() || line.back() == ' '))
+            continue;
+        line.push_back(space ? ' ' : c);
+    }
+    while (!line.empty() && line.back() == ' ')
+        line.pop_back();
+    if (line.size() <= most)
+        return line;
+    size_t cut = most;
+    // Not inside a UTF-8 sequence: back to its first byte.
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80)
+        --cut;
+    return line.substr(0, cut) + "...";
+}
+
+} // namespace
+
+std::string program_error_text(const ProcessModel& model, const ProgramError& error) {
+    constexpr size_t kMostMessageBytes = 300;
+    std::string text = printable(error.type);
+    if (!error.message.empty())
+        text += ": " + printable(one_line(error.message, kMostMessageBytes));
+    if (error.program_frame) {
+        const ProgramError::Frame& frame = error.frames[*error.program_frame];
+        text += fmt::format(", at {}:{} in {}", printable(frame.file), frame.line, printable(frame.function));
+    }
+    if (error.failure) {
+        const FailureSummary& failure = model.failures[*error.failure];
+        text += fmt::format(" (memory ran out: the allocation of {} at {:.2f} s failed)",
+                            human_bytes(static_cast<double>(failure.bytes)), seconds_of(failure.time_ns));
+    }
+    return text;
+}
+
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
     std::string text = fmt::format(
         "It left no end record: it was killed by a signal gpuleak cannot see, most often SIGKILL, which the "

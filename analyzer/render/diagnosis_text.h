@@ -21,6 +21,11 @@ std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host
 // The same in a few words: "its unique memory (USS) grew by 279.0 MiB while its RSS grew by 3.0 MiB".
 std::string host_growth_brief(const HostRamFacts& host);
 
+// The exception the program's code ended with, in one line: "RuntimeError: mat1 and mat2 shapes cannot
+// be multiplied (32x1000 and 1024x1024), at train.py:9 in <module>", its message on one line and cut
+// to a few hundred characters, with the failed allocation it reports where it reports one; printable.
+std::string program_error_text(const ProcessModel& model, const ProgramError& error);
+
 // Why a process left no end record and what it and the run held at its last sample.
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed);
 

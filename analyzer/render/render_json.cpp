@@ -1,6 +1,7 @@
 #include "render_json.h"
 
 #include "diagnosis_text.h"
+#include "program_files.h"
 #include "stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -28,6 +29,25 @@ json ended_json(const ProcessModel& model) {
     return {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
             {"code", nullptr},
             {"signal", nullptr}};
+}
+
+json error_json(const ProcessModel& model) {
+    if (!model.error)
+        return nullptr;
+    const ProgramError& error = *model.error;
+    json frames = json::array();
+    for (const ProgramError::Frame& frame : error.frames)
+        frames.push_back({{"file", frame.file},
+                          {"line", frame.line},
+                          {"function", frame.function},
+                          {"program", is_program_file(frame.file)}});
+    return {{"type", error.type},
+            {"message", error.message},
+            {"t_s", seconds_of(error.time_ns)},
+            {"frames", std::move(frames)},
+            {"program_frame", optional_json(error.program_frame)},
+            {"failure", optional_json(error.failure)},
+            {"text", program_error_text(model, error)}};
 }
 
 // The frames the text shows.
@@ -94,6 +114,8 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
                            {"path", holder.path},
                            {"through", holder.through},
                            {"own", holder.own},
+                           {"owner", holder.owner},
+                           {"models", holder.models},
                            {"advice", holder.advice},
                            {"graph", std::move(graph)},
                            {"sites", shares_json(holder.sites)}});
@@ -381,6 +403,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                                              : json()},
                     {"host_only", model.header.host_only()},
                     {"ended", ended_json(model)},
+                    {"error", error_json(model)},
                     {"simulated", model.header.simulated_device()},
                     {"duration_s", seconds_of(model.duration_ns)},
                     {"summary",

@@ -360,6 +360,11 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         fmt::format("  trace      {}{}\n", printable(model.path),
                     model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
     out += fmt::format("  ended      {}\n", ended(model));
+    if (model.error) {
+        // Under the header's values, with its label on the first line.
+        std::string error = wrapped(program_error_text(model, *model.error), std::string(13, ' '));
+        out += error.replace(0, 13, "  error      ");
+    }
     if (model.code_end_ns)
         out += fmt::format(
             "  python     finalization began at {:.1f} s: growth is judged on the events before it\n",

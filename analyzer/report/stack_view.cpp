@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "program_files.h"
 #include "python_interleave.h"
 
 namespace gpuleak::analyzer {
@@ -372,22 +373,7 @@ std::vector<const ReportFrame*> profile_frames(const std::vector<ReportFrame>& f
 }
 
 bool is_program_frame(const ReportFrame& frame) {
-    if (!frame.python || frame.file.empty())
-        return false;
-    if (!frame.source_name.empty())
-        return true;
-    const std::string_view file = frame.file;
-    if (file.starts_with("<frozen ") || file.find("/site-packages/") != std::string_view::npos ||
-        file.find("/dist-packages/") != std::string_view::npos)
-        return false;
-    const std::filesystem::path path(frame.file);
-    const std::string directory = path.parent_path().filename().string();
-    // The standard library: lib/python3.12/*.py and its packages (lib/python3.12/json/...).
-    for (auto part = path.begin(); part != path.end(); ++part)
-        if (part->string().starts_with("python3.") && part != path.begin() &&
-            std::prev(part)->string() == "lib")
-            return false;
-    return !(directory == "gpuleak" && path.filename().string().starts_with("_"));
+    return frame.python && (!frame.source_name.empty() || is_program_file(frame.file));
 }
 
 std::string python_frame_name(const ReportFrame& frame) {

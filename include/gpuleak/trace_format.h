@@ -64,8 +64,10 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
 // counts. 12: EventType::Retainers. 13: EventType::ThreadStart. 14: a TimelineSample holds each
 // device's allocated bytes and what its driver last said was used. 15: a VmmMapping's stream is the
-// handle of the physical memory it maps.
-static const uint32_t kFormatVersion = 15;
+// handle of the physical memory it maps. 16: EventType::ProgramError (15's files read the same).
+static const uint32_t kFormatVersion = 16;
+// The oldest version a reader of this one reads: its layout is this one's.
+static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
@@ -137,6 +139,12 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // thread's first allocation (threads that allocate nothing are not recorded), while starts fill less
     // than half of it. Stack 0: the thread ended, and its id may be another's from then on.
     ThreadStart = 11,
+    // The Python program's code ended with an exception that no code caught (what the interpreter printed
+    // as its traceback), recorded as it finalizes: address = string id of a JSON document {"type": the
+    // exception's class, qualified by its module unless a builtin, "message": str() of it (at most 4000
+    // characters), "frames": [[file, line, function], ...] of its traceback, outermost first, at most the
+    // 64 innermost}. In the notable array only, at most once.
+    ProgramError = 12,
 };
 
 // What forked a child, told by the recorder from the file names of the forking thread's Python frames.
@@ -578,6 +586,10 @@ constexpr const char* kind_name(MemoryKind kind) {
     return "none";
 }
 
+constexpr bool readable_format_version(uint32_t version) {
+    return version >= kOldestReadableFormatVersion && version <= kFormatVersion;
+}
+
 constexpr const char* event_type_name(EventType type) {
     switch (type) {
     case EventType::Alloc:
@@ -602,6 +614,8 @@ constexpr const char* event_type_name(EventType type) {
         return "retainers";
     case EventType::ThreadStart:
         return "thread_start";
+    case EventType::ProgramError:
+        return "program_error";
     }
     return "unknown";
 }

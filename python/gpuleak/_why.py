@@ -1198,6 +1198,8 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
                 "bytes": holder.graph.bytes,
             },
             "own": _own_text(holder),
+            "owner": holder.owner,
+            "models": holder.models,
             "advice": _advice(holder),
         }
         for holder in result.holders

@@ -48,7 +48,7 @@ void check_single_line(const std::string& text) {
 }
 
 void check_event(const Event& event) {
-    require(event.type >= format::EventType::Alloc && event.type <= format::EventType::ThreadStart,
+    require(event.type >= format::EventType::Alloc && event.type <= format::EventType::ProgramError,
             "event types are known");
     require(static_cast<uint8_t>(event.kind) < format::kKindCount, "event kinds are known");
     require(event.device >= -2, "event devices are ordinals, host or unknown");
@@ -68,7 +68,7 @@ void check_log(const EventLog& log, uint64_t window) {
 
 void check_trace(const TraceReader& trace) {
     const auto& header = trace.header();
-    require(header.format_version == format::kFormatVersion, "only the supported version is read");
+    require(format::readable_format_version(header.format_version), "only the supported versions are read");
     require(header.file_bytes >= format::kHeaderBytes, "a file holds its header");
     require(header.hostname.size() <= sizeof(format::FileHeader::hostname), "hostname within its field");
     require(header.parent_trace.size() <= sizeof(format::FileHeader::parent_trace),

@@ -293,6 +293,22 @@ TraceBuilder thread_starts() {
     return builder;
 }
 
+// A Python program that ended with an exception (format 16): the document names its frames, and a
+// failed allocation it reports.
+TraceBuilder program_error() {
+    TraceBuilder builder(small_layout());
+    format::EventRecord failure = event(format::EventType::AllocFailed, 0, 10);
+    failure.result = 2;
+    builder.add_notable(failure);
+    builder.add_string(1, R"({"type":"torch.OutOfMemoryError","message":"CUDA out of memory",)"
+                          R"("frames":[["/srv/train.py",12,"<module>"],["/srv/train.py",3,"step"]]})");
+    format::EventRecord error = event(format::EventType::ProgramError, 1, 20);
+    error.device = -2;
+    builder.add_notable(error);
+    builder.end_exited(1, 40);
+    return builder;
+}
+
 // More notable events than the array holds, one torn, and a process ended by a signal.
 TraceBuilder notable_overflow() {
     TraceBuilder builder(small_layout());
@@ -385,6 +401,7 @@ int main(int argc, char** argv) {
         {"named_source", named_source().bytes()},
         {"python_finalizing", python_finalizing().bytes()},
         {"thread_starts", thread_starts().bytes()},
+        {"program_error", program_error().bytes()},
         {"truncated", truncated},
         {"empty", empty().bytes()},
     };

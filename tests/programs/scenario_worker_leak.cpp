@@ -1,6 +1,6 @@
 // Scenario with a known answer: a parent that does not leak forks a worker (a DataLoader-style
-// child) that leaks one buffer per batch; the report on the parent's trace must find the child and
-// diagnose each process separately.
+// child) that works on each batch in scratch memory and leaks one buffer per batch; the report on the
+// parent's trace must find the child and diagnose each process separately.
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +17,12 @@ __attribute__((noinline)) void worker_keeps_batch() {
     cudaMalloc(&batch, 2 * kMiB); // worker leak site
 }
 
+__attribute__((noinline)) void worker_decodes_batch() {
+    void* scratch = nullptr;
+    cudaMalloc(&scratch, kMiB);
+    cudaFree(scratch);
+}
+
 } // namespace
 
 int main() {
@@ -25,6 +31,7 @@ int main() {
     pid_t child = fork();
     if (child == 0) {
         for (int i = 0; i < 10; ++i) {
+            worker_decodes_batch();
             worker_keeps_batch();
             usleep(2000);
         }

@@ -319,9 +319,12 @@ def test_a_debug_build_gets_native_stacks_and_one_warning(tmp_path):
 # takes 2 s, as the shutdown of a large library can. Growth is judged on the events before finalization.
 SLOW_TEARDOWN = """
 import time
+cudart.cudaFree.argtypes = [ctypes.c_void_p]
 held = []
 for _ in range(6):
+    scratch = allocate(4 << 20)  # each step works in scratch memory, and keeps 2 MiB
     held.append(allocate(2 << 20))
+    assert cudart.cudaFree(scratch) == 0
     time.sleep(0.05)
 
 class SlowTeardown:
@@ -374,3 +377,46 @@ def test_without_python_stacks_finalization_is_not_read(tmp_path):
     assert process.returncode == 0, process.stderr
     (process_report,) = report["processes"]
     assert "python_finalizing_s" not in process_report
+
+
+def test_the_exception_a_program_ended_with_is_recorded_with_the_line_it_came_from(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        held = allocate(1 << 20)
+        def check(batch):
+            raise ValueError("batch %d has no labels\\nsee the data" % batch)
+        check(3)
+        """,
+    )
+    assert process.returncode == 1 and "ValueError: batch 3 has no labels" in process.stderr
+    (traced,) = report["processes"]
+    error = traced["error"]
+    assert error["type"] == "ValueError"
+    assert error["message"] == "batch 3 has no labels\nsee the data"
+    script = str(tmp_path / "script.py")
+    lines = (tmp_path / "script.py").read_text().splitlines()
+    assert [(frame["file"], lines[frame["line"] - 1].strip()) for frame in error["frames"]] == [
+        (script, "check(3)"),
+        (script, 'raise ValueError("batch %d has no labels\\nsee the data" % batch)'),
+    ]
+    assert error["program_frame"] == 1 and error["frames"][1]["function"] == "check"
+    assert error["text"].startswith("ValueError: batch 3 has no labels see the data, at %s:" % script)
+
+
+def test_a_program_that_caught_its_exception_or_called_sys_exit_ended_with_none(tmp_path):
+    process, report = record(
+        tmp_path,
+        """
+        import sys
+        held = allocate(1 << 20)
+        try:
+            raise KeyError("caught")
+        except KeyError:
+            pass
+        sys.exit(2)
+        """,
+    )
+    assert process.returncode == 2
+    (traced,) = report["processes"]
+    assert traced["error"] is None

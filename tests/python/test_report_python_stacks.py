@@ -111,8 +111,16 @@ SCRIPT = textwrap.dedent(
         for index in range(200):
             Layer(index == 199)
 
+    cudart.cudaFree.argtypes = [ctypes.c_void_p]
+
+    def step():
+        scratch = ctypes.c_void_p()
+        assert cudart.cudaMalloc(ctypes.byref(scratch), MiB) == 0
+        assert cudart.cudaFree(scratch) == 0
+
     def keep_history(rounds):
         for _ in range(rounds):
+            step()  # each round works in scratch memory, and keeps 16 MiB
             leak("loop", 16 * MiB)
             time.sleep(0.2)
 

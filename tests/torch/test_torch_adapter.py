@@ -235,8 +235,12 @@ def test_model_recreated_without_freeing_the_previous(tmp_path, adapter_cache):
 
 
 def test_model_recreated_is_diagnosed_a_leak(tmp_path, adapter_cache):
-    run = run_traced(tmp_path, MODEL_LOOP, adapter_cache)
-    assert run.process["diagnosis"]["kind"] == "leak"
+    # The loop does nothing but make models, as a model's making does nothing but make parameters: what
+    # tells it from set-up is what gpuleak.why() finds at exit (the package importable, as under gpuleak
+    # run), a list that holds ten models.
+    run = run_traced(tmp_path, MODEL_LOOP, adapter_cache, PYTHONPATH=PACKAGE)
+    assert run.process["diagnosis"]["kind"] == "leak", run.process["diagnosis"]["text"]
+    assert "held by `registry`, a list with 10 items" in run.process["diagnosis"]["text"]
 
 
 # The same loop at any speed, with or without idling before and after it, gets the same verdict and
@@ -503,13 +507,13 @@ def test_many_blocks_at_once(tmp_path, adapter_cache):
 
 
 def test_hundreds_of_thousands_of_small_tensors_kept(tmp_path, adapter_cache):
-    # The typical long leak: a small tensor kept every step, 400,000 of them. The report's numbers are
-    # PyTorch's, and the site that kept them holds every one, also in the smallest trace, whose live
-    # table holds only some of them one by one.
+    # The typical long leak: a small tensor kept every step, 400,000 of them, each step working in a
+    # temporary of its own. The report's numbers are PyTorch's, and the site that kept them holds every
+    # one, also in the smallest trace, whose live table holds only some of them one by one.
     body = """
         kept = []
         for step in range(400000):
-            kept.append(torch.ones(1, device="cuda"))  # kept site
+            kept.append(torch.ones(1, device="cuda") * step)  # kept site
         torch_numbers(kept=len(kept))
         """
     for max_mb, spilled in (("256", False), ("4", True)):

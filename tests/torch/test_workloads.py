@@ -63,6 +63,7 @@ VERDICTS = {
     "matmul_empty_cache.py": ("stable", None),
     "hyperparameter_search.py": ("stable", None),
     "pinned_loader.py": ("stable", None),
+    "inference.py": ("stable", None),
     "leak_losses_append.py": ("leak", "loss = loss_fn(model(x), y)"),
     "leak_outputs_kept.py": ("leak", "features = self.features(x)"),
     "leak_cache_dict.py": (

@@ -13,11 +13,12 @@ namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGiB = kMiB << 10;
 
-// A PyTorch-like process on a 16 GiB device: blocks reported, nothing growing.
+// A PyTorch-like process on a 16 GiB device: blocks reported, some freed, nothing growing.
 ProcessModel torch_process(uint64_t peak_allocated, uint64_t final_allocated, uint64_t peak_reserved,
                            uint64_t final_reserved) {
     ProcessModel model;
     model.reports_blocks = true;
+    model.freed_blocks = true;
     DeviceSummary device;
     device.peak_allocated = peak_allocated;
     device.final_allocated = final_allocated;
@@ -37,6 +38,17 @@ TEST_CASE("a cache that holds no more than the program once needed is not cache 
     const Diagnosis diagnosis = diagnose(torch_process(1 * kGiB, 0, 1 * kGiB, 1 * kGiB));
     CHECK(diagnosis.kind == DiagnosisKind::Stable);
     CHECK(diagnosis.cached_at_end == 1 * kGiB);
+}
+
+TEST_CASE("what a model just made leaves of its segments is not cache growth, on any device") {
+    // Two 4 MiB parameters in a 20 MiB segment and the small ones in a 2 MiB one, nothing freed yet.
+    ProcessModel model = torch_process(8 * kMiB, 8 * kMiB, 22 * kMiB, 22 * kMiB);
+    model.devices[0].capacity = 512 * kMiB;
+    model.devices[0].lowest_free = 490 * kMiB;
+    model.freed_blocks = false;
+    CHECK(diagnose(model).kind == DiagnosisKind::Stable);
+    model.freed_blocks = true;
+    CHECK(diagnose(model).kind == DiagnosisKind::CacheGrowth);
 }
 
 TEST_CASE("a few MiB of cache on a large device are stable") {

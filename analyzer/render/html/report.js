@@ -528,6 +528,8 @@
     const facts = [`trace ${process.trace}`, `ran ${seconds(process.duration_s)}`];
     if (process.simulated) facts.push("simulated CUDA device: no real GPU was used");
     section.append(html("p", { class: "muted mono", text: facts.join(" · ") }));
+    // What ended a program that failed comes before the verdict: it is what its author ran it for.
+    if (process.error) section.append(html("div", { class: "diagnosis error", text: `Ended by ${process.error.text}` }));
     const kind = process.diagnosis.kind;
     section.append(html("div", { class: "diagnosis " + kind },
       html("span", { class: "badge", text: kind.replace(/_/g, " ") + ": " }),

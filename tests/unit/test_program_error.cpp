@@ -1,0 +1,148 @@
+// The exception a Python program's code ended with (format::EventType::ProgramError): read into the model
+// with the program's own frame it came from and the out-of-memory failure it reports, and said by the text
+// and JSON reports before the diagnosis.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "diagnosis_text.h"
+#include "in_memory_report.h"
+#include "process_model.h"
+#include "render_json.h"
+#include "render_text.h"
+#include "trace_builder.h"
+#include "trace_reader.h"
+
+using namespace gpuleak::analyzer;
+using gpuleak::test::TraceBuilder;
+using gpuleak::test::TraceLayout;
+namespace format = gpuleak::format;
+
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+// A shape error raised inside torch, called from the script's line 9 in <module>.
+const std::string kShapeError =
+    R"json({"type":"RuntimeError","message":"mat1 and mat2 shapes cannot be multiplied (32x1000 and 1024x1024)",)json"
+    R"json("frames":[["/home/me/crash.py",9,"<module>"],)json"
+    R"json(["/venv/lib/python3.12/site-packages/torch/nn/modules/module.py",1779,"Module._wrapped_call_impl"],)json"
+    R"json(["/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",134,"Linear.forward"]]})json";
+
+// A trace whose program ended with `document`, recorded at 3 s; an allocation PyTorch's allocator refused
+// at 2 s and one the driver refused at 2.5 s, where `failures`.
+TraceBuilder ended_with(const std::string& document, bool failures = false) {
+    TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
+    builder.header().start_monotonic_ns = kSecond;
+    if (failures) {
+        format::EventRecord refused{};
+        refused.type = static_cast<uint16_t>(format::EventType::AllocFailed);
+        refused.kind = static_cast<uint8_t>(format::MemoryKind::Block);
+        refused.size = 512 << 20;
+        refused.result = format::kAllocatorRefused;
+        refused.time_ns = 3 * kSecond;
+        builder.add_notable(refused);
+        refused.kind = static_cast<uint8_t>(format::MemoryKind::Device);
+        refused.result = 1; // invalid value: not memory running out
+        refused.time_ns = 3 * kSecond + kSecond / 2;
+        builder.add_notable(refused);
+    }
+    builder.add_string(1, document);
+    format::EventRecord error{};
+    error.type = static_cast<uint16_t>(format::EventType::ProgramError);
+    error.address = 1;
+    error.time_ns = 4 * kSecond;
+    error.device = -2;
+    builder.add_notable(error);
+    builder.end_exited(1, 4 * kSecond);
+    return builder;
+}
+
+std::vector<ProcessReport> reports_of(const TraceReader& trace) {
+    std::vector<ProcessReport> reports;
+    reports.push_back(gpuleak::test::report_of(trace));
+    return reports;
+}
+
+} // namespace
+
+TEST_CASE("the exception a program ended with is read with the program's own line it came from") {
+    const TraceReader trace = TraceReader::parse(ended_with(kShapeError).bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const ProcessModel& model = reports[0].model;
+    REQUIRE(model.error);
+    CHECK(model.error->type == "RuntimeError");
+    CHECK(model.error->frames.size() == 3);
+    CHECK(model.error->program_frame == 0); // the script's, not torch's where it was raised
+    CHECK(model.error->time_ns == 3 * kSecond);
+    CHECK_FALSE(model.error->failure);
+    const std::string said =
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x1000 and 1024x1024), at "
+        "/home/me/crash.py:9 in <module>";
+    CHECK(program_error_text(model, *model.error) == said);
+
+    ReportOptions options;
+    const std::string text = render_text(reports, options);
+    CHECK_THAT(text, Catch::Contains("  ended      exited with status 1 after 3.0 s\n"
+                                     "  error      RuntimeError: mat1 and mat2 shapes cannot be multiplied "
+                                     "(32x1000 and 1024x1024), at\n"
+                                     "             /home/me/crash.py:9 in <module>\n"));
+    CHECK(text.find("  error ") < text.find("Diagnosis:"));
+    const nlohmann::json error = render_json(reports, options)["processes"][0]["error"];
+    CHECK(error["type"] == "RuntimeError");
+    CHECK(error["program_frame"] == 0);
+    CHECK(error["failure"].is_null());
+    CHECK(error["frames"][2]["function"] == "Linear.forward");
+    CHECK(error["frames"][2]["program"] == false);
+    CHECK(error["frames"][0]["program"] == true);
+    CHECK(error["text"] == said);
+}
+
+TEST_CASE("an out-of-memory exception points to the failed allocation it reports") {
+    const std::string document =
+        R"json({"type":"torch.OutOfMemoryError","message":"CUDA out of memory. Tried to allocate 512.00 MiB.\n)json"
+        R"json(Of the allocated memory 3.1 GiB is allocated by PyTorch","frames":[["/home/me/train.py",40,"<module>"],)json"
+        R"json(["/home/me/train.py",22,"train"]]})json";
+    const TraceReader trace = TraceReader::parse(ended_with(document, true).bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const ProcessModel& model = reports[0].model;
+    REQUIRE(model.error);
+    REQUIRE(model.failures.size() == 2);
+    CHECK(model.error->failure == 0); // the allocator's refusal, not the driver's invalid value after it
+    CHECK(model.error->program_frame == 1);
+    // On one line, whatever lines the message had.
+    CHECK(program_error_text(model, *model.error) == "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                                                     "allocate 512.00 MiB. Of the allocated memory 3.1 "
+                                                     "GiB is allocated by PyTorch, at /home/me/train.py:22 "
+                                                     "in train (memory ran out: the allocation of 512.0 "
+                                                     "MiB at 2.00 s failed)");
+}
+
+TEST_CASE("a long message is cut, and none of the program's frames names no line") {
+    const std::string document = R"json({"type":"ValueError","message":")json" + std::string(1000, 'x') +
+                                 R"json(","frames":[["<frozen runpy>",88,"_run_code"]]})json";
+    const TraceReader trace = TraceReader::parse(ended_with(document).bytes(), "trace.bin");
+    const ProcessModel model = build_model("trace.bin", trace);
+    REQUIRE(model.error);
+    CHECK_FALSE(model.error->program_frame);
+    CHECK(program_error_text(model, *model.error) == "ValueError: " + std::string(300, 'x') + "...");
+}
+
+TEST_CASE("a record of an exception that is not gpuleak's is left out with a warning") {
+    const TraceReader trace =
+        TraceReader::parse(ended_with(R"json({"type":"ValueError"})json").bytes(), "trace.bin");
+    const ProcessModel model = build_model("trace.bin", trace);
+    CHECK_FALSE(model.error);
+    REQUIRE(model.warnings.size() == 1);
+    CHECK(model.warnings[0] ==
+          "the record of the exception the program ended with, at 3.00 s, cannot be read");
+}
+
+TEST_CASE("a trace of format 15, before records of exceptions, is read as it was") {
+    TraceBuilder builder;
+    builder.header().format_version = 15;
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    CHECK(trace.header().format_version == 15);
+    CHECK_FALSE(build_model("trace.bin", trace).error);
+}
