@@ -7,12 +7,12 @@
 // survivor before s (after s, between the first two) was freed between s and t, and was made at another
 // call of a function that t's stack passes through: from the outermost frame in, the first frame where the
 // two stacks differ is the same function at another call site (a Python function, by its file, name
-// and first line, at another instruction; a native program's return addresses). The program went on past the survivor's call, made
-// and dropped memory elsewhere, and came back to make another survivor. What a single call does within
-// itself (build a model, run a backward pass) makes no repetition: a backward pass's memory is made on
-// PyTorch's autograd thread, whose stacks hold no Python frames, and stands at the call of the allocation
-// with Python frames made last before it, the program's `loss.backward()`. A library's thread stands
-// after the stack that started it (ThreadStarts).
+// and first line, at another instruction; a native program's return addresses). The program went on past the
+// survivor's call, made and dropped memory elsewhere, and came back to make another survivor. What a single
+// call does within itself (build a model, run a backward pass) makes no repetition: a backward pass's memory
+// is made on PyTorch's autograd thread, whose stacks hold no Python frames, and stands at the call of the
+// allocation with Python frames made last before it, the program's `loss.backward()`. A library's thread
+// stands after the stack that started it (ThreadStarts).
 #pragma once
 
 #include <cstdint>
