@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Events per second and peak memory of gpuleak-report on traces of 1M and 20M events, and of
+# Events per second and peak memory of gpuleak-report on traces of 1M and 20M events (with the program's
+# markers, and without: gpuleak_unmarked), and of
 # heaptrack_print on heaptrack traces of the same program making the same number of allocations and
 # frees, side by side in one run. Figures in bench/README.md. A benchmark, not a test: it prints
 # figures and checks nothing about them.
@@ -65,15 +66,17 @@ summary_figure() {
     sed -n "s/^ *\"$1\": \([0-9]*\),\{0,1\}\$/\1/p" "$2" | head -1
 }
 
-# One gpuleak trace of N events ($1) with GPULEAK_MAX_MB=$2 ("" for the default) as configuration $3.
+# One gpuleak trace of N events ($1) with GPULEAK_MAX_MB=$2 ("" for the default) as configuration $3; more
+# arguments go to the workload.
 make_gpuleak_trace() {
     local events=$1 max_mb=$2 config=$3 dir=$tmp/$3
+    shift 3
     mkdir "$dir"
     (
         if [[ -n $max_mb ]]; then
             export GPULEAK_MAX_MB=$max_mb
         fi
-        LD_PRELOAD=$gpuleak GPULEAK_OUTPUT=$dir/trace.%p "$workload" cuda --pairs $((events / 2)) >"$dir/run.out"
+        LD_PRELOAD=$gpuleak GPULEAK_OUTPUT=$dir/trace.%p "$workload" cuda --pairs $((events / 2)) "$@" >"$dir/run.out"
     )
     local traces=("$dir"/trace.*)
     [[ -f ${traces[0]} ]] || {
@@ -119,6 +122,9 @@ for events in "${sizes[@]}"; do
     if ((big_mb > 0)); then
         make_gpuleak_trace "$events" "$big_mb" "gpuleak_big_$events"
     fi
+    # Without markers the kept allocations are judged by the repetitions between them: a pass over the
+    # ring from the newest kept ones back (analyzer/model/repetition.h).
+    make_gpuleak_trace "$events" "" "gpuleak_unmarked_$events" --unmarked
     make_heaptrack_trace "$events" "heaptrack_$events"
 done
 

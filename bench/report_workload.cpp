@@ -1,7 +1,7 @@
 // The report benchmark's program (bench/report_throughput.sh runs it): makes the allocations whose
 // trace gpuleak-report, or heaptrack_print, is then timed on. Not itself timed.
 //
-//   bench_report_workload cuda|malloc --pairs N [--window W] [--keep-every K]
+//   bench_report_workload cuda|malloc --pairs N [--window W] [--keep-every K] [--unmarked]
 //
 // N allocations, each freed again except every K-th, which stays live to the end (a slow leak); the
 // others live until W newer ones have been made, so frees trail their allocations as in a real
@@ -9,8 +9,9 @@
 // batch of allocations is made below a chain of 8 functions picked from two by the bits of its site
 // number. Sizes vary by site. `cuda` calls cudaMalloc/cudaFree (the simulated device here), `malloc`
 // calls malloc/free, with the same stacks, sizes and order. One marker per hundredth of the run, as a
-// training loop marks its steps (does nothing without gpuleak). At the end the program frees what the
-// window still holds and prints one line:
+// training loop marks its steps (does nothing without gpuleak); none with --unmarked, as most programs
+// set none: the report then judges what was kept by the repetitions of the work between them. At the
+// end the program frees what the window still holds and prints one line:
 //
 //   bench_report_workload mode=cuda allocations=500000 frees=499500 kept=500 sites=256
 //
@@ -46,6 +47,7 @@ struct Workload {
     Mode mode = Mode::Cuda;
     uint64_t pairs = 0;
     uint64_t keep_every = 1000;
+    bool marked = true;
     std::vector<void*> window; // the live allocations that will be freed, oldest at `next`
     size_t next = 0;
     std::vector<void*> kept;
@@ -123,7 +125,7 @@ int run(Workload& work) {
     const uint64_t per_marker = work.pairs / kMarkers + 1;
     uint64_t next_marker = 0;
     for (uint64_t batch = 0; work.allocations < work.pairs; ++batch) {
-        if (work.allocations >= next_marker) {
+        if (work.marked && work.allocations >= next_marker) {
             char label[32];
             std::snprintf(label, sizeof label, "step %llu", static_cast<unsigned long long>(batch));
             gpuleak_try_mark(label);
@@ -150,8 +152,8 @@ int run(Workload& work) {
 }
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: bench_report_workload cuda|malloc --pairs N [--window W] [--keep-every K]\n");
+    std::fprintf(stderr, "usage: bench_report_workload cuda|malloc --pairs N [--window W] [--keep-every K] "
+                         "[--unmarked]\n");
     return 2;
 }
 
@@ -169,6 +171,10 @@ int main(int argc, char** argv) {
         return usage();
     uint64_t window = 4096;
     for (int i = 2; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--unmarked") == 0) {
+            work.marked = false;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage();
         const char* flag = argv[i];

@@ -1,6 +1,8 @@
 #include "repetition.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -123,8 +125,7 @@ class Positions {
 };
 
 // The newest survivors of a site that are looked at: repetitions between the last steps of a loop are
-// seen as well as between its first, and the pass over the ring takes memory in proportion to the sites,
-// not to the events.
+// seen as well as between its first, and the pass reads the ring only as far back as the sites need.
 constexpr size_t kMostSurvivorsLookedAt = 17;
 
 // What the pass knows of one site: its newest survivors, oldest first, where each was made, and which
@@ -138,29 +139,37 @@ struct SiteSurvivors {
 
 // One pass over the ring, newest first, from the newest survivor looked at down to the oldest. A
 // transient (an allocation freed within a gap) is weighed against the survivor that closes the gap,
-// which the pass met before it. An allocation without Python frames stands where the next older one with
-// Python frames stands: it and the checks that need it wait until the pass meets that one.
+// which the pass met before it. Made where the pass is, after the survivor before a gap, and freed
+// after that, within it: only the two gaps around the newest survivor the pass has not yet passed can
+// take it, and a site is weighed only while one of those is still open. An allocation without Python
+// frames stands where the next older one with Python frames stands: it and the checks that need it wait
+// until the pass meets that one.
 class RepetitionPass {
   public:
     RepetitionPass(const TraceReader& trace, std::vector<SiteSurvivors>& sites, uint64_t enough)
-        : trace_(trace), positions_(trace), sites_(sites), enough_(enough) {
-        for (size_t site = 0; site < sites_.size(); ++site)
-            for (size_t index = 0; index < sites_[site].sequences.size(); ++index) {
-                survivor_at_[sites_[site].sequences[index]] = {site, index};
-                oldest_ = std::min(oldest_, sites_[site].sequences[index]);
-                newest_ = std::max(newest_, sites_[site].sequences[index]);
-            }
+        : trace_(trace), positions_(trace), sites_(sites), enough_(enough), below_(sites.size(), 0),
+          open_(sites.size(), false) {
+        for (size_t site = 0; site < sites_.size(); ++site) {
+            const std::vector<uint64_t>& sequences = sites_[site].sequences;
+            if (sequences.empty())
+                continue;
+            ++left_;
+            below_[site] = sequences.size();
+            newest_ = std::max(newest_, sequences.back());
+            for (size_t index = 0; index < sequences.size(); ++index)
+                survivor_at_[sequences[index]] = {site, index};
+        }
     }
 
     void run() {
-        if (survivor_at_.empty())
+        if (left_ == 0)
             return;
         trace_.visit_events_newest_first([&](const Event& event) {
             if (event.sequence > newest_)
                 return true;
-            if (event.sequence < oldest_ && waiting_survivors_.empty() && waiting_gaps_.empty())
+            if (left_ == 0 && waiting_survivors_.empty() && waiting_gaps_.empty())
                 return false;
-            if (event.type == EventType::Free && event.sequence > oldest_)
+            if (event.type == EventType::Free)
                 frees_[{event.address, event.kind}] = event.sequence;
             else if (event.type == EventType::Alloc)
                 allocation(event);
@@ -175,34 +184,80 @@ class RepetitionPass {
     };
 
     void allocation(const Event& event) {
-        const PositionId position = positions_.of(event);
-        if (position != kAtLastPythonCall)
-            place_waiting(position);
+        // Where it was made, only where something needs it: the stacks are looked up once each, the
+        // thread's start is not.
+        std::optional<PositionId> placed;
+        const auto position_of = [&] {
+            if (!placed) {
+                placed = positions_.of(event);
+                if (*placed != kAtLastPythonCall)
+                    place_waiting(*placed);
+            }
+            return *placed;
+        };
+        if (!waiting_survivors_.empty() || !waiting_gaps_.empty())
+            position_of();
         if (const auto survivor = survivor_at_.find(event.sequence); survivor != survivor_at_.end()) {
+            const PositionId position = position_of();
+            const auto [site, index] = survivor->second;
             if (position == kAtLastPythonCall)
                 waiting_survivors_.push_back(survivor->second);
             else
-                sites_[survivor->second.site].positions[survivor->second.index] = position;
+                sites_[site].positions[index] = position;
+            below_[site] = index;
+            if (index == 0 && sites_[site].found.seen < enough_)
+                --left_; // past it: what is made from here on is made before every gap
+            reopen(site);
         }
         const auto free = frees_.find({event.address, event.kind});
         if (free == frees_.end())
             return;
         const uint64_t freed = free->second;
         frees_.erase(free);
-        for (size_t site = 0; site < sites_.size(); ++site) {
-            const std::vector<uint64_t>& sequences = sites_[site].sequences;
-            const auto after = std::upper_bound(sequences.begin(), sequences.end(), freed);
-            if (after == sequences.begin() || after == sequences.end())
+        std::erase_if(opened_, [&](size_t site) { return !open_[site]; });
+        for (const size_t site : opened_) {
+            const size_t gap = gap_taking(site, event.sequence, freed);
+            if (gap == kNoGap)
                 continue;
-            const auto gap = static_cast<size_t>(after - sequences.begin()) - 1;
-            // Made after the survivor before the gap (after its first survivor, for the first gap).
-            if (event.sequence <= sequences[gap == 0 ? 0 : gap - 1] || sites_[site].repeated[gap])
-                continue;
+            const PositionId position = position_of();
             if (position == kAtLastPythonCall)
                 waiting_gaps_.push_back({site, gap});
             else
                 weigh(site, gap, position);
         }
+    }
+
+    static constexpr size_t kNoGap = std::numeric_limits<size_t>::max();
+
+    // The open gap of `site` that an allocation made at `made` and freed at `freed` falls in: freed
+    // within it, made after the survivor before it (after its first survivor, for the first gap).
+    [[nodiscard]] size_t gap_taking(size_t site, uint64_t made, uint64_t freed) const {
+        const SiteSurvivors& survivors = sites_[site];
+        const std::vector<uint64_t>& sequences = survivors.sequences;
+        for (const size_t gap : candidate_gaps(site))
+            if (gap != kNoGap && !survivors.repeated[gap] && sequences[gap] < freed &&
+                freed < sequences[gap + 1] && made > sequences[gap == 0 ? 0 : gap - 1])
+                return gap;
+        return kNoGap;
+    }
+
+    // The gaps around the newest survivor of `site` the pass has not passed (kNoGap where there is none).
+    [[nodiscard]] std::array<size_t, 2> candidate_gaps(size_t site) const {
+        const size_t gaps = sites_[site].repeated.size();
+        const size_t below = below_[site];
+        return {below >= 1 && below - 1 < gaps ? below - 1 : kNoGap, below < gaps ? below : kNoGap};
+    }
+
+    // Whether `site` can take a transient where the pass is now.
+    void reopen(size_t site) {
+        const SiteSurvivors& survivors = sites_[site];
+        bool open = false;
+        if (survivors.found.seen < enough_ && below_[site] > 0)
+            for (const size_t gap : candidate_gaps(site))
+                open = open || (gap != kNoGap && !survivors.repeated[gap]);
+        if (open && !open_[site])
+            opened_.push_back(site);
+        open_[site] = open;
     }
 
     // What waited for the next older allocation with Python frames stands where it stands.
@@ -225,7 +280,9 @@ class RepetitionPass {
             !positions_.another_call_of_the_same_function(position, closing))
             return;
         survivors.repeated[gap] = true;
-        ++survivors.found.seen;
+        if (++survivors.found.seen == enough_ && below_[site] > 0)
+            --left_;
+        reopen(site);
     }
 
     const TraceReader& trace_;
@@ -233,10 +290,24 @@ class RepetitionPass {
     std::vector<SiteSurvivors>& sites_;
     const uint64_t enough_;
     std::unordered_map<uint64_t, Place> survivor_at_;
-    uint64_t oldest_ = std::numeric_limits<uint64_t>::max();
     uint64_t newest_ = 0;
+    // Per site: how many of its survivors are older than where the pass is, and whether it is open.
+    std::vector<size_t> below_;
+    std::vector<bool> open_;
+    std::vector<size_t> opened_; // the open sites, and some closed since (dropped as they are met)
+    size_t left_ = 0;            // sites neither done nor passed
     // Frees met, waiting for the allocation they freed.
-    std::map<std::pair<uint64_t, MemoryKind>, uint64_t> frees_;
+    struct FreeKey {
+        uint64_t address;
+        MemoryKind kind;
+        bool operator==(const FreeKey&) const = default;
+    };
+    struct HashFreeKey {
+        size_t operator()(const FreeKey& key) const {
+            return std::hash<uint64_t>()(key.address ^ (static_cast<uint64_t>(key.kind) << 56));
+        }
+    };
+    std::unordered_map<FreeKey, uint64_t, HashFreeKey> frees_;
     std::vector<Place> waiting_survivors_;
     std::vector<Place> waiting_gaps_;
 };
