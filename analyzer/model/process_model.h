@@ -277,6 +277,10 @@ struct KeptGraph {
     uint64_t spent_passes = 0;
     uint64_t address = 0; // of that tensor's storage on the device or in pinned memory; 0 elsewhere
     uint64_t bytes = 0;
+    // Of spent_passes, those that tensor joins by itself: all of them for a running total (a chain of
+    // sums), one for each of a list of losses kept one by one. spent_passes in the documents of packages
+    // that did not say.
+    uint64_t spent_by_one = 0;
 };
 
 // One root of the program and what it held of the sites' memory, in gpuleak.why()'s words.

@@ -128,6 +128,8 @@ RetainerSnapshot parse_snapshot(const std::string& document) {
             retainer.graph =
                 KeptGraph{text(*graph, "path"),          count(*graph, "nodes"),   count(*graph, "passes"),
                           count(*graph, "spent_passes"), count(*graph, "address"), count(*graph, "bytes")};
+            retainer.graph->spent_by_one = graph->contains("spent_by_one") ? count(*graph, "spent_by_one")
+                                                                           : retainer.graph->spent_passes;
         }
         retainer.own = text(holder, "own");
         if (holder.contains("owner")) {
@@ -246,7 +248,8 @@ void find_spent_graphs(ProcessModel& model) {
             continue;
         for (size_t holder = 0; holder < snapshot.holders.size(); ++holder) {
             const std::optional<KeptGraph>& graph = snapshot.holders[holder].graph;
-            if (!graph || graph->spent_passes < kMinSpentPasses || graph->address == 0)
+            // One tensor that joins the passes: a sum of losses, not a list of them (each its own graph).
+            if (!graph || graph->spent_by_one < kMinSpentPasses || graph->address == 0)
                 continue;
             if (const std::optional<size_t> site = site_holding(model, graph->address))
                 model.spent_graphs.push_back({*site, snapshot_index, holder});

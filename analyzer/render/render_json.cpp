@@ -106,7 +106,8 @@ json retainers_json(const RetainerSnapshot& snapshot, StackFrames& stacks, size_
             graph = {{"path", holder.graph->path},
                      {"nodes", holder.graph->nodes},
                      {"passes", holder.graph->passes},
-                     {"spent_passes", holder.graph->spent_passes}};
+                     {"spent_passes", holder.graph->spent_passes},
+                     {"spent_by_one", holder.graph->spent_by_one}};
         holders.push_back({{"root", holder.root},
                            {"kind", holder.kind},
                            {"bytes", holder.bytes},

@@ -86,6 +86,10 @@ class Graph:
     spent_passes: int
     address: int = 0  # where that tensor's storage is on the device (or in pinned memory); 0 elsewhere
     bytes: int = 0  # of that tensor's storage
+    # Of the passes and of the spent ones, those that tensor joins by itself: all of them for a running
+    # total (a chain of sums), one for each tensor of a list of losses, each kept with its own graph.
+    joined_by_one: int = 0
+    spent_by_one: int = 0
 
 
 @dataclass
@@ -693,7 +697,7 @@ class _Search:
         """What a root's tensors' graphs join, where that is two passes or more."""
         if graphs.cut or graphs.unread < len(graphs.nodes):
             return None
-        passes, spent, tensor, step = graphs.passes()
+        passes, spent, tensor, step, joined_by_one, spent_by_one = graphs.passes()
         if passes + spent < 2:
             return None
         # Its storage, where the report can find it among the live blocks: on the device, or in a searched
@@ -705,7 +709,7 @@ class _Search:
                 address, size = storage.data_ptr(), storage.nbytes()
         except Exception:  # a tensor subclass's storage: the graph is still told, without it
             pass
-        return Graph(self.chain_text(step), len(graphs.nodes), passes, spent, address, size)
+        return Graph(self.chain_text(step), len(graphs.nodes), passes, spent, address, size, joined_by_one, spent_by_one)
 
     # The answer.
 
@@ -879,9 +883,9 @@ class _Graphs:
     # (a list of outputs) is named by the one with the most among its first.
     TENSORS_WEIGHED = 64
 
-    def passes(self) -> Tuple[int, int, object, int]:
-        """The passes joined (Graph.passes, Graph.spent_passes), and the tensor that joins the most with its
-        step: the first nodes grouped by what they reach. A node the first nodes reach joins its children,
+    def passes(self) -> Tuple[int, int, object, int, int, int]:
+        """The passes joined (Graph.passes, Graph.spent_passes), the tensor that joins the most with its
+        step, and the passes and spent passes it joins by itself: the first nodes grouped by what they reach. A node the first nodes reach joins its children,
         as every node of a pass does; only the nodes above them all (the sum or concatenation that joins
         the passes) do not."""
         first = self.first_of([node for node, _, _ in self.tensors])
@@ -905,11 +909,12 @@ class _Graphs:
                 group[find(kid)] = find(node)
         spent_groups = {find(node) for node in below if self.saved[node] == _FREED}
         groups = {find(node) for node in first}
-        _, tensor, step = max(
-            self.tensors[: self.TENSORS_WEIGHED],
-            key=lambda entry: len({find(node) for node in self.first_of([entry[0]])}),
+        joined, tensor, step = max(
+            (({find(node) for node in self.first_of([node])}, tensor, step) for node, tensor, step in
+             self.tensors[: self.TENSORS_WEIGHED]),
+            key=lambda entry: len(entry[0]),
         )
-        return len(groups - spent_groups), len(groups & spent_groups), tensor, step
+        return len(groups - spent_groups), len(groups & spent_groups), tensor, step, len(joined), len(joined & spent_groups)
 
 
 def _add(items: List[str], item: str) -> None:
@@ -1060,11 +1065,16 @@ def _advice(holder: Holder) -> List[str]:
             "a model kept after its use keeps its parameters, gradients and optimizer state: keep what you need "
             "of it (a score, a `state_dict()` copied to the CPU) and drop the model"
         )
+    through = list(holder.through)
     if holder.graph is not None and holder.graph.spent_passes >= MIN_SPENT_PASSES:
-        advice.append(
-            "a running total of losses keeps every step's graph: add `loss.item()` (a number), or `loss.detach()`"
-        )
-    return advice + [_ADVICE[fact] for fact in holder.through if fact in _ADVICE]
+        # One tensor that joins them all is a sum of them; many, each with its own, were kept one by one.
+        if holder.graph.spent_by_one >= MIN_SPENT_PASSES:
+            advice.append(
+                "a running total of losses keeps every step's graph: add `loss.item()` (a number), or `loss.detach()`"
+            )
+        else:
+            _add(through, "autograd graph")
+    return advice + [_ADVICE[fact] for fact in through if fact in _ADVICE]
 
 
 def _graph_text(graph: Graph) -> str:
@@ -1073,7 +1083,14 @@ def _graph_text(graph: Graph) -> str:
         told.append("%d forward passes with the tensors they saved" % graph.passes)
     if graph.spent_passes:
         told.append("%d backward passes, which can never be used again" % graph.spent_passes)
-    return "%s keeps the autograd graphs of %s (%d nodes)" % (graph.path, " and ".join(told), graph.nodes)
+    if graph.joined_by_one >= graph.passes + graph.spent_passes:
+        return "%s keeps the autograd graphs of %s (%d nodes)" % (graph.path, " and ".join(told), graph.nodes)
+    return "its tensors keep the autograd graphs of %s (%d nodes), each its own: %s keeps %d of them" % (
+        " and ".join(told),
+        graph.nodes,
+        graph.path,
+        graph.joined_by_one,
+    )
 
 
 def _own_text(holder: Holder) -> str:
@@ -1194,6 +1211,7 @@ def document(result: Why, moment: str, device: Optional[int] = None) -> bytes:
                 "nodes": holder.graph.nodes,
                 "passes": holder.graph.passes,
                 "spent_passes": holder.graph.spent_passes,
+                "spent_by_one": holder.graph.spent_by_one,
                 "address": holder.graph.address,
                 "bytes": holder.graph.bytes,
             },

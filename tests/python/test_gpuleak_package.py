@@ -481,18 +481,32 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
     assert (held["root"], held["bytes"]) == (kept["root"], 3 << 20) and held["path"].startswith("kept[")
 
 
-def passes_of(children, saved, roots):
-    """What gpuleak.why() tells of a holder's graphs (forward passes still holding what they saved, passes
-    backward() ran through), for a graph of len(saved) nodes: children[n] are node n's next functions (the
-    parameters' leaves left out), saved[n] what it saved, roots the nodes of the tensors it keeps."""
+def graph_passes(children, saved, roots):
+    """What gpuleak.why() tells of a holder's graphs (_Graphs.passes), for a graph of len(saved) nodes:
+    children[n] are node n's next functions (the parameters' leaves left out), saved[n] what it saved, roots
+    the nodes of the tensors it keeps."""
     graphs = _why._Graphs()
     for _ in saved:
         graphs.add(object())
     graphs.children = [list(children.get(node, ())) for node in range(len(saved))]
     graphs.saved = [{"-": _why._NOTHING, "s": _why._SAVED, "f": _why._FREED}[state] for state in saved]
     graphs.tensors = [(root, "tensor at node %d" % root, step) for step, root in enumerate(roots)]
-    passes, spent, _, _ = graphs.passes()
+    return graphs.passes()
+
+
+def passes_of(children, saved, roots):
+    """The forward passes still holding what they saved, and the passes backward() ran through."""
+    passes, spent, _, _, _, _ = graph_passes(children, saved, roots)
     return passes, spent
+
+
+def test_a_running_total_joins_its_steps_in_one_tensor_a_list_of_losses_one_each():
+    # total += loss over four steps, each backward()'s: the one tensor joins all four spent passes.
+    chain = {0: [1, 2], 1: [3, 4], 3: [5, 6], 2: [7], 4: [8], 5: [9], 6: [10]}
+    assert graph_passes(chain, "-------ffff", [0])[4:] == (4, 4)
+    # losses.append(loss) over three steps: three spent passes, each tensor its own.
+    _, spent, _, _, joined, spent_by_one = graph_passes({0: [3], 1: [4], 2: [5]}, "ffffff", [0, 1, 2])
+    assert (spent, joined, spent_by_one) == (3, 1, 1)
 
 
 def test_a_graph_is_told_by_the_forward_passes_it_joins():
@@ -522,7 +536,7 @@ def test_a_holders_graphs_are_named_by_its_tensor_that_joins_the_most_passes():
     graphs.children = [children.get(node, []) for node in range(6)]
     graphs.saved = [_why._NOTHING] + [_why._SAVED] * 5
     graphs.tensors = [(4, "outputs[-1]", 7), (0, "predictions", 9)]
-    assert graphs.passes() == (4, 0, "predictions", 9)
+    assert graphs.passes() == (4, 0, "predictions", 9, 3, 0)
 
 
 MOMENTS_SCENARIO = textwrap.dedent(

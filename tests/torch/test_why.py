@@ -95,8 +95,12 @@ def test_a_kept_graph_is_told_by_the_passes_it_joins(answers):
     total = answers["total_loss"]
     assert holder(total, "total_loss")["graph"] == [12, 0]
     assert "total_loss keeps the autograd graphs of 12 forward passes with the tensors they saved" in total["text"]
-    # The same kept one loss a step in a list: the list keeps as many passes.
+    # The same kept one loss a step in a list: the list keeps as many passes, one a tensor, and is no total.
     assert holder(answers["losses_append"], "losses")["graph"] == [12, 0]
+    assert "its tensors keep the autograd graphs of 12 forward passes with the tensors they saved" in (
+        answers["losses_append"]["text"]
+    ), answers["losses_append"]["text"]
+    assert "running total" not in answers["losses_append"]["text"]
     # A running total of losses over an epoch, each after its backward(): graphs that can never be used again.
     running = answers["running_total"]
     check_common(running)

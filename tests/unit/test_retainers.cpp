@@ -444,6 +444,18 @@ TEST_CASE("a spent graph of a few passes, or of a tensor no longer alive, is no 
     CHECK(model.spent_graphs.empty());
 }
 
+TEST_CASE("a list of losses, each with its own graph, is no running total, however many it holds") {
+    std::string document = running_total_at("exit", 64);
+    const std::string spent = R"("spent_passes":64,)";
+    document.replace(document.find(spent), spent.size(), R"("spent_passes":64,"spent_by_one":1,)");
+    TraceBuilder builder = ended_with(document);
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    const gpuleak::analyzer::ProcessModel model = gpuleak::analyzer::build_model("trace.bin", trace);
+    REQUIRE(model.retainers.size() == 2);
+    CHECK(model.retainers[1].holders[0].graph->spent_by_one == 1);
+    CHECK(model.spent_graphs.empty());
+}
+
 TEST_CASE("only the latest record that found anything tells the spent graphs") {
     TraceBuilder builder = ended_with(running_total_at("phase_end", 64));
     SECTION("a later record that found no such graph: the running total was let go, its address reused") {
