@@ -71,8 +71,9 @@ bool look_up_all(PythonCalls& calls) {
 // "register_exit" to register `search_at_exit` with atexit), `device`, `tell` (say what went wrong on
 // stderr), `search_at_exit` and `record_error` (which records its document: format::EventType::
 // ProgramError's) are set there. The exception is the one the interpreter printed as the program ended
-// (sys.last_exc, before 3.12 sys.last_value); not an IPython kernel's, which sets them at each cell's
-// error and does not end. The package is
+// (sys.last_exc, before 3.12 sys.last_value), whose traceback starts at the main module's code; not one a
+// test runner or the code module caught and left there, nor an IPython kernel's, which sets them at each
+// cell's error and does not end. The package is
 // imported as the program would import it; where it is not installed, from the directory `gpuleak run`
 // named, under its own name, so that a later `import gpuleak` of the program finds the same module. For
 // the search at exit, only then: a program that never ends normally never imports it.
@@ -134,9 +135,23 @@ def _gpuleak_at(moment, *arguments):
 
 def _gpuleak_ended():
     import sys
-    error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    error = getattr(sys, "last_exc", None)
+    if error is None:
+        error = getattr(sys, "last_value", None)
     ipython = sys.modules.get("IPython")
     if error is None or (ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None):
+        return
+    # What reached the top: its traceback starts at the main module's code (or runpy's, for -m). pytest
+    # and the code module set the same variables for exceptions they caught, whose tracebacks start
+    # where they caught them.
+    traceback = error.__traceback__
+    if traceback is None:
+        return
+    top = traceback.tb_frame
+    if not (
+        (top.f_code.co_name == "<module>" and top.f_globals.get("__name__") == "__main__")
+        or top.f_code.co_filename.endswith("runpy.py")
+    ):
         return
     import json
 
@@ -152,14 +167,22 @@ def _gpuleak_ended():
     except Exception:
         message = ""
     frames = []
-    traceback = error.__traceback__
     while traceback is not None:
         code = traceback.tb_frame.f_code
         function = getattr(code, "co_qualname", code.co_name)
-        frames.append([text(code.co_filename), traceback.tb_lineno or 0, text(function)])
+        frames.append([text(code.co_filename)[-1024:], traceback.tb_lineno or 0, text(function)[-256:]])
         traceback = traceback.tb_next
-    document = {"type": text(name), "message": text(message[:4000]), "frames": frames[-64:]}
-    record_error(json.dumps(document, ensure_ascii=False))
+    frames, message = frames[-64:], text(message[:4000])
+    # Within what the recorder copies (64 KiB): the outermost frames go first, then the message's end.
+    while True:
+        document = json.dumps({"type": text(name)[:256], "message": message, "frames": frames}, ensure_ascii=False)
+        if len(document.encode("utf-8")) <= 60000 or not (frames or message):
+            break
+        if len(frames) > 1:
+            frames = frames[1:]
+        else:
+            message = message[: len(message) // 2]
+    record_error(document)
 
 
 if moment == "ended":
@@ -210,7 +233,9 @@ std::atomic<bool> g_search_at_exit{false};
 void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
     static MethodDefinition at_exit{"gpuleak_search_at_exit", search_at_exit, kNoArguments, nullptr};
     static MethodDefinition error{"gpuleak_record_error", record_error, kOneArgument, nullptr};
-    const bool tell = std::strcmp(moment, "register_exit") != 0 && g_tell.exchange(false);
+    // Registering, or recording the program's exception, says nothing: the searches keep their one say.
+    const bool tell = std::strcmp(moment, "register_exit") != 0 && std::strcmp(moment, "ended") != 0 &&
+                      g_tell.exchange(false);
     PyObject* pending[3] = {nullptr, nullptr, nullptr};
     calls.error_fetch(&pending[0], &pending[1], &pending[2]);
     if (PyObject* namespace_ = calls.dict_new()) {

@@ -607,9 +607,12 @@ void find_program_error(const TraceReader& trace, ProcessModel& model) {
                 error.program_frame = i;
                 break;
             }
+        // The error the exception reports failed on the thread that raised it, the program's main one,
+        // which records the exception as it ends.
         if (says_out_of_memory(error))
             for (size_t i = model.failures.size(); i-- > 0;)
-                if (model.failures[i].out_of_memory() && model.failures[i].time_ns <= time_ns) {
+                if (model.failures[i].out_of_memory() && model.failures[i].time_ns <= time_ns &&
+                    model.failures[i].thread_id == event.thread_id) {
                     error.failure = i;
                     break;
                 }

@@ -67,8 +67,11 @@ class Positions {
         const std::vector<Call>& first = positions_[a];
         const std::vector<Call>& second = positions_[b];
         const auto [differs, other] = std::mismatch(first.begin(), first.end(), second.begin(), second.end());
-        return known->second =
-                   differs != first.end() && other != second.end() && differs->function == other->function;
+        // A native frame says no function: two return addresses are calls of one function where the frames
+        // outside them are the same, which two threads' outermost frames are not.
+        return known->second = differs != first.end() && other != second.end() &&
+                               differs->function == other->function &&
+                               (differs->function != 0 || differs != first.begin());
     }
 
   private:
@@ -133,8 +136,21 @@ constexpr size_t kMostSurvivorsLookedAt = 17;
 struct SiteSurvivors {
     std::vector<uint64_t> sequences;
     std::vector<PositionId> positions; // kUnknownPosition until the pass meets the allocation
-    std::vector<bool> repeated;        // gap i: between sequences[i] and sequences[i + 1]
+    // Per gap i, between sequences[i] and sequences[i + 1]: a repetition was seen; a transient was weighed
+    // against the survivor that closes it; one could not be, where it or that survivor was made is not
+    // known (a stack cut at the depth limit, a code object not recorded, no stacks kept).
+    std::vector<bool> repeated;
+    std::vector<bool> weighed;
+    std::vector<bool> unplaced;
     Repetitions found;
+
+    // Gaps that say something: their closing survivor placed, and a transient weighed or none unplaced.
+    [[nodiscard]] size_t judged_gaps() const {
+        size_t judged = 0;
+        for (size_t gap = 0; gap < repeated.size(); ++gap)
+            judged += positions[gap + 1] != kUnknownPosition && (weighed[gap] || !unplaced[gap]) ? 1 : 0;
+        return judged;
+    }
 };
 
 // One pass over the ring, newest first, from the newest survivor looked at down to the oldest. A
@@ -175,6 +191,9 @@ class RepetitionPass {
                 allocation(event);
             return true;
         });
+        // What waited for an allocation with Python frames older than any the ring holds stays unplaced.
+        for (const Place& gap : waiting_gaps_)
+            sites_[gap.site].unplaced[gap.index] = true;
     }
 
   private:
@@ -275,9 +294,14 @@ class RepetitionPass {
     void weigh(size_t site, size_t gap, PositionId position) {
         SiteSurvivors& survivors = sites_[site];
         const PositionId closing = survivors.positions[gap + 1];
-        if (survivors.repeated[gap] || survivors.found.seen >= enough_ || position == kUnknownPosition ||
-            closing == kUnknownPosition || closing == kAtLastPythonCall ||
-            !positions_.another_call_of_the_same_function(position, closing))
+        if (survivors.repeated[gap] || survivors.found.seen >= enough_)
+            return;
+        if (position == kUnknownPosition || closing == kUnknownPosition) {
+            survivors.unplaced[gap] = true;
+            return;
+        }
+        survivors.weighed[gap] = true;
+        if (!positions_.another_call_of_the_same_function(position, closing))
             return;
         survivors.repeated[gap] = true;
         if (++survivors.found.seen == enough_ && below_[site] > 0)
@@ -332,14 +356,20 @@ std::vector<Repetitions> find_repetitions(const TraceReader& trace,
             held.clear();
             continue;
         }
-        sites[site].found.known = true;
         sites[site].positions.assign(held.size(), kUnknownPosition);
         sites[site].repeated.assign(held.size() - 1, false);
+        sites[site].weighed.assign(held.size() - 1, false);
+        sites[site].unplaced.assign(held.size() - 1, false);
     }
     RepetitionPass(trace, sites, enough).run();
     std::vector<Repetitions> found;
-    for (const SiteSurvivors& site : sites)
+    for (SiteSurvivors& site : sites) {
+        // Known where enough was seen, or enough gaps could be judged: a site whose stacks cannot be lined
+        // up is left to the events' spread.
+        site.found.known =
+            !site.sequences.empty() && (site.found.seen >= enough || site.judged_gaps() >= enough);
         found.push_back(site.found);
+    }
     return found;
 }
 

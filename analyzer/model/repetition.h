@@ -5,14 +5,15 @@
 //
 // Between two consecutive survivors of a site, s and t, a repetition is seen when memory made after the
 // survivor before s (after s, between the first two) was freed between s and t, and was made at another
-// call of a function that t's stack passes through: from the outermost frame in, the first frame where the
-// two stacks differ is the same function at another call site (a Python function, by its file, name
-// and first line, at another instruction; a native program's return addresses). The program went on past the
-// survivor's call, made and dropped memory elsewhere, and came back to make another survivor. What a single
-// call does within itself (build a model, run a backward pass) makes no repetition: a backward pass's memory
-// is made on PyTorch's autograd thread, whose stacks hold no Python frames, and stands at the call of the
-// allocation with Python frames made last before it, the program's `loss.backward()`. A library's thread
-// stands after the stack that started it (ThreadStarts).
+// call of a function that t's stack passes through: from the outermost frame in, the first frame where
+// the two stacks differ is the same function at another call site (a Python function, by its file, name
+// and first line, at another instruction; a native program's return addresses, below an outermost frame
+// both share). The program went on past the survivor's call, made and dropped memory elsewhere, and came
+// back to make another survivor. What a single call frees within itself at the survivors' own call
+// site (a backward pass) makes no repetition: a backward pass's memory is made on PyTorch's autograd
+// thread, whose stacks hold no Python frames, and stands at the call of the allocation with Python
+// frames made last before it, the program's `loss.backward()`. A library's thread stands after the stack
+// that started it (ThreadStarts).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,10 @@
 namespace gpuleak::analyzer {
 
 struct Repetitions {
-    // The ring held the events around at least three of the site's survivors: `seen` is what they say.
-    // Otherwise it wrapped past them, and nothing is known.
+    // The ring held the events around at least three of the site's survivors, and at least `enough` gaps
+    // between them could be judged (their stacks lined up, with the transients' in them): `seen` is what
+    // they say. Otherwise nothing is known (the ring wrapped past them, stacks were cut at the depth
+    // limit or not kept).
     bool known = false;
     uint64_t seen = 0; // between consecutive survivors the ring holds, counted up to `enough`
 };

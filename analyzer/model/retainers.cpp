@@ -302,14 +302,18 @@ void add_accumulated_to_growth(ProcessModel& model) {
     }
 }
 
-// A growing site that the latest record naming it found held only as working sets is not growing.
+// A growing site that the latest record naming it found held only as working sets, at least half of it
+// (what the record did not reach may be what grows), is not growing.
 void leave_working_sets_out_of_growth(ProcessModel& model) {
     std::erase_if(model.growth_sites, [&](size_t index) {
         LeakSite& site = model.leak_sites[index];
-        if (site.held_by.empty() ||
-            !std::all_of(site.held_by.begin(), site.held_by.end(), [&](const HeldBy& held) {
-                return holds_a_working_set(model.retainers[held.snapshot].holders[held.holder]);
-            }))
+        uint64_t held_bytes = 0;
+        for (const HeldBy& held : site.held_by) {
+            if (!holds_a_working_set(model.retainers[held.snapshot].holders[held.holder]))
+                return false;
+            held_bytes += held.bytes;
+        }
+        if (site.held_by.empty() || 2 * held_bytes < site.bytes)
             return false;
         site.growing = false;
         return true;

@@ -404,19 +404,43 @@ def test_the_exception_a_program_ended_with_is_recorded_with_the_line_it_came_fr
     assert error["text"].startswith("ValueError: batch 3 has no labels see the data, at %s:" % script)
 
 
-def test_a_program_that_caught_its_exception_or_called_sys_exit_ended_with_none(tmp_path):
+def test_a_program_that_caught_its_exceptions_or_called_sys_exit_ended_with_none(tmp_path):
+    # The code module, like a test runner, leaves the exception it caught in sys.last_value.
     process, report = record(
         tmp_path,
         """
-        import sys
+        import code, sys
         held = allocate(1 << 20)
         try:
             raise KeyError("caught")
         except KeyError:
             pass
+        code.InteractiveInterpreter().runsource("1 / 0")
+        assert isinstance(sys.last_value, ZeroDivisionError)
         sys.exit(2)
         """,
     )
-    assert process.returncode == 2
+    assert process.returncode == 2, process.stderr
     (traced,) = report["processes"]
     assert traced["error"] is None
+
+
+def test_the_search_at_exit_still_says_what_went_wrong_once(tmp_path):
+    # A package whose search fails: recording the program's exception before it takes nothing of its say.
+    package = tmp_path / "package" / "gpuleak"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "_why.py").write_text("def at_exit():\n    raise RuntimeError('the search broke')\n")
+    process, _ = record(
+        tmp_path,
+        """
+        held = allocate(1 << 20)
+        raise ValueError("the program's own error")
+        """,
+        extra_env={"GPULEAK_PYTHON_PACKAGE": str(tmp_path / "package")},
+    )
+    assert process.returncode == 1
+    assert (
+        "gpuleak: what held the memory at the program's exit was not found: RuntimeError: the search broke"
+        in process.stderr
+    ), process.stderr

@@ -30,9 +30,9 @@ const std::string kShapeError =
     R"json(["/venv/lib/python3.12/site-packages/torch/nn/modules/module.py",1779,"Module._wrapped_call_impl"],)json"
     R"json(["/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",134,"Linear.forward"]]})json";
 
-// A trace whose program ended with `document`, recorded at 3 s; an allocation PyTorch's allocator refused
-// at 2 s and one the driver refused at 2.5 s, where `failures`.
-TraceBuilder ended_with(const std::string& document, bool failures = false) {
+// A trace whose program ended with `document`, recorded at 3 s by thread 1; an allocation PyTorch's
+// allocator refused at 2 s and one the driver refused at 2.5 s, on `failures_thread`, where `failures`.
+TraceBuilder ended_with(const std::string& document, bool failures = false, uint32_t failures_thread = 1) {
     TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
     builder.header().start_monotonic_ns = kSecond;
     if (failures) {
@@ -42,6 +42,7 @@ TraceBuilder ended_with(const std::string& document, bool failures = false) {
         refused.size = 512 << 20;
         refused.result = format::kAllocatorRefused;
         refused.time_ns = 3 * kSecond;
+        refused.thread_id = failures_thread;
         builder.add_notable(refused);
         refused.kind = static_cast<uint8_t>(format::MemoryKind::Device);
         refused.result = 1; // invalid value: not memory running out
@@ -53,6 +54,7 @@ TraceBuilder ended_with(const std::string& document, bool failures = false) {
     error.type = static_cast<uint16_t>(format::EventType::ProgramError);
     error.address = 1;
     error.time_ns = 4 * kSecond;
+    error.thread_id = 1;
     error.device = -2;
     builder.add_notable(error);
     builder.end_exited(1, 4 * kSecond);
@@ -117,6 +119,16 @@ TEST_CASE("an out-of-memory exception points to the failed allocation it reports
                                                      "GiB is allocated by PyTorch, at /home/me/train.py:22 "
                                                      "in train (memory ran out: the allocation of 512.0 "
                                                      "MiB at 2.00 s failed)");
+}
+
+TEST_CASE("an out-of-memory error another thread met, and caught, is not the exception's") {
+    const std::string document =
+        R"json({"type":"torch.OutOfMemoryError","message":"CUDA out of memory.","frames":[["/home/me/train.py",40,"<module>"]]})json";
+    const TraceReader trace = TraceReader::parse(ended_with(document, true, 7).bytes(), "trace.bin");
+    const ProcessModel model = build_model("trace.bin", trace);
+    REQUIRE(model.error);
+    REQUIRE(model.failures.size() == 2);
+    CHECK_FALSE(model.error->failure);
 }
 
 TEST_CASE("a long message is cut, and none of the program's frames names no line") {

@@ -54,8 +54,9 @@ TraceBuilder leak_then_slow_exit(std::optional<uint64_t> finalizing_ms,
                                  std::optional<uint64_t> finalizing_head = std::nullopt) {
     TraceBuilder builder(TraceLayout{.ring_capacity = 256, .notable_capacity = 8});
     builder.header().start_monotonic_ns = kStart;
-    builder.add_stack(1, {0x401000});
-    builder.add_stack(2, {0x402000});
+    // Both called from the same loop of main (0x400100).
+    builder.add_stack(1, {0x401000, 0x400100});
+    builder.add_stack(2, {0x402000, 0x400100});
     for (uint64_t i = 0; i < 6; ++i) {
         const uint64_t time_ns = kStart + i * 50 * kMillisecond;
         format::EventRecord temporary = event_of(format::EventType::Alloc, 0x20000000, time_ns);

@@ -796,8 +796,9 @@ TraceBuilder regions_trace() {
     builder.header().start_monotonic_ns = kStart;
     builder.header().device_memory[0].total_bytes = 4ULL << 30;
     builder.header().device_memory[0].lowest_free_bytes = (4ULL << 30) - 321 * kMiB;
-    builder.add_stack(1, {0x401000});
-    builder.add_stack(2, {0x402000});
+    // Both called from the same loop of one function (0x400100).
+    builder.add_stack(1, {0x401000, 0x400100});
+    builder.add_stack(2, {0x402000, 0x400100});
     for (uint32_t i = 0; i < 10; ++i) {
         format::EventRecord other{};
         other.type = static_cast<uint16_t>(format::EventType::Alloc);

@@ -28,28 +28,31 @@ const std::vector<uint8_t> kLineTable = {2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 
 // Stacks of a PyTorch script (Python frames, innermost first; code 1 the script's <module>, 2 a
 // function of torch's), of PyTorch's autograd thread (no Python frames) and of a C++ program.
 enum Stack : uint32_t {
-    kMakeModel = 1,   // <module> line 7, `model = Net().to(device)`, in torch's convert
-    kBatch = 2,       // <module> line 3, `x = batch.to(device)`
-    kLoss = 3,        // <module> line 5, `loss = loss_fn(model(x), y)`
-    kBackward = 4,    // <module> line 9, `loss.backward()`
-    kHalf = 5,        // <module> line 11, `model.half()`, in torch's convert
-    kAutograd = 6,    // PyTorch's autograd thread: a gradient
-    kAutogradTmp = 7, // the same thread, another kernel's output
-    kKeepHistory = 8, // a C++ program's: main -> keep_history -> cudaMalloc
-    kStep = 9,        // a C++ program's: main -> step -> cudaMalloc
+    kMakeModel = 1,      // <module> line 7, `model = Net().to(device)`, in torch's convert
+    kBatch = 2,          // <module> line 3, `x = batch.to(device)`
+    kLoss = 3,           // <module> line 5, `loss = loss_fn(model(x), y)`
+    kBackward = 4,       // <module> line 9, `loss.backward()`
+    kHalf = 5,           // <module> line 11, `model.half()`, in torch's convert
+    kAutograd = 6,       // PyTorch's autograd thread: a gradient
+    kAutogradTmp = 7,    // the same thread, another kernel's output
+    kKeepHistory = 8,    // a C++ program's: main -> keep_history -> cudaMalloc
+    kStep = 9,           // a C++ program's: main -> step -> cudaMalloc
+    kWorkerScratch = 10, // a C++ program's thread of its own: its start -> work -> cudaMalloc
 };
 
 class Program {
   public:
-    // A Python program's stacks, or a C++ program's.
-    explicit Program(bool python = true)
+    // A Python program's stacks, or a C++ program's; a ring of `ring` events.
+    explicit Program(bool python = true, uint64_t ring = 512)
         : builder_(TraceLayout{
-              .strings_bytes = 16384, .live_capacity = 128, .ring_capacity = 512, .notable_capacity = 8}) {
+              .strings_bytes = 16384, .live_capacity = 128, .ring_capacity = ring, .notable_capacity = 8}) {
         builder_.header().start_monotonic_ns = kStart;
         builder_.header().stack_depth = 64;
         if (!python) {
-            builder_.add_stack(kKeepHistory, {0x100, 0x200, 0x300});
-            builder_.add_stack(kStep, {0x100, 0x210, 0x310});
+            // Innermost first: cudaMalloc, the function that called it, main, the C library's start.
+            builder_.add_stack(kKeepHistory, {0x100, 0x200, 0x300, 0x400});
+            builder_.add_stack(kStep, {0x100, 0x210, 0x310, 0x400});
+            builder_.add_stack(kWorkerScratch, {0x100, 0x220, 0x500, 0x600});
             return;
         }
         builder_.header().python_version = format::python_version(3, 10);
@@ -106,6 +109,8 @@ class Program {
         }
         FAIL("freed twice");
     }
+
+    format::FileHeader& header() { return builder_.header(); }
 
     // The site of `stack` as the model of the finished trace finds it.
     LeakSite site(uint32_t stack) {
@@ -228,6 +233,42 @@ TEST_CASE("a native program's steps: another call in the function that made the 
             only_kept.make(kKeepHistory);
         CHECK_FALSE(only_kept.site(kKeepHistory).growing);
     }
+    SECTION("and what another thread makes and frees between is no step of its work") {
+        Program threads(false);
+        for (int step = 0; step < 10; ++step) {
+            threads.free(threads.make(kWorkerScratch, 2));
+            threads.make(kKeepHistory);
+        }
+        CHECK_FALSE(threads.site(kKeepHistory).growing);
+    }
+}
+
+TEST_CASE("where stacks cannot be lined up, or the ring lost the survivors, the events' spread decides") {
+    SECTION("stacks cut at the depth limit: their outermost frames are lost") {
+        Program program(false);
+        program.header().stack_depth = 4;
+        for (int step = 0; step < 10; ++step)
+            program.make(kKeepHistory);
+        CHECK(program.site(kKeepHistory).growing);
+    }
+    SECTION("a ring that holds the last two survivors only") {
+        Program program(false, 2);
+        for (int step = 0; step < 10; ++step)
+            program.make(kKeepHistory);
+        CHECK(program.site(kKeepHistory).growing);
+    }
+}
+
+TEST_CASE("the newest survivors decide: a loop after set-up made at the same line") {
+    Program program(false);
+    // Twenty made one after another, then twenty over steps of work.
+    for (int made = 0; made < 20; ++made)
+        program.make(kKeepHistory);
+    for (int step = 0; step < 20; ++step) {
+        program.free(program.make(kStep));
+        program.make(kKeepHistory);
+    }
+    CHECK(program.site(kKeepHistory).growing);
 }
 
 namespace {
@@ -283,6 +324,11 @@ TEST_CASE("the parameters of one model, held by one name, are the working set ho
     // One model reached through another object (a trainer holding it) is one model too.
     CHECK_FALSE(
         parameters_made_through_steps(held_at_exit("`trainer`, a Trainer in __main__", "Net", 1)).growing);
+    SECTION("one model that holds a small part of what grew says nothing of the rest") {
+        std::string document = held_at_exit("`model`, a Net in __main__", "Net", 0);
+        document.replace(document.find("[[0,6291456,"), std::string("[[0,6291456,").size(), "[[0,1048576,");
+        CHECK(parameters_made_through_steps(document).growing);
+    }
     SECTION("many models kept in a list grow: a search that keeps every trial's model") {
         CHECK(parameters_made_through_steps(
                   held_at_exit("`results`, a list with 6 items in __main__", "Net", 6))
