@@ -54,6 +54,10 @@ __attribute__((visibility("default"))) void gpuleak_out_of_memory(int device) {
     gpuleak::note_out_of_memory(device);
 }
 
+__attribute__((visibility("default"))) void gpuleak_cell_error(const char* cell) {
+    gpuleak::note_cell_error(cell);
+}
+
 __attribute__((visibility("default"))) int gpuleak_active(void) {
     return gpuleak::recording_active() ? 1 : 0;
 }

@@ -67,13 +67,14 @@ bool look_up_all(PythonCalls& calls) {
 }
 
 // Runs in a namespace of its own, so that nothing it binds lands in the program's modules; `package`,
-// `moment` ("out_of_memory", "exit", "ended" to record the exception the program's code ended with, or
-// "register_exit" to register `search_at_exit` with atexit), `device`, `tell` (say what went wrong on
-// stderr), `search_at_exit` and `record_error` (which records its document: format::EventType::
-// ProgramError's) are set there. The exception is the one the interpreter printed as the program ended
-// (sys.last_exc, before 3.12 sys.last_value), whose traceback starts at the main module's code; not one a
-// test runner or the code module caught and left there, nor an IPython kernel's, which sets them at each
-// cell's error and does not end. The package is
+// `moment` ("out_of_memory", "exit", "ended" to record the exception the program's code ended with,
+// "cell_error" to record the one a notebook's cell ended with, or "register_exit" to register
+// `search_at_exit` with atexit), `device`, `cell` (the cell's name, or ""), `tell` (say what went wrong
+// on stderr), `search_at_exit` and `record_error` (which records its document: format::EventType::
+// ProgramError's) are set there. The program's exception is the one the interpreter printed as the
+// program ended (sys.last_exc, before 3.12 sys.last_value), whose traceback starts at the main module's
+// code; not one a test runner or the code module caught and left there, nor an IPython kernel's, which
+// sets them at each cell's error and does not end: a cell's is the one IPython showed last. The package is
 // imported as the program would import it; where it is not installed, from the directory `gpuleak run`
 // named, under its own name, so that a later `import gpuleak` of the program finds the same module. For
 // the search at exit, only then: a program that never ends normally never imports it.
@@ -133,11 +134,52 @@ def _gpuleak_at(moment, *arguments):
             )
 
 
-def _gpuleak_ended():
+def _gpuleak_document(error, cell):
+    import json
+
+    def text(value):
+        return value.encode("utf-8", "replace").decode("utf-8")
+
+    kind = type(error)
+    name = kind.__qualname__
+    if kind.__module__ not in ("builtins", "__main__"):
+        name = "%s.%s" % (kind.__module__, name)
+    try:
+        message = str(error)
+    except Exception:
+        message = ""
+    frames = []
+    traceback = error.__traceback__
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        function = getattr(code, "co_qualname", code.co_name)
+        frames.append([text(code.co_filename)[-1024:], traceback.tb_lineno or 0, text(function)[-256:]])
+        traceback = traceback.tb_next
+    frames, message = frames[-64:], text(message[:4000])
+    document = {"type": text(name)[:256], "message": message, "frames": frames}
+    if cell:
+        document["cell"] = text(cell)
+    # Within what the recorder copies (64 KiB): the outermost frames go first, then the message's end.
+    while True:
+        document["frames"], document["message"] = frames, message
+        encoded = json.dumps(document, ensure_ascii=False)
+        if len(encoded.encode("utf-8")) <= 60000 or not (frames or message):
+            return encoded
+        if len(frames) > 1:
+            frames = frames[1:]
+        else:
+            message = message[: len(message) // 2]
+
+
+def _gpuleak_last_shown():
     import sys
     error = getattr(sys, "last_exc", None)
-    if error is None:
-        error = getattr(sys, "last_value", None)
+    return getattr(sys, "last_value", None) if error is None else error
+
+
+def _gpuleak_ended():
+    import sys
+    error = _gpuleak_last_shown()
     ipython = sys.modules.get("IPython")
     if error is None or (ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None):
         return
@@ -153,41 +195,19 @@ def _gpuleak_ended():
         or top.f_code.co_filename.endswith("runpy.py")
     ):
         return
-    import json
-
-    def text(value):
-        return value.encode("utf-8", "replace").decode("utf-8")
-
-    kind = type(error)
-    name = kind.__qualname__
-    if kind.__module__ not in ("builtins", "__main__"):
-        name = "%s.%s" % (kind.__module__, name)
-    try:
-        message = str(error)
-    except Exception:
-        message = ""
-    frames = []
-    while traceback is not None:
-        code = traceback.tb_frame.f_code
-        function = getattr(code, "co_qualname", code.co_name)
-        frames.append([text(code.co_filename)[-1024:], traceback.tb_lineno or 0, text(function)[-256:]])
-        traceback = traceback.tb_next
-    frames, message = frames[-64:], text(message[:4000])
-    # Within what the recorder copies (64 KiB): the outermost frames go first, then the message's end.
-    while True:
-        document = json.dumps({"type": text(name)[:256], "message": message, "frames": frames}, ensure_ascii=False)
-        if len(document.encode("utf-8")) <= 60000 or not (frames or message):
-            break
-        if len(frames) > 1:
-            frames = frames[1:]
-        else:
-            message = message[: len(message) // 2]
-    record_error(document)
+    record_error(_gpuleak_document(error, None))
 
 
 if moment == "ended":
     try:
         _gpuleak_ended()
+    except Exception:
+        pass
+elif moment == "cell_error":
+    try:
+        error = _gpuleak_last_shown()
+        if error is not None:
+            record_error(_gpuleak_document(error, cell))
     except Exception:
         pass
 elif moment == "register_exit":
@@ -215,6 +235,7 @@ bool set_item(const PythonCalls& calls, PyObject* namespace_, const char* name, 
 
 PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/);
 PyObject* record_error(PyObject* /*self*/, PyObject* document);
+PyObject* record_cell_error(PyObject* /*self*/, PyObject* document);
 
 // What went wrong is said once, whichever moment met it first: a program that catches its out-of-memory
 // errors may meet many.
@@ -228,14 +249,19 @@ std::atomic<pid_t> g_exit_search_pid{0};
 std::atomic<void (*)()> g_program_ended{nullptr};
 std::atomic<void (*)(const char*)> g_program_error{nullptr};
 std::atomic<bool> g_search_at_exit{false};
+// What records a cell's exception (why_cell_error's `record`).
+std::atomic<void (*)(const char*)> g_cell_error{nullptr};
 
-// Runs the bootstrap for `moment` under the GIL, which the caller holds.
-void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
+// Runs the bootstrap for `moment` under the GIL, which the caller holds; `cell` names the cell whose
+// exception "cell_error" records.
+void run_bootstrap(const PythonCalls& calls, const char* moment, int device, const char* cell = "") {
     static MethodDefinition at_exit{"gpuleak_search_at_exit", search_at_exit, kNoArguments, nullptr};
     static MethodDefinition error{"gpuleak_record_error", record_error, kOneArgument, nullptr};
+    static MethodDefinition cell_error{"gpuleak_record_cell_error", record_cell_error, kOneArgument, nullptr};
+    const bool of_cell = std::strcmp(moment, "cell_error") == 0;
     // Registering, or recording the program's exception, says nothing: the searches keep their one say.
     const bool tell = std::strcmp(moment, "register_exit") != 0 && std::strcmp(moment, "ended") != 0 &&
-                      g_tell.exchange(false);
+                      !of_cell && g_tell.exchange(false);
     PyObject* pending[3] = {nullptr, nullptr, nullptr};
     calls.error_fetch(&pending[0], &pending[1], &pending[2]);
     if (PyObject* namespace_ = calls.dict_new()) {
@@ -247,9 +273,11 @@ void run_bootstrap(const PythonCalls& calls, const char* moment, int device) {
                      calls.decode_file_name(package != nullptr ? package : "")) &&
             set_item(calls, namespace_, "moment", calls.decode_file_name(moment)) &&
             set_item(calls, namespace_, "device", calls.from_long(device)) &&
+            set_item(calls, namespace_, "cell", calls.decode_file_name(cell)) &&
             set_item(calls, namespace_, "tell", calls.from_long(tell ? 1 : 0)) &&
             set_item(calls, namespace_, "search_at_exit", calls.function_new(&at_exit, nullptr, nullptr)) &&
-            set_item(calls, namespace_, "record_error", calls.function_new(&error, nullptr, nullptr));
+            set_item(calls, namespace_, "record_error",
+                     calls.function_new(of_cell ? &cell_error : &error, nullptr, nullptr));
         if (ready) {
             if (PyObject* result = calls.run_string(kBootstrap, kFileInput, namespace_, namespace_, nullptr))
                 calls.decref(result);
@@ -284,15 +312,25 @@ PyObject* search_at_exit(PyObject* /*self*/, PyObject* /*unused*/) {
     return calls->none;
 }
 
-// The bootstrap's record_error: the document as UTF-8, to the recorder.
-PyObject* record_error(PyObject* /*self*/, PyObject* document) {
+// The document as UTF-8, to `record`.
+PyObject* pass_document(PyObject* document, void (*record)(const char*)) {
     const PythonCalls* calls = python_calls();
     if (const char* text = calls->as_utf8(document); text == nullptr)
         calls->error_clear();
-    else if (void (*program_error)(const char*) = g_program_error.load(std::memory_order_relaxed))
-        program_error(text);
+    else if (record != nullptr)
+        record(text);
     calls->incref(calls->none);
     return calls->none;
+}
+
+// The bootstrap's record_error, for the program's exception.
+PyObject* record_error(PyObject* /*self*/, PyObject* document) {
+    return pass_document(document, g_program_error.load(std::memory_order_relaxed));
+}
+
+// The bootstrap's record_error, for a cell's.
+PyObject* record_cell_error(PyObject* /*self*/, PyObject* document) {
+    return pass_document(document, g_cell_error.load(std::memory_order_relaxed));
 }
 
 // Py_AddPendingCall's function: the interpreter's main thread runs it, holding the GIL, between two
@@ -319,6 +357,22 @@ void why_at_out_of_memory(int device) {
     const int gil = calls->gil_ensure();
     run_bootstrap(*calls, "out_of_memory", device);
     calls->gil_release(gil);
+}
+
+void why_cell_error(const char* cell, void (*record)(const char* document)) {
+    constexpr size_t kMaxCellBytes = 1023;
+    const PythonRuntime* python = python_runtime(true);
+    if (python == nullptr || !python_initialized() || python_finalizing())
+        return;
+    const PythonCalls* calls = python_calls();
+    if (calls == nullptr)
+        return;
+    char name[kMaxCellBytes + 1];
+    const size_t bytes = strnlen(cell, kMaxCellBytes);
+    std::memcpy(name, cell, bytes);
+    name[bytes] = '\0';
+    g_cell_error.store(record, std::memory_order_relaxed);
+    run_bootstrap(*calls, "cell_error", 0, name);
 }
 
 void why_at_exit_once_holding(void (*program_ended)(), void (*program_error)(const char*), bool search) {

@@ -14,6 +14,11 @@ namespace gpuleak {
 // for.
 void why_at_out_of_memory(int device);
 
+// A notebook's cell `cell` ended with an exception IPython showed (gpuleak_cell_error), called under the
+// GIL: in a running interpreter that is not finalizing, the document of the exception shown last (format::
+// EventType::ProgramError's, with "cell" in it) goes to `record`. Whatever Python raises is cleared.
+void why_cell_error(const char* cell, void (*record)(const char* document));
+
 // Called as the process comes to hold device memory (each allocation of it; only the first call that
 // finds a running interpreter acts): in a Python program, asks the interpreter's main thread, through
 // Py_AddPendingCall (callable from any thread, with no lock of Python's held), to register a function

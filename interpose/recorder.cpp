@@ -997,9 +997,30 @@ void record_retainers(const char* label, const char* document) {
     append_public_note(event, EventType::Retainers);
 }
 
-void record_program_error(const char* document) {
-    // The document python_why.cpp makes: a message of at most 4000 characters and 64 frames of paths.
+namespace {
+
+// The document python_why.cpp makes: a message of at most 4000 characters and 64 frames of paths.
+void append_program_error(const char* document) {
     constexpr size_t kMaxDocumentBytes = 65535;
+    EventRecord event{};
+    event.address = g_writer.add_string(document, strnlen(document, kMaxDocumentBytes));
+    if (event.address != 0)
+        append_public_note(event, EventType::ProgramError);
+}
+
+// A cell's exception: each cell that raised has its record.
+void record_cell_error(const char* document) {
+    ErrnoGuard errno_guard;
+    if (document == nullptr)
+        return;
+    const RecordingScope recording(EventSort::Note);
+    if (recording.entered() && ensure_active())
+        append_program_error(document);
+}
+
+} // namespace
+
+void record_program_error(const char* document) {
     static std::atomic<bool> recorded{false};
     ErrnoGuard errno_guard;
     if (document == nullptr)
@@ -1007,10 +1028,13 @@ void record_program_error(const char* document) {
     const RecordingScope recording(EventSort::Note);
     if (!recording.entered() || !ensure_active() || recorded.exchange(true, std::memory_order_relaxed))
         return;
-    EventRecord event{};
-    event.address = g_writer.add_string(document, strnlen(document, kMaxDocumentBytes));
-    if (event.address != 0)
-        append_public_note(event, EventType::ProgramError);
+    append_program_error(document);
+}
+
+void note_cell_error(const char* cell) {
+    // GPULEAK_PYTHON=0 leaves the interpreter alone; a process without a trace has nowhere to record.
+    if (cell != nullptr && g_config.python_stacks && has_trace(g_state.load(std::memory_order_acquire)))
+        why_cell_error(cell, record_cell_error);
 }
 
 uint32_t why_moments() {

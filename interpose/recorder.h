@@ -82,6 +82,11 @@ void record_retainers(const char* label, const char* document);
 // EventType::ProgramError's) in the strings region and a ProgramError record in the notable array, once.
 void record_program_error(const char* document);
 
+// A notebook's cell ended with an exception, which IPython showed (gpuleak_cell_error): where the process
+// records and reads Python, its document (ProgramError's, with the cell's name in it) is made from the
+// exception the interpreter holds as the last one shown, and recorded, each time. Under the GIL.
+void note_cell_error(const char* cell);
+
 // GPULEAK_WHY's moments (GPULEAK_WHY_* bits) in a process that records; 0 before it records.
 uint32_t why_moments();
 

@@ -141,7 +141,7 @@ void write_post_mortem(const CommandEnd& end, const RunDirectory& directory,
     const std::vector<std::string> lines = death_summary(end, report ? &*report : nullptr, no_report);
     std::string text;
     for (const std::string& line : lines) {
-        say(line);
+        say_wrapped(line);
         text += printable(line) + "\n";
     }
     const fs::path summary = fs::path(directory.path) / kSummaryFile;

@@ -36,7 +36,7 @@ void report_on(const CommandEnd& end, const RunDirectory& directory) {
     try {
         RunReport report = write_run_report(directory);
         for (const std::string& line : report_lines(end, report))
-            say(line);
+            say_wrapped(line);
     } catch (const analyzer::TraceError& failure) {
         say(fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path));
     } catch (const LauncherError& failure) {
@@ -55,7 +55,10 @@ int run_command(const RunRequest& request) {
     const RunDirectory directory =
         make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
     CommandEnd end;
-    end.name = request.command[0];
+    // By its name, as its user typed it ("python"), not the path a virtual environment gave it.
+    end.name = std::filesystem::path(request.command[0]).filename().string();
+    if (end.name.empty())
+        end.name = request.command[0];
     pid_t child = 0;
     Supervision supervision;
     const auto started = std::chrono::steady_clock::now();

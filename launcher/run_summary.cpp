@@ -178,12 +178,17 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
     std::vector<ProcessReport>& processes = report.processes;
     std::vector<std::string> lines;
     // What ended a program that failed, first: it is what its author ran it for.
-    for (const ProcessReport& process : processes)
+    for (const ProcessReport& process : processes) {
+        const std::string who =
+            processes.size() > 1 ? fmt::format("pid {}", process.model.header.pid) : "the program";
         if (process.model.error)
-            lines.push_back(fmt::format("{} ended with {}",
-                                        processes.size() > 1 ? fmt::format("pid {}", process.model.header.pid)
-                                                             : "the program",
+            lines.push_back(fmt::format("{} ended with {}", who,
                                         analyzer::program_error_text(process.model, *process.model.error)));
+        // A notebook's kernel: the last cell that failed.
+        if (!process.model.cell_errors.empty())
+            lines.push_back((processes.size() > 1 ? who + ": " : std::string()) +
+                            analyzer::cell_errors_text(process.model));
+    }
     if (killed_by_sigkill(end))
         if (auto samples = last_samples(end, processes))
             lines.push_back(*samples);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "printable.h"
+#include "wrapped_text.h"
 
 namespace gpuleak::launcher {
 
@@ -13,6 +14,12 @@ namespace gpuleak::launcher {
 // one line and drives no terminal.
 inline void say(const std::string& line) {
     fmt::print(stderr, "gpuleak: {}\n", printable(line));
+}
+
+// A paragraph of the summary (the diagnosis, the exception the program ended with): broken into lines of
+// at most 100 columns, the first prefixed "gpuleak: ", the rest indented under it.
+inline void say_wrapped(const std::string& paragraph) {
+    fmt::print(stderr, "{}", analyzer::wrapped(printable(paragraph), "         ", "gpuleak: "));
 }
 
 } // namespace gpuleak::launcher

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "live_objects.h"
+#include "named_sources.h"
 #include "program_files.h"
 #include "repetition.h"
 #include "retainers.h"
@@ -570,9 +571,11 @@ bool says_out_of_memory(const ProgramError& error) {
            message.find("resource_exhausted") != std::string::npos;
 }
 
-// The exception the program's code ended with, if it recorded one (ProcessModel::error); a record that is
-// not gpuleak's is left out with a warning.
-void find_program_error(const TraceReader& trace, ProcessModel& model) {
+// The exception the program's code ended with, if it recorded one (ProcessModel::error), and those its
+// notebook's cells ended with (ProcessModel::cell_errors); a record that is not gpuleak's is left out with
+// a warning.
+void find_program_errors(const TraceReader& trace, ProcessModel& model) {
+    std::optional<NamedSources> named;
     for (const Event& event : trace.notable_events().events) {
         if (event.type != EventType::ProgramError)
             continue;
@@ -588,27 +591,37 @@ void find_program_error(const TraceReader& trace, ProcessModel& model) {
         if (!root.is_object() || text("type") == nullptr || text("message") == nullptr ||
             frames == root.end() || !frames->is_array()) {
             model.warnings.push_back(
-                fmt::format("the record of the exception the program ended with, at {:.2f} s, cannot be read",
+                fmt::format("the record of an exception the program raised, at {:.2f} s, cannot be read",
                             seconds_of(time_ns)));
-            return;
+            continue;
         }
-        ProgramError error{*text("type"), *text("message"), {}, time_ns, std::nullopt, std::nullopt};
+        const std::string* cell = text("cell");
+        // The program ends once.
+        if (cell == nullptr && model.error)
+            continue;
+        if (!named)
+            named.emplace(trace);
+        ProgramError error{
+            *text("type"), *text("message"), cell != nullptr ? *cell : std::string(), {}, time_ns,
+            std::nullopt,  std::nullopt};
         for (const nlohmann::json& frame : *frames) {
             if (!frame.is_array() || frame.size() != 3 || !frame[0].is_string() ||
                 !frame[1].is_number_unsigned() || !frame[2].is_string())
                 continue;
-            error.frames.push_back(
-                {frame[0].get<std::string>(),
-                 static_cast<uint32_t>(std::min<uint64_t>(frame[1].get<uint64_t>(), UINT32_MAX)),
-                 frame[2].get<std::string>()});
+            ProgramError::Frame& added = error.frames.emplace_back();
+            added.file = frame[0].get<std::string>();
+            added.line = static_cast<uint32_t>(std::min<uint64_t>(frame[1].get<uint64_t>(), UINT32_MAX));
+            added.function = frame[2].get<std::string>();
+            if (const std::optional<NamedLine> source = named->find(added.file, added.line))
+                added.source_name = source->name;
         }
         for (size_t i = error.frames.size(); i-- > 0;)
             if (is_program_file(error.frames[i].file)) {
                 error.program_frame = i;
                 break;
             }
-        // The error the exception reports failed on the thread that raised it, the program's main one,
-        // which records the exception as it ends.
+        // The error the exception reports failed on the thread that raised it, which records the
+        // exception (the program's main one as it ends; a kernel's, after the cell).
         if (says_out_of_memory(error))
             for (size_t i = model.failures.size(); i-- > 0;)
                 if (model.failures[i].out_of_memory() && model.failures[i].time_ns <= time_ns &&
@@ -616,8 +629,10 @@ void find_program_error(const TraceReader& trace, ProcessModel& model) {
                     error.failure = i;
                     break;
                 }
-        model.error = std::move(error);
-        return;
+        if (cell != nullptr)
+            model.cell_errors.push_back(std::move(error));
+        else
+            model.error = std::move(error);
     }
 }
 
@@ -934,7 +949,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
                                     several_devices ? &device_timelines : nullptr);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
-    find_program_error(trace, model);
+    find_program_errors(trace, model);
 
     // Devices: every ordinal that ever held reserved or allocated memory.
     for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {

@@ -361,14 +361,17 @@ constexpr uint64_t kMinPasses = 3;
 constexpr uint64_t kMinSpentPasses = 16;
 
 // The exception the Python program's code ended with, which no code caught (format::EventType::
-// ProgramError): what ended a script that failed, the first thing its author wants to see.
+// ProgramError): what ended a script that failed, the first thing its author wants to see. Or the one a
+// notebook's cell ended with, which the kernel showed and outlived.
 struct ProgramError {
     std::string type; // its class: "RuntimeError", "torch.OutOfMemoryError"
     std::string message;
+    std::string cell; // the notebook's cell that raised it ("cell [12]"); empty for the program's end
     struct Frame {
         std::string file;
         uint32_t line = 0; // 0: unknown
         std::string function;
+        std::string source_name; // what the program named its file ("cell [12]": named_sources.h), or empty
     };
     std::vector<Frame> frames; // its traceback, outermost first (the innermost 64)
     uint64_t time_ns = 0;      // when it was recorded, as the program ended, since the start
@@ -437,6 +440,7 @@ struct ProcessModel {
     std::vector<SpilledSite> spilled_allocations;
     std::vector<Event> ring_events;
     std::optional<ProgramError> error;
+    std::vector<ProgramError> cell_errors; // the notebook's cells that raised, oldest first
     Exactness exactness;
     std::vector<std::string> warnings; // the reader's, and the model's own
 };

@@ -66,35 +66,55 @@ std::string made_through(const ProcessModel& model, const LeakSite& site) {
         return fmt::format("from {} to {}", marker_interval_name(model, site.marker_range->first),
                            marker_interval_name(model, site.marker_range->second));
     // As precise as the site's own line (render_text's when_made): a loop of a tenth of a second is not
-    // "between 3.0 s and 3.0 s".
-    return fmt::format("through {:.0f}% of the program's work (between {:.2f} s and {:.2f} s)",
+    // "3.0 s to 3.0 s".
+    return fmt::format("through {:.0f}% of the program's work ({:.2f} s to {:.2f} s)",
                        100 * site.program_share, seconds_of(site.first_ns), seconds_of(site.last_ns));
 }
 
-std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
-    const std::string each = human_bytes(static_cast<double>(site.bytes) / static_cast<double>(site.count));
-    const std::string more = fmt::format("{:.0f} more such allocations", fill.allocations);
-    if (site.bytes_per_second <= 0)
-        return fmt::format(" At {} per allocation, the {} still free on device {} would be gone after {}.",
-                           each, bytes(fill.free_bytes), fill.device, more);
-    return fmt::format(
-        " At the rate it grew ({}/s), the {} still free on device {} would be gone in {} ({}).",
-        human_bytes(site.bytes_per_second), bytes(fill.free_bytes), fill.device, human_duration(fill.seconds),
-        more);
+// A large count as it is read aloud: "640", "33 million".
+std::string rough_count(double count) {
+    constexpr std::pair<double, const char*> kScales[] = {
+        {1e9, "billion"}, {1e6, "million"}, {1e3, "thousand"}};
+    if (count < 1e4)
+        return fmt::format("{:.0f}", count);
+    for (const auto& [scale, name] : kScales)
+        if (count >= scale)
+            return count < 10 * scale ? fmt::format("{:.1f} {}", count / scale, name)
+                                      : fmt::format("{:.0f} {}", count / scale, name);
+    return fmt::format("{:.0f}", count);
 }
 
-// Who keeps the leak's top site, where a record of what held the memory names it; else what a leak is.
+std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
+    if (site.bytes_per_second <= 0)
+        return fmt::format(" The {} free on device {} would last {} more of them.", bytes(fill.free_bytes),
+                           fill.device, rough_count(fill.allocations));
+    return fmt::format(" It grew {}/s: the {} free on device {} would be gone in {}.",
+                       human_bytes(site.bytes_per_second), bytes(fill.free_bytes), fill.device,
+                       human_duration(fill.seconds));
+}
+
+// `text` with its first letter a capital, as a sentence starts.
+std::string sentence(std::string text) {
+    if (!text.empty() && text.front() >= 'a' && text.front() <= 'z')
+        text.front() = static_cast<char>(text.front() - 'a' + 'A');
+    return text;
+}
+
+// Who keeps the leak's top site and what to change, where a record of what held the memory names it;
+// else where to look.
 std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
+    constexpr const char* kNoCacheHelps = " Emptying the allocator's cache will not help.";
     if (top.held_by.empty())
-        return "That is a real leak: the program keeps references to memory it no longer needs (a list that "
-               "grows every iteration, an unbounded cache).";
+        return fmt::format("Find what keeps them: a list that grows every step, an unbounded cache.{}",
+                           kNoCacheHelps);
     const HeldBy& by = top.held_by.front();
     const RetainerSnapshot& snapshot = model.retainers[by.snapshot];
     const Retainer& holder = snapshot.holders[by.holder];
     const std::string advice =
-        holder.advice.empty() ? std::string() : ": " + printable(holder.advice.front());
-    return fmt::format("That is a real leak: {} of it was held by {}, {}{}.", bytes(by.bytes),
-                       retainer_name(holder), retainers_when(snapshot), advice);
+        holder.advice.empty() ? std::string() : " " + sentence(printable(holder.advice.front())) + ".";
+    return fmt::format("gpuleak.why() at {:.2f} s ({}) found {} of it held by {}.{}{}",
+                       seconds_of(snapshot.time_ns), printable(snapshot.label), bytes(by.bytes),
+                       retainer_name(holder), advice, kNoCacheHelps);
 }
 
 std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
@@ -106,13 +126,11 @@ std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& l
     const std::string of_it =
         leak.sites.size() == 1 ? std::string("It was") : fmt::format("{} of it was", bytes(kept.bytes));
     return fmt::format(
-        "As the program ended, the autograd graphs of {} forward passes held {}{}: tensors autograd saved "
-        "for "
-        "a backward() that never ran, which no code could use any more. {} made at {} and held by {}. That "
-        "is a leak: the outputs of forward passes run outside torch.no_grad() keep their activations alive, "
-        "one pass per batch they were given. Compute what is only read (validation, metrics, predictions) "
-        "under `with torch.no_grad():` or `torch.inference_mode()`, or keep `.detach()`ed results. Emptying "
-        "the allocator's cache will not help.",
+        "As the program ended, the autograd graphs of {} forward passes held {}{}: tensors saved for a "
+        "backward() that never ran. {} made at {} and held by {}. Outputs of forward passes run outside "
+        "torch.no_grad() keep their activations, one pass per batch. Compute what is only read (validation, "
+        "metrics, predictions) under `with torch.no_grad():` or `torch.inference_mode()`, or keep "
+        "`.detach()`ed results. Emptying the allocator's cache will not help.",
         holder.graph->passes, bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)),
         retainer_name(holder));
 }
@@ -124,10 +142,11 @@ std::string spent_graphs_text(const ProcessModel& model, StackFrames& stacks) {
     const KeptGraph& graph = *holder.graph;
     const LeakSite& site = model.leak_sites[spent.site];
     return fmt::format(
-        "{}, keeps the autograd graphs of {} backward passes ({} nodes), {}: backward() already ran through "
-        "them, so they can never be used again. That is a leak, of host memory: a running total of losses "
-        "(`total += loss`) keeps one more graph with every step, however little device memory the tensor "
-        "holds ({} at `{}`, made at {}). Add `loss.item()` (a number) or `loss.detach()`, not `loss`.",
+        "{}, keeps the autograd graphs of {} backward passes ({} nodes), {}. backward() already ran through "
+        "them: they can never be used again. A running total of losses (`total += loss`) keeps one more "
+        "graph "
+        "each step, in host memory, however little device memory the tensor holds ({} at `{}`, made at {}). "
+        "Add `loss.item()` (a number) or `loss.detach()`, not `loss`.",
         retainer_name(holder), graph.spent_passes, graph.nodes, retainers_when(snapshot), bytes(graph.bytes),
         printable(graph.path), printable(stacks.describe(site.stack_id)));
 }
@@ -138,20 +157,21 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
     if (leak.cause == LeakCause::KeptForBackward)
         return kept_for_backward_text(model, leak, stacks);
     const LeakSite& top = model.leak_sites[leak.sites.front()];
-    const std::string sites =
-        leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());
-    const std::string of_it =
-        leak.sites.size() == 1 ? std::string() : fmt::format(", {} of it", bytes(top.bytes));
     // What the program's exit freed was still held as its code ended.
-    const char* alive = model.code_end_ns ? "still held as the program's code ended" : "still alive";
-    return fmt::format(
-        "Memory the program holds kept growing: {} {} was made {}{}{}, in {} allocation{} ({} each) "
-        "from {}.{} {} Emptying the allocator's cache will not help; fix the code that keeps them.",
-        bytes(leak.bytes), alive, made_through(model, top), sites, of_it, top.count,
-        top.count == 1 ? "" : "s",
-        human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)),
-        printable(stacks.describe(top.stack_id)), leak.fill ? fill_sentence(top, *leak.fill) : std::string(),
-        keeper_sentence(model, top));
+    const char* alive = model.code_end_ns ? "still held as its code ended" : "still alive";
+    const std::string made =
+        fmt::format("{} allocation{} of {}", top.count, top.count == 1 ? "" : "s",
+                    human_bytes(static_cast<double>(top.bytes) / static_cast<double>(top.count)));
+    const std::string what =
+        leak.sites.size() == 1
+            ? fmt::format("Memory kept growing at {}: {} ({}), made {}, {} {}.",
+                          printable(stacks.describe(top.stack_id)), made, bytes(top.bytes),
+                          made_through(model, top), top.count == 1 ? "was" : "were", alive)
+            : fmt::format("Memory kept growing at {} sites: {} made {} was {}. The most, {}, is {} at {}.",
+                          leak.sites.size(), bytes(leak.bytes), made_through(model, top), alive,
+                          bytes(top.bytes), made, printable(stacks.describe(top.stack_id)));
+    return what + (leak.fill ? fill_sentence(top, *leak.fill) : std::string()) + " " +
+           keeper_sentence(model, top);
 }
 
 std::string incomplete_text(const Exactness& exactness) {
@@ -233,7 +253,10 @@ std::string allocations_of(format::MemoryKind kind, uint64_t count) {
     const char* plural = count == 1 ? "" : "s";
     if (kind == format::MemoryKind::Block)
         return fmt::format("{} block{}", count, plural);
-    return fmt::format("{} {} allocation{}", count, format::kind_name(kind), plural);
+    // In words: "pinned host", not the JSON's "pinned_host".
+    std::string name = format::kind_name(kind);
+    std::replace(name.begin(), name.end(), '_', ' ');
+    return fmt::format("{} {} allocation{}", count, name, plural);
 }
 
 std::string marker_interval_name(const ProcessModel& model, int index) {
@@ -462,7 +485,10 @@ std::string program_error_text(const ProcessModel& model, const ProgramError& er
         text += ": " + printable(one_line(error.message, kMostMessageBytes));
     if (error.program_frame) {
         const ProgramError::Frame& frame = error.frames[*error.program_frame];
-        text += fmt::format(", at {}:{} in {}", printable(frame.file), frame.line, printable(frame.function));
+        text += frame.source_name.empty()
+                    ? fmt::format(", at {}:{} in {}", printable(short_path(frame.file)), frame.line,
+                                  printable(frame.function))
+                    : fmt::format(", at {}, line {}", printable(frame.source_name), frame.line);
     }
     if (error.failure) {
         const FailureSummary& failure = model.failures[*error.failure];
@@ -470,6 +496,17 @@ std::string program_error_text(const ProcessModel& model, const ProgramError& er
                             human_bytes(static_cast<double>(failure.bytes)), seconds_of(failure.time_ns));
     }
     return text;
+}
+
+std::string cell_errors_text(const ProcessModel& model) {
+    if (model.cell_errors.empty())
+        return {};
+    const ProgramError& latest = model.cell_errors.back();
+    const size_t before = model.cell_errors.size() - 1;
+    return fmt::format("{} raised {}{}", printable(latest.cell), program_error_text(model, latest),
+                       before == 0
+                           ? std::string()
+                           : fmt::format(" ({} earlier cell{} raised too)", before, before == 1 ? "" : "s"));
 }
 
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {

@@ -22,9 +22,15 @@ std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host
 std::string host_growth_brief(const HostRamFacts& host);
 
 // The exception the program's code ended with, in one line: "RuntimeError: mat1 and mat2 shapes cannot
-// be multiplied (32x1000 and 1024x1024), at train.py:9 in <module>", its message on one line and cut
-// to a few hundred characters, with the failed allocation it reports where it reports one; printable.
+// be multiplied (32x1000 and 1024x1024), at train.py:9 in <module>" (a cell's line: "at cell [12], line
+// 4"), its message on one line and cut to a few hundred characters, with the failed allocation it reports
+// where it reports one; printable.
 std::string program_error_text(const ProcessModel& model, const ProgramError& error);
+
+// The notebook's cells that raised, the latest in one line: "cell [12] raised torch.OutOfMemoryError:
+// CUDA out of memory. ..., at cell [12], line 4 (...)", with how many cells raised before it; empty
+// where none did.
+std::string cell_errors_text(const ProcessModel& model);
 
 // Why a process left no end record and what it and the run held at its last sample.
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed);

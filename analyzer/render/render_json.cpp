@@ -31,23 +31,34 @@ json ended_json(const ProcessModel& model) {
             {"signal", nullptr}};
 }
 
-json error_json(const ProcessModel& model) {
-    if (!model.error)
-        return nullptr;
-    const ProgramError& error = *model.error;
+json error_json(const ProcessModel& model, const ProgramError& error) {
     json frames = json::array();
-    for (const ProgramError::Frame& frame : error.frames)
-        frames.push_back({{"file", frame.file},
-                          {"line", frame.line},
-                          {"function", frame.function},
-                          {"program", is_program_file(frame.file)}});
-    return {{"type", error.type},
-            {"message", error.message},
-            {"t_s", seconds_of(error.time_ns)},
-            {"frames", std::move(frames)},
-            {"program_frame", optional_json(error.program_frame)},
-            {"failure", optional_json(error.failure)},
-            {"text", program_error_text(model, error)}};
+    for (const ProgramError::Frame& frame : error.frames) {
+        json entry = {{"file", frame.file},
+                      {"line", frame.line},
+                      {"function", frame.function},
+                      {"program", is_program_file(frame.file)}};
+        if (!frame.source_name.empty())
+            entry["source_name"] = frame.source_name;
+        frames.push_back(std::move(entry));
+    }
+    json entry = {{"type", error.type},
+                  {"message", error.message},
+                  {"t_s", seconds_of(error.time_ns)},
+                  {"frames", std::move(frames)},
+                  {"program_frame", optional_json(error.program_frame)},
+                  {"failure", optional_json(error.failure)},
+                  {"text", program_error_text(model, error)}};
+    if (!error.cell.empty())
+        entry["cell"] = error.cell;
+    return entry;
+}
+
+json cell_errors_json(const ProcessModel& model) {
+    json errors = json::array();
+    for (const ProgramError& error : model.cell_errors)
+        errors.push_back(error_json(model, error));
+    return errors;
 }
 
 // The frames the text shows.
@@ -64,10 +75,10 @@ json frames_json(StackFrames& stacks, uint32_t stack_id, const ReportOptions& op
                       {"python", frame.python}};
         if (frame.python)
             entry["program"] = is_program_frame(frame);
-        if (!frame.source_name.empty()) {
+        if (!frame.source_name.empty())
             entry["source_name"] = frame.source_name;
+        if (is_program_frame(frame))
             entry["source_line"] = frame.source_line;
-        }
         frames.push_back(std::move(entry));
     }
     return frames;
@@ -404,7 +415,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                                              : json()},
                     {"host_only", model.header.host_only()},
                     {"ended", ended_json(model)},
-                    {"error", error_json(model)},
+                    {"error", model.error ? error_json(model, *model.error) : json()},
+                    {"cell_errors", cell_errors_json(model)},
                     {"simulated", model.header.simulated_device()},
                     {"duration_s", seconds_of(model.duration_ns)},
                     {"summary",

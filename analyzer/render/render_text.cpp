@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,12 +12,12 @@
 #include "diagnosis_text.h"
 #include "printable.h"
 #include "stack_view.h"
+#include "wrapped_text.h"
 
 namespace gpuleak::analyzer {
 
 namespace {
 
-constexpr size_t kWrapColumn = 100;
 // A site's holders shown beside it; JSON has them all.
 constexpr size_t kHoldersShown = 3;
 
@@ -42,29 +43,6 @@ class Style {
     }
     bool color_;
 };
-
-std::string wrapped(const std::string& text, const std::string& indent) {
-    std::string out;
-    std::string line = indent;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find(' ', start);
-        if (end == std::string::npos)
-            end = text.size();
-        const std::string word = text.substr(start, end - start);
-        // "4 %" reads as one word.
-        const bool glued = word.starts_with('%');
-        if (!glued && line.size() > indent.size() && line.size() + 1 + word.size() > kWrapColumn) {
-            out += line + "\n";
-            line = indent;
-        }
-        if (line.size() > indent.size())
-            line += " ";
-        line += word;
-        start = end + 1;
-    }
-    return out + line + "\n";
-}
 
 std::string bytes(uint64_t value) {
     return human_bytes(static_cast<double>(value));
@@ -97,6 +75,19 @@ std::string command(const ProcessModel& model) {
     std::string text;
     for (const std::string& argument : model.header.command_line)
         text += (text.empty() ? "" : " ") + printable(argument);
+    return text.empty() ? "?" : text;
+}
+
+// The command as its user typed it, more or less: the program by its name ("python", not the virtual
+// environment's path to it), its arguments' paths as the report shows files (short_path).
+std::string short_command(const ProcessModel& model) {
+    std::string text;
+    for (const std::string& argument : model.header.command_line) {
+        const std::string shown = text.empty() ? std::filesystem::path(argument).filename().string()
+                                  : argument.starts_with('/') ? short_path(argument)
+                                                              : argument;
+        text += (text.empty() ? "" : " ") + printable(shown);
+    }
     return text.empty() ? "?" : text;
 }
 
@@ -153,14 +144,105 @@ void append_frame_lines(std::string& out, StackFrames& stacks, uint32_t stack_id
     }
 }
 
+// The program's line in `most` columns: its text cut ("…") where the whole does not fit.
+std::string program_line_text(const ReportFrame& frame, size_t most) {
+    const auto [where, text] = program_line(frame);
+    if (text.empty())
+        return printable(where);
+    const std::string line = printable(where) + "  ";
+    return line + cut_to_columns(printable(text), most > columns(line) + 1 ? most - columns(line) : 1);
+}
+
+// "→ torch cross_entropy → nll_loss_forward": what a view's line called.
+std::string calls_text(const ProgramView& view) {
+    std::string calls;
+    for (const std::string& call : view.calls)
+        calls += (calls.empty() ? "→ " : " → ") + printable(call);
+    return calls;
+}
+
+// "→ torch cross_entropy → nll_loss_forward", "from train.py:88 in train_epoch ← lightning ← train.py:120
+// in <module>": what the program's line called, and who called it.
+void append_program_view(std::string& out, const ProgramView& view, const Style& style) {
+    // A line's continuation is indented under it.
+    if (!view.calls.empty())
+        out += style.dim(wrapped(calls_text(view), "          ", "        "));
+    if (view.callers.empty())
+        return;
+    std::string callers = "from";
+    const char* separator = " ";
+    for (const ProgramView::Caller& caller : view.callers) {
+        callers += separator +
+                   printable(caller.frame != nullptr ? python_frame_name(*caller.frame) : caller.package);
+        separator = " ← ";
+    }
+    if (view.callers_left_out > 0)
+        callers += fmt::format(" ← {} more", view.callers_left_out);
+    out += style.dim(wrapped(callers, "          ", "        "));
+}
+
+// The program's own line of a stack, or of the stack that started the thread it was made on; null where
+// neither has one, and with --native, which shows every frame as it is.
+const ReportFrame* program_frame_of(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
+    if (options.native)
+        return nullptr;
+    for (const uint32_t id : {stack_id, stacks.thread_start_of(stack_id)}) {
+        if (id == 0)
+            continue;
+        const auto& frames = stacks.frames(id);
+        if (const auto own = std::find_if(frames.begin(), frames.end(), is_program_frame);
+            own != frames.end())
+            return &*own;
+    }
+    return nullptr;
+}
+
+// A stack under a line that names `own` (program_frame_of) where it has one: what the program's line
+// called and who called it, as its author reads it. A Python program's stack without a line of its own
+// under its header (StackFrames::describe): the calls it went through, where it went through any (--native
+// shows its frames). Else every frame the options show. `own` null: the stack's own first line is its
+// program line.
 void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
-                   const Style& style) {
-    append_frame_lines(out, stacks, stack_id, options, style);
+                   const Style& style, bool python_program, const ReportFrame* own = nullptr) {
+    const uint32_t start = stacks.thread_start_of(stack_id);
+    const ProgramView view = options.native ? ProgramView{} : program_view(stacks.frames(stack_id));
+    const ProgramView started =
+        options.native || start == 0 ? ProgramView{} : program_view(stacks.frames(start));
+    // The header names the line that started the thread: what the thread went through and what the
+    // line called to start it are all there is to add.
+    const bool started_there = started.own != nullptr && own == started.own && started.callers.empty();
+    const std::string started_how = started.calls.empty() ? std::string() : " (" + calls_text(started) + ")";
+    if (view.own != nullptr) {
+        if (own == nullptr)
+            out += "        " + program_line_text(*view.own, kWrapColumn - 8) + "\n";
+        append_program_view(out, view, style);
+    } else if (python_program && !view.calls.empty()) {
+        if (started_there) {
+            out += style.dim(wrapped(calls_text(view) + ", on a thread started there" + started_how,
+                                     "          ", "        "));
+            return;
+        }
+        append_program_view(out, view, style);
+    } else {
+        append_frame_lines(out, stacks, stack_id, options, style);
+    }
     // The stack that started the thread: a library's thread has the program's line only there.
-    if (const uint32_t start = stacks.thread_start_of(stack_id); start != 0) {
+    if (start == 0)
+        return;
+    if (started.own == nullptr) {
         out += style.dim("        on a thread started at") + "\n";
         append_frame_lines(out, stacks, start, options, style);
+        return;
     }
+    if (started_there) {
+        out += style.dim(wrapped("on a thread started there" + started_how, "          ", "        "));
+        return;
+    }
+    out += style.dim(own == started.own ? std::string("        on a thread started there")
+                                        : "        on a thread started at " +
+                                              program_line_text(*started.own, kWrapColumn - 30)) +
+           "\n";
+    append_program_view(out, started, style);
 }
 
 std::string when_made(const ProcessModel& model, const LeakSite& site) {
@@ -171,11 +253,14 @@ std::string when_made(const ProcessModel& model, const LeakSite& site) {
                 : "";
         return fmt::format("made at {:.2f} s{}", seconds_of(site.first_ns), during);
     }
+    const std::string first = fmt::format("{:.2f}", seconds_of(site.first_ns));
+    const std::string last = fmt::format("{:.2f}", seconds_of(site.last_ns));
     const std::string during =
         site.marker_range && site.marker_range->first != site.marker_range->second
             ? fmt::format("made during {} to {}", marker_interval_name(model, site.marker_range->first),
                           marker_interval_name(model, site.marker_range->second))
-            : fmt::format("made {:.2f} s to {:.2f} s", seconds_of(site.first_ns), seconds_of(site.last_ns));
+        : first == last ? fmt::format("made at {} s", first)
+                        : fmt::format("made {}–{} s", first, last);
     const std::string share = fmt::format("{:.0f}% of the work", 100 * site.program_share);
     if (!site.growing)
         return site.program_share < 0.005 ? during + ", at once, then kept"
@@ -198,18 +283,21 @@ std::string sites_of(const RetainerSnapshot& snapshot, const std::vector<SiteSha
            (more > 0 ? fmt::format(" and {} more sites", more) : "");
 }
 
-// One chain of a holder, and what to change, under its line.
+// One chain of a holder, and what to change, under its line: advice in `advice_shown` was given above,
+// and is not repeated.
 void append_chain(std::string& out, const Retainer& holder, const std::string& path,
-                  const std::string& indent) {
+                  const std::string& indent, std::set<std::string>& advice_shown) {
     if (!path.empty())
         out += indent + "through " + printable(path) + "\n"; // one expression: never broken, however long
     for (const std::string& advice : holder.advice)
-        out += wrapped(printable(advice), indent);
+        if (advice_shown.insert(advice).second)
+            out += wrapped(printable(advice), indent);
 }
 
 // A record of what held the memory, whole: each holder with the sites it held, then what nothing reached.
 void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackFrames& stacks,
                       const std::string& indent) {
+    std::set<std::string> advice_shown;
     if (!snapshot.problem.empty()) {
         out += wrapped("gpuleak.why() found no answer: " + printable(snapshot.problem), indent);
         return;
@@ -218,7 +306,7 @@ void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackF
         out += wrapped(fmt::format("{} made at {}: held by {}", bytes(holder.bytes),
                                    sites_of(snapshot, holder.sites, stacks), retainer_name(holder)),
                        indent);
-        append_chain(out, holder, holder.path, indent + "  ");
+        append_chain(out, holder, holder.path, indent + "  ", advice_shown);
     }
     for (const SiteShare& share : snapshot.unreached) {
         const std::string where = sites_of(snapshot, {share}, stacks);
@@ -238,12 +326,62 @@ void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackF
     }
 }
 
+// When gpuleak.why() found what held a site: "at the program's exit (3.54 s)", "when memory ran out
+// (2.10 s)", "at end of epoch 3 (12.30 s)".
+std::string held_when(const RetainerSnapshot& snapshot) {
+    const double seconds = seconds_of(snapshot.time_ns);
+    switch (snapshot.moment) {
+    case RetainerMoment::Exit:
+        return fmt::format("at the program's exit ({:.2f} s)", seconds);
+    case RetainerMoment::OutOfMemory:
+        return fmt::format("when memory ran out ({:.2f} s)", seconds);
+    case RetainerMoment::PhaseEnd:
+    case RetainerMoment::OnDemand:
+        break;
+    }
+    return fmt::format("at {} ({:.2f} s)", printable(snapshot.label), seconds);
+}
+
+// What the process's sites above said already, said once: advice, and holders described in full.
+struct SaidAbove {
+    std::set<std::string> advice;
+    std::set<std::string> holders;
+};
+
+// A holder by its full name the first time; after, by its name alone ("`results`", the root's first part).
+std::string holder_name(const Retainer& holder, SaidAbove& said) {
+    std::string name = retainer_name(holder);
+    if (said.holders.insert(name).second)
+        return name;
+    const size_t comma = holder.root.find(", ");
+    return comma == std::string::npos ? name : printable(holder.root.substr(0, comma));
+}
+
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
-                 const ReportOptions& options, const Style& style) {
-    out += fmt::format("  #{} {} in {}, {}\n", number, bytes(site.bytes),
-                       allocations_of(site.kind, site.count), when_made(report.model, site));
+                 const ReportOptions& options, const Style& style, SaidAbove& said) {
+    StackFrames& stacks = *report.stacks;
+    const bool python_program = report.model.header.python_version != 0;
+    // The program's line leads: it is what its author knows the site by. Without one, in a Python
+    // program, what a library keeps it for says more than the library's function.
+    const ReportFrame* own = program_frame_of(stacks, site.stack_id, options);
+    const std::string purpose = site_purpose(site, stacks);
+    const bool purpose_leads = own == nullptr && python_program && !purpose.empty() && !options.native;
+    const std::string label = fmt::format("  #{} ", number);
+    out += label +
+           (own != nullptr  ? program_line_text(*own, kWrapColumn - label.size())
+            : purpose_leads ? purpose
+                            : printable(stacks.describe(site.stack_id, false))) +
+           "\n";
+    out += wrapped(fmt::format("{} in {}, {}", bytes(site.bytes), allocations_of(site.kind, site.count),
+                               when_made(report.model, site)),
+                   "          ", "        ");
+    // What the line called comes with it; a stack shown by its frames, last.
+    const bool short_stack = own != nullptr || (python_program && !options.native &&
+                                                !program_view(stacks.frames(site.stack_id)).calls.empty());
+    if (short_stack)
+        append_frames(out, stacks, site.stack_id, options, style, python_program, own);
     // What a library keeps it for, where its frames say so: not the program's to free.
-    if (const std::string purpose = site_purpose(site, *report.stacks); !purpose.empty())
+    if (!purpose.empty() && !purpose_leads)
         out += style.dim(fmt::format("        ({})", purpose)) + "\n";
     if (site.freed_at_exit > 0)
         out +=
@@ -265,15 +403,16 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
         std::vector<std::string> holders;
         for (size_t i = 0; i < site.held_by.size() && i < kHoldersShown; ++i)
             holders.push_back(fmt::format("{} {} {}", bytes(site.held_by[i].bytes), i == 0 ? "held by" : "by",
-                                          retainer_name(snapshot.holders[site.held_by[i].holder])));
+                                          holder_name(snapshot.holders[site.held_by[i].holder], said)));
         if (site.held_by.size() > kHoldersShown)
             holders.push_back(fmt::format("and {} more holders", site.held_by.size() - kHoldersShown));
-        out += wrapped(fmt::format("{}: {}", retainers_when(snapshot), fmt::join(holders, "; ")), "        ");
+        out += wrapped(fmt::format("{}: {}", held_when(snapshot), fmt::join(holders, "; ")), "        ");
         const HeldBy& largest = site.held_by.front();
         const Retainer& holder = snapshot.holders[largest.holder];
-        append_chain(out, holder, holder.sites[largest.share].path, "          ");
+        append_chain(out, holder, holder.sites[largest.share].path, "          ", said.advice);
     }
-    append_frames(out, *report.stacks, site.stack_id, options, style);
+    if (!short_stack)
+        append_frames(out, stacks, site.stack_id, options, style, python_program);
 }
 
 std::string failure_cause(const FailureSummary& failure) {
@@ -315,10 +454,11 @@ std::vector<const HostPoint*> timeline_rows(const std::vector<HostPoint>& points
     return shown;
 }
 
-void append_host_timeline(std::string& out, const std::vector<HostPoint>& points) {
+void append_host_timeline(std::string& out, const std::vector<HostPoint>& points, const Style& style) {
     constexpr size_t kRows = 8;
     if (points.size() < 3)
         return;
+    out += "\n" + style.bold("Host memory over time:") + "\n";
     constexpr const char* kRow = "  {:<9}{:>9} {}\n";
     out += fmt::format(kRow, "over time", "t",
                        fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", "RSS", "USS", "PSS",
@@ -348,7 +488,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     const ProcessModel& model = report.model;
     const std::string role = role_text(model.role);
     out += style.bold(fmt::format("process {} (parent {}){}: {}", model.header.pid, model.header.ppid,
-                                  role.empty() ? std::string() : ", " + role, command(model))) +
+                                  role.empty() ? std::string() : ", " + role, short_command(model))) +
            "\n";
     if (!report.started_at.empty())
         out += fmt::format("  started    by pid {} at {}\n", model.header.ppid, printable(report.started_at));
@@ -356,25 +496,27 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         out += fmt::format("  runs       {}\n", printable(python_frame_name(*report.target)));
     if (model.header.host_only())
         out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
+    out += fmt::format("  trace      {}\n", printable(model.path));
+    if (model.header.simulated_device())
+        out += "             (simulated CUDA device: no real GPU was used)\n";
+    // Growth is judged on what the program's own code did, before Python's finalization.
     out +=
-        fmt::format("  trace      {}{}\n", printable(model.path),
-                    model.header.simulated_device() ? "  (simulated CUDA device: no real GPU was used)" : "");
-    out += fmt::format("  ended      {}\n", ended(model));
-    if (model.error) {
-        // Under the header's values, with its label on the first line.
-        std::string error = wrapped(program_error_text(model, *model.error), std::string(13, ' '));
-        out += error.replace(0, 13, "  error      ");
-    }
-    if (model.code_end_ns)
-        out += fmt::format(
-            "  python     finalization began at {:.1f} s: growth is judged on the events before it\n",
-            seconds_of(*model.code_end_ns));
+        wrapped(model.code_end_ns ? fmt::format("{}; its code ended at {:.1f} s, as Python began finalizing",
+                                                ended(model), seconds_of(*model.code_end_ns))
+                                  : ended(model),
+                "             ", "  ended      ");
+    // Under the header's values, with its label on the first line.
+    if (model.error)
+        out += wrapped(program_error_text(model, *model.error), std::string(13, ' '), "  error      ");
+    if (!model.cell_errors.empty())
+        out += wrapped(cell_errors_text(model), std::string(13, ' '), "  raised     ");
     for (const DeviceSummary& device : model.devices) {
-        out +=
-            fmt::format("  device {}   reserved peak {}, final {}; allocated peak {}, final {}{}\n",
-                        device.device, bytes(device.peak_reserved), bytes(device.final_reserved),
+        out += wrapped(
+            fmt::format("reserved peak {}, final {}; allocated peak {}, final {}{}",
+                        bytes(device.peak_reserved), bytes(device.final_reserved),
                         bytes(device.peak_allocated), bytes(device.final_allocated),
-                        model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)");
+                        model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)"),
+            "             ", fmt::format("  device {:<3} ", device.device));
         if (device.capacity)
             out += fmt::format(
                 "             capacity {}, lowest free seen {} ({} in use per the driver then)\n",
@@ -386,25 +528,21 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     if (model.peak_managed > 0)
         out += fmt::format("  managed    peak {}\n", bytes(model.peak_managed));
     if (const HostPoint* first = model.host.first()) {
-        out += fmt::format("  host       at the start {}\n", host_point_text(*first));
+        // One line: the samples over time, after the sites, have the rest.
         const HostPoint* end = code_end_host_point(model);
-        if (end != first)
-            out +=
-                fmt::format("             {} {}\n", end == model.host.last() ? "at the end  " : "before exit",
-                            host_point_text(*end));
-        std::string peaks = fmt::format("peak RSS {}", bytes(model.host.peak_rss));
-        if (model.host.peak_uss)
-            peaks += fmt::format(", USS {}, PSS {}", bytes(*model.host.peak_uss),
-                                 bytes(model.host.peak_pss.value_or(0)));
-        out += fmt::format("             {}\n", peaks);
+        const std::string then = end == first
+                                     ? std::string()
+                                     : fmt::format(", {} {}", bytes(end->rss),
+                                                   end == model.host.last() ? "at the end" : "before exit");
+        const std::string uss =
+            model.host.peak_uss ? fmt::format(", USS {}", bytes(*model.host.peak_uss)) : std::string();
+        out += wrapped(fmt::format("RSS {} at start{}; peak RSS {}{}", bytes(first->rss), then,
+                                   bytes(model.host.peak_rss), uss),
+                       "             ", "  host       ");
         if (model.host.cgroup_limit && model.host.peak_cgroup)
             out += fmt::format("  cgroup     memory peak {} of its limit {}\n",
                                bytes(*model.host.peak_cgroup), bytes(*model.host.cgroup_limit));
-        append_host_timeline(out, model.host.points);
     }
-    if (!model.header.host_only())
-        out += fmt::format("  events     {} ({} overwritten in the ring); failed allocations {}\n",
-                           model.events, model.events_overwritten, model.failed_allocations);
     for (const std::string& note : exactness_notes(model))
         out += style.bold("  not exact  ") + wrapped(note, "             ").substr(13);
     out += "\n";
@@ -425,11 +563,22 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                "\n" + wrapped(host_growth_text(model, *report.diagnosis.host_ram), "  ") + "\n";
 
     // What grew first: the leak is the first screen's, however small against what was made once.
+    SaidAbove said;
+    // The diagnosis above gave its top site's advice already.
+    if (const auto& leak = report.diagnosis.leak; leak && leak->cause == LeakCause::Growth) {
+        const LeakSite& top = model.leak_sites[leak->sites.front()];
+        if (!top.held_by.empty()) {
+            const Retainer& holder =
+                model.retainers[top.held_by.front().snapshot].holders[top.held_by.front().holder];
+            if (!holder.advice.empty())
+                said.advice.insert(holder.advice.front());
+        }
+    }
     for (size_t i = 0; i < model.growth_sites.size() && i < options.top; ++i) {
         if (i == 0)
             out +=
                 style.bold("Growing: held by the program and made through its work (largest first):") + "\n";
-        append_site(out, report, model.leak_sites[model.growth_sites[i]], i + 1, options, style);
+        append_site(out, report, model.leak_sites[model.growth_sites[i]], i + 1, options, style, said);
     }
     if (!model.growth_sites.empty())
         out += "\n";
@@ -449,7 +598,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                           model.code_end_ns ? "as the program's code ended" : "at the end")) +
                    "\n";
         ++shown;
-        append_site(out, report, site, shown, options, style);
+        append_site(out, report, site, shown, options, style, said);
     }
     if (shown == 0 && model.growth_sites.empty() && !model.header.host_only())
         out += fmt::format("Nothing was live {}.\n",
@@ -467,9 +616,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                               "above and its cache):") +
                    "\n";
         ++segments;
-        out += fmt::format("  {} in {} {} segment{}, for {}\n", bytes(site.bytes), site.count,
-                           format::kind_name(site.kind), site.count == 1 ? "" : "s",
-                           printable(report.stacks->describe(site.stack_id)));
+        out += wrapped(fmt::format("{} in {} {} segment{}, for {}", bytes(site.bytes), site.count,
+                                   format::kind_name(site.kind), site.count == 1 ? "" : "s",
+                                   printable(report.stacks->describe(site.stack_id))),
+                       "    ", "  ");
     }
     if (segments > 0)
         out += "\n";
@@ -483,14 +633,17 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                                  : "; what was live then is older than the event ring";
         std::string free_then =
             failure.free_bytes ? fmt::format(", {} free", bytes(*failure.free_bytes)) : "";
-        out += fmt::format("  #{} {} of {} memory on device {} at {:.2f} s, {}{}{}\n", i + 1,
-                           bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
-                           seconds_of(failure.time_ns), failure_cause(failure), free_then, then);
-        append_frames(out, *report.stacks, failure.stack_id, options, style);
+        out += wrapped(fmt::format("#{} {} of {} memory on device {} at {:.2f} s, {}{}{}", i + 1,
+                                   bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
+                                   seconds_of(failure.time_ns), failure_cause(failure), free_then, then),
+                       "      ", "  ");
+        append_frames(out, *report.stacks, failure.stack_id, options, style,
+                      model.header.python_version != 0);
         for (const LiveSiteAt& site : failure.top_sites_then) {
-            out +=
-                fmt::format("      held then: {} in {} allocation{} from {}\n", bytes(site.bytes), site.count,
-                            site.count == 1 ? "" : "s", printable(report.stacks->describe(site.stack_id)));
+            out += wrapped(fmt::format("held then: {} in {} allocation{} from {}", bytes(site.bytes),
+                                       site.count, site.count == 1 ? "" : "s",
+                                       printable(report.stacks->describe(site.stack_id))),
+                           "        ", "      ");
         }
         if (failure.retainers) {
             const RetainerSnapshot& snapshot = model.retainers[*failure.retainers];
@@ -505,6 +658,15 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
             append_retainers(out, snapshot, *report.stacks, "        ");
         }
     }
+    // The recording's own figures and the host's samples after what a reader looks for first: the
+    // verdict and the sites.
+    if (!out.ends_with("\n\n"))
+        out += "\n";
+    if (!model.header.host_only())
+        out += style.bold("Recorded:") +
+               fmt::format(" {} events ({} overwritten in the ring); failed allocations {}\n", model.events,
+                           model.events_overwritten, model.failed_allocations);
+    append_host_timeline(out, model.host.points, style);
     for (const std::string& warning : model.warnings)
         out += style.dim("  warning: " + printable(warning)) + "\n";
     out += "\n";
@@ -512,18 +674,15 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 
 void append_process_table(std::string& out, std::vector<ProcessReport>& reports, const Style& style) {
     out += style.bold(fmt::format("{} processes:", reports.size())) + "\n";
-    // The row's format: what the program's own code held last, before its teardown, next to each peak.
-    constexpr const char* kRow = "  {:>8} {:>8}  {:<14} {:>12} {:>12} {:>21} {:>21}  {:<18} {:<14} {}\n";
-    out += fmt::format(kRow, "pid", "parent", "ended", "peak reserved", "final alloc.", "RSS peak, final",
-                       "USS peak, final", "diagnosis", "host memory", "process");
+    // Within the report's 100 columns: each process's section has the rest (its parent, final figures).
+    constexpr const char* kRow = "  {:>7}  {:<8} {:>9} {:>9} {:>9}  {:<15} {:<13} {}\n";
+    out += fmt::format(kRow, "pid", "ended", "reserved", "RSS peak", "USS peak", "diagnosis", "host memory",
+                       "process");
     for (ProcessReport& report : reports) {
         const ProcessModel& model = report.model;
         uint64_t peak = 0;
-        uint64_t final_allocated = 0;
-        for (const DeviceSummary& device : model.devices) {
+        for (const DeviceSummary& device : model.devices)
             peak += device.peak_reserved;
-            final_allocated += device.final_allocated;
-        }
         const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
                           : model.header.end.state == format::EndState::Signaled ? "signal"
                           : model.header.end.state == format::EndState::Exec     ? "exec"
@@ -535,27 +694,31 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
                               ? fmt::format("{} {}", how, model.header.end.signal)
                               : std::string(how);
         std::string who = role_text(model.role);
-        if (who.empty())
-            who = command(model);
+        if (who.empty()) {
+            // Cut at the line's end: the process's section heads with the whole command.
+            constexpr size_t kCommandColumns = 19;
+            who = cut_to_columns(short_command(model), kCommandColumns);
+        }
         // A function of the program's own says more than the role; a library's (a Pool's worker loop) does
         // not.
         if (report.target && is_program_frame(*report.target))
             who += " running " + printable(report.target->function);
-        const HostPoint* last = code_end_host_point(model);
-        const std::string rss = last == nullptr
-                                    ? std::string("-")
-                                    : fmt::format("{}, {}", bytes(model.host.peak_rss), bytes(last->rss));
+        const bool sampled = model.host.first() != nullptr;
+        const std::string rss = sampled ? bytes(model.host.peak_rss) : std::string("-");
         const std::string uss =
-            last == nullptr || !model.host.peak_uss
-                ? std::string("-")
-                : fmt::format("{}, {}", bytes(*model.host.peak_uss), bytes(last->sample.uss));
+            sampled && model.host.peak_uss ? bytes(*model.host.peak_uss) : std::string("-");
         out += fmt::format(
-            fmt::runtime(kRow), model.header.pid, model.header.ppid, end,
-            model.header.host_only() ? std::string("-") : bytes(peak),
-            model.header.host_only() ? std::string("-") : bytes(final_allocated), rss, uss,
+            fmt::runtime(kRow), model.header.pid, end,
+            model.header.host_only() ? std::string("-") : bytes(peak), rss, uss,
             diagnosis_kind_name(report.diagnosis.kind),
             report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-", who);
     }
+    out += "\n";
+}
+
+// The whole run's memory at its fullest, where several processes were traced: after them, as what they
+// add up to.
+void append_run_memory(std::string& out, std::vector<ProcessReport>& reports) {
     if (const std::optional<RunMemoryFacts>& peak = reports.front().diagnosis.run_memory) {
         const std::string role = role_text(peak->largest_role);
         out += wrapped(
@@ -565,7 +728,6 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
                         role.empty() ? std::string() : ", " + role, bytes(peak->largest_rss)),
             "");
     }
-    out += "\n";
 }
 
 // "the end of pid 4242 (python train.py)", "\"epoch 2\" at 12.3 s in pid 4242 (python train.py)".
@@ -638,7 +800,9 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
         const uint32_t stack_id = site.after ? site.after->stack_id : site.before->stack_id;
         if (const std::string purpose = library_purpose(stacks.frames(stack_id)); !purpose.empty())
             out += style.dim(fmt::format("        ({})", purpose)) + "\n";
-        append_frames(out, stacks, stack_id, options, style);
+        append_frames(
+            out, stacks, stack_id, options, style,
+            (site.after ? comparison.after : comparison.before).report->model.header.python_version != 0);
     }
     if (shown.size() < comparison.changes.size())
         out += style.dim(fmt::format("\n  ... {} more, smaller (--top and --min-bytes choose)",
@@ -654,6 +818,8 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
         append_process_table(out, reports, style);
     for (ProcessReport& report : reports)
         append_process(out, report, options, style);
+    if (reports.size() > 1)
+        append_run_memory(out, reports);
     return out;
 }
 

@@ -22,9 +22,11 @@ struct ReportFrame {
     uint64_t module_offset = 0;
     bool inlined = false; // inlined into the next (outer) frame
     bool python = false;
-    // A Python frame of a source the program named (named_sources.h): what it is called ("cell [12]")
-    // and the text of the frame's line (empty when unknown); both empty otherwise.
+    // A Python frame of a source the program named (named_sources.h): what it is called ("cell [12]");
+    // empty otherwise.
     std::string source_name;
+    // A Python frame of the program's own code: the text of its line, from the source the program named
+    // or the file on disk (source_files.h); empty when unknown, and for a library's frame.
     std::string source_line;
 };
 
@@ -35,8 +37,9 @@ class StackFrames {
     virtual ~StackFrames() = default;
     virtual const std::vector<ReportFrame>& frames(uint32_t stack_id) = 0;
     // A few words naming where a stack comes from: "keep_history (train.cpp:88)", or for a stack with
-    // Python frames its innermost one: "train.py:88 in train_epoch".
-    std::string describe(uint32_t stack_id);
+    // Python frames its innermost one: "train.py:88 in train_epoch"; with what a library keeps its memory
+    // for (library_purpose) where `purpose`.
+    std::string describe(uint32_t stack_id, bool purpose = true);
     // The stack that started the thread `stack_id` was made on (ProcessModel::thread_start_stacks); 0 when
     // none was recorded.
     [[nodiscard]] uint32_t thread_start_of(uint32_t stack_id) const;

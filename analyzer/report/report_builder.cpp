@@ -72,12 +72,21 @@ std::string library_place(const std::vector<ReportFrame>& all) {
                        : fmt::format("{}+{:#x}", all.front().module, all.front().module_offset);
 }
 
+// What a library's thread was running: its innermost Python frame by package and function ("torch
+// pin_memory"), else where it was made (library_place).
+std::string thread_place(const std::vector<ReportFrame>& all) {
+    const auto python = std::find_if(all.begin(), all.end(), python_with_source);
+    if (python == all.end() || is_program_frame(*python))
+        return library_place(all);
+    return library_of(*python) + " " + (python->function.empty() ? std::string("?") : python->function);
+}
+
 } // namespace
 
-std::string StackFrames::describe(uint32_t stack_id) {
+std::string StackFrames::describe(uint32_t stack_id, bool purpose) {
     const std::vector<ReportFrame>& all = frames(stack_id);
-    const std::string purpose = library_purpose(all);
-    const std::string suffix = purpose.empty() ? std::string() : " (" + purpose + ")";
+    const std::string kept_for = purpose ? library_purpose(all) : std::string();
+    const std::string suffix = kept_for.empty() ? std::string() : " (" + kept_for + ")";
     // A Python program's own line says more than the CUDA call it led to, and more than the library
     // line that made the call for it; a library's line, more than the CUDA call.
     for (const ReportFrame& frame : all)
@@ -89,8 +98,8 @@ std::string StackFrames::describe(uint32_t stack_id) {
         const std::vector<ReportFrame>& started = frames(start);
         const auto program = std::find_if(started.begin(), started.end(), is_program_frame);
         if (program != started.end())
-            return fmt::format("{}{} (made on a library's thread started there, at {})",
-                               python_frame_name(*program), suffix, library_place(all));
+            return fmt::format("{}{} (made there on a library's thread, in {})", python_frame_name(*program),
+                               suffix, thread_place(all));
     }
     if (std::none_of(all.begin(), all.end(), python_with_source))
         return library_place(all) + suffix;

@@ -263,7 +263,11 @@ std::string package_of(const std::string& file) {
         const size_t at = file.rfind(marker);
         if (at != std::string::npos) {
             const size_t start = at + std::strlen(marker);
-            return file.substr(start, file.find('/', start) - start);
+            std::string package = file.substr(start, file.find('/', start) - start);
+            // A module of its own ("six.py") is named as it is imported.
+            if (package.ends_with(".py"))
+                package.resize(package.size() - 3);
+            return package;
         }
     }
     return {};
@@ -326,12 +330,32 @@ PoolOwner pool_owner(const std::vector<ReportFrame>& frames) {
     return jax ? PoolOwner::Jax : tensorflow ? PoolOwner::TensorFlow : PoolOwner::Unknown;
 }
 
+namespace {
+
+// The working directory when the report began, with a trailing '/'; empty where it cannot be read.
+const std::string& working_directory() {
+    static const std::string directory = [] {
+        std::error_code error;
+        std::string path = std::filesystem::current_path(error).string();
+        if (error || path.empty())
+            return std::string();
+        return path.back() == '/' ? path : path + '/';
+    }();
+    return directory;
+}
+
+} // namespace
+
 std::string short_path(const std::string& file) {
     for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
         const size_t at = file.rfind(marker);
         if (at != std::string::npos)
             return file.substr(at + std::strlen(marker));
     }
+    const std::string& directory = working_directory();
+    // The root is no project: "/srv/train.py" stays as it is.
+    if (directory.size() > 1 && file.size() > directory.size() && file.starts_with(directory))
+        return file.substr(directory.size());
     return file;
 }
 
@@ -374,6 +398,148 @@ std::vector<const ReportFrame*> profile_frames(const std::vector<ReportFrame>& f
 
 bool is_program_frame(const ReportFrame& frame) {
     return frame.python && (!frame.source_name.empty() || is_program_file(frame.file));
+}
+
+namespace {
+
+// The last part of a qualified name: "convert" of "Module.to.<locals>.convert".
+std::string_view last_name(std::string_view qualname) {
+    const size_t dot = qualname.rfind('.');
+    return dot == std::string_view::npos ? qualname : qualname.substr(dot + 1);
+}
+
+// A library function a reader would name: not private ("_call_impl"; dunders such as "__getitem__" are
+// public), not defined inside another function (a decorator's "wrapper") and not a comprehension's or a
+// lambda's ("<lambda>").
+bool public_function(const ReportFrame& frame) {
+    const std::string_view name = last_name(frame.function);
+    const bool dunder = name.size() > 4 && name.starts_with("__") && name.ends_with("__");
+    return !name.empty() && (!name.starts_with('_') || dunder) && !name.starts_with('<') &&
+           frame.function.find("<locals>") == std::string::npos;
+}
+
+// A frame of an installed package's own Python code: not the program's, not the standard library's.
+bool package_frame(const ReportFrame& frame) {
+    return frame.python && !is_program_frame(frame) && !package_of(frame.file).empty();
+}
+
+// The PyTorch operator a native frame is the dispatcher's entry of ("mm" of "at::_ops::mm::call"), or
+// empty. Every operator PyTorch runs passes through one.
+std::string operator_name(const ReportFrame& frame) {
+    constexpr std::string_view kOps = "at::_ops::";
+    const std::string_view function = frame.function;
+    if (frame.python || !function.starts_with(kOps))
+        return {};
+    const std::string_view rest = function.substr(kOps.size());
+    const size_t end = rest.find("::");
+    if (end == std::string_view::npos || end == 0)
+        return {};
+    const std::string_view entry = rest.substr(end + 2);
+    if (!entry.starts_with("call") && !entry.starts_with("redispatch"))
+        return {};
+    return std::string(rest.substr(0, end));
+}
+
+// What frames [begin, end) of a stack, innermost first, called into, outermost first (ProgramView::calls).
+std::vector<std::string> calls_of(std::vector<ReportFrame>::const_iterator begin,
+                                  std::vector<ReportFrame>::const_iterator end) {
+    std::vector<const ReportFrame*> named;
+    const ReportFrame* innermost_package = nullptr;
+    for (auto frame = begin; frame != end; ++frame) {
+        if (!package_frame(*frame))
+            continue;
+        if (innermost_package == nullptr)
+            innermost_package = &*frame;
+        if (public_function(*frame))
+            named.push_back(&*frame);
+    }
+    if (named.empty() && innermost_package != nullptr)
+        named.push_back(innermost_package);
+    std::reverse(named.begin(), named.end()); // outermost first
+    std::vector<std::string> calls;
+    std::string previous;
+    for (const ReportFrame* frame : named) {
+        const std::string package = package_of(frame->file);
+        if (package == previous)
+            continue; // a run of one package: its outermost function says what the line called
+        calls.push_back(package + " " + frame->function);
+        previous = package;
+    }
+    // The innermost operator that does more than make an empty tensor: the one that made the memory for
+    // what it computes ("mm", "nll_loss_forward", "_to_copy"); an empty tensor's own where that is all.
+    std::string made_by;
+    for (auto frame = begin; frame != end; ++frame) {
+        std::string name = operator_name(*frame);
+        if (name.empty())
+            continue;
+        const bool empty =
+            name.starts_with("empty") || name.starts_with("new_empty") || name.starts_with("_empty");
+        if (made_by.empty() || !empty) {
+            const bool done = !empty;
+            made_by = std::move(name);
+            if (done)
+                break;
+        }
+    }
+    if (!made_by.empty())
+        calls.push_back(std::move(made_by));
+    if (calls.size() > kMostCalls) {
+        calls.erase(calls.begin() + 2, calls.end() - 1);
+        calls.insert(calls.end() - 1, "…");
+    }
+    return calls;
+}
+
+} // namespace
+
+ProgramView program_view(const std::vector<ReportFrame>& frames) {
+    ProgramView view;
+    const auto own = std::find_if(frames.begin(), frames.end(), is_program_frame);
+    if (own == frames.end()) {
+        view.calls = calls_of(frames.begin(), frames.end());
+        return view;
+    }
+    view.own = &*own;
+    view.calls = calls_of(frames.begin(), own);
+    std::string between; // the package of the latest run of library frames since the last caller
+    size_t program_callers = 0;
+    for (auto frame = std::next(own); frame != frames.end(); ++frame) {
+        if (is_program_frame(*frame)) {
+            if (program_callers == kMostCallers) {
+                ++view.callers_left_out;
+                continue;
+            }
+            ++program_callers;
+            view.callers.push_back({&*frame, {}});
+            between.clear();
+        } else if (package_frame(*frame) && public_function(*frame) && program_callers < kMostCallers) {
+            // A library that runs the program's code (a trainer's loop); not the glue that calls a
+            // module's forward (torch's private Module._call_impl).
+            const std::string package = package_of(frame->file);
+            if (package != between)
+                view.callers.push_back({nullptr, package});
+            between = package;
+        }
+    }
+    // Library frames outermost of all (a runner such as a launcher's) are no caller of the program's.
+    while (!view.callers.empty() && view.callers.back().frame == nullptr)
+        view.callers.pop_back();
+    return view;
+}
+
+ProgramLine program_line(const ReportFrame& frame) {
+    if (frame.source_line.empty())
+        return {python_frame_name(frame), {}};
+    std::string where;
+    if (!frame.source_name.empty())
+        where =
+            frame.line == 0 ? frame.source_name : fmt::format("{}, line {}", frame.source_name, frame.line);
+    else
+        where = frame.line == 0 ? short_path(frame.file)
+                                : fmt::format("{}:{}", short_path(frame.file), frame.line);
+    if (frame.function != "<module>")
+        where += " in " + (frame.function.empty() ? std::string("?") : frame.function);
+    return {std::move(where), frame.source_line};
 }
 
 std::string python_frame_name(const ReportFrame& frame) {

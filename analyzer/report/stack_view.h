@@ -86,7 +86,48 @@ std::string library_purpose(const std::vector<ReportFrame>& frames);
 // device memory and hands out arrays inside it itself; told by the frameworks' frames beside it.
 PoolOwner pool_owner(const std::vector<ReportFrame>& frames);
 
-// A library file's path from its package ("torch/nn/modules/linear.py"); other paths as they are.
+// A stack as the author of a Python program reads it: the line of their own code that asked for the
+// memory, what that line called (a library's functions and the operator that allocated), and their own
+// code that called it. What the text report shows for a stack with a frame of the program's own, unless
+// --native.
+struct ProgramView {
+    const ReportFrame* own = nullptr; // the innermost frame of the program's own code
+    // What `own` called, outermost first: for each run of one installed package's frames, its outermost
+    // public function ("transformers GPT2LMHeadModel.forward", "torch Linear.forward"; the package named
+    // once per run), then the PyTorch operator that allocated ("mm"). Private functions, functions defined
+    // inside functions (decorators' wrappers) and the standard library's are glue, left out; where that
+    // leaves nothing, the innermost library frame stands for them. At most kMostCalls, the middle elided
+    // ("…").
+    std::vector<std::string> calls;
+    // Who called `own`, innermost first: the program's own frames, and between them the installed packages
+    // whose frames lie there ("lightning"), each once a run. At most kMostCallers of the program's
+    // frames; `callers_left_out` counts those past them.
+    struct Caller {
+        const ReportFrame* frame = nullptr; // null: `package` stands for library frames
+        std::string package;
+    };
+    std::vector<Caller> callers;
+    size_t callers_left_out = 0;
+};
+constexpr size_t kMostCalls = 4;
+constexpr size_t kMostCallers = 4;
+
+// The view of a stack; one without a frame of the program's own (`own` null) has only the calls it went
+// through.
+ProgramView program_view(const std::vector<ReportFrame>& frames);
+
+// The program's line as a site's header reads it: where ("train.py:27", "train.py:88 in train_epoch",
+// "cell [3], line 2": a module's code needs no function's name) and the line's text, empty where it is
+// not known (then `where` is python_frame_name's).
+struct ProgramLine {
+    std::string where;
+    std::string text;
+};
+ProgramLine program_line(const ReportFrame& frame);
+
+// A path as the report shows it: a library file's from its package ("torch/nn/modules/linear.py"), a
+// file under the working directory relative to it ("train.py" for /home/me/project/train.py run from
+// /home/me/project), other paths as they are.
 std::string short_path(const std::string& file);
 
 // "train.py:88 in train_epoch"; without a line, "train.py in train_epoch". A frame of a named source (a

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "program_files.h"
 #include "python_interleave.h"
 
 namespace gpuleak::analyzer {
@@ -15,7 +16,7 @@ bool is_gpuleak_module(const std::string& path) {
 }
 
 std::vector<ReportFrame> report_frames(const PythonStacks& python, const NamedSources& named,
-                                       const std::vector<PythonLocation>& locations) {
+                                       SourceFiles& files, const std::vector<PythonLocation>& locations) {
     std::vector<ReportFrame> frames;
     frames.reserve(locations.size());
     for (const PythonLocation& location : locations) {
@@ -28,6 +29,8 @@ std::vector<ReportFrame> report_frames(const PythonStacks& python, const NamedSo
         if (std::optional<NamedLine> source = named.find(function.file, location.line)) {
             frame.source_name = std::move(source->name);
             frame.source_line = std::move(source->text);
+        } else if (is_program_file(function.file)) {
+            frame.source_line = files.line(function.file, location.line);
         }
     }
     return frames;
@@ -70,7 +73,7 @@ const std::vector<ReportFrame>& SymbolizedStacks::frames(uint32_t stack_id) {
     }
     const std::vector<PythonLocation>& python = python_.of(stack_id);
     if (!python.empty())
-        frames = interleave_python_frames(frames, report_frames(python_, named_, python),
+        frames = interleave_python_frames(frames, report_frames(python_, named_, files_, python),
                                           python_.loop_entries(stack_id));
     return frames;
 }

@@ -9,6 +9,7 @@
 #include "named_sources.h"
 #include "python_stacks.h"
 #include "report.h"
+#include "source_files.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 
@@ -28,6 +29,7 @@ class SymbolizedStacks : public StackFrames {
     std::map<uint32_t, std::vector<uint64_t>> addresses_;
     PythonStacks python_;
     NamedSources named_;
+    SourceFiles files_;
     Symbolizer symbolizer_;
     std::map<uint32_t, std::vector<ReportFrame>> cache_;
 };

@@ -73,6 +73,14 @@ int gpuleak_why_moments(void);
  * an out-of-memory error or a phase's end only at 0. */
 int gpuleak_saved_tensor_hooks(void);
 
+/* A notebook's cell, called `cell` ("cell [12]", as gpuleak_name_source named it), ended with an
+ * exception that IPython has shown: in a Python program that gpuleak records (unless GPULEAK_PYTHON=0),
+ * the exception the interpreter holds as the last one shown (sys.last_exc, before 3.12 sys.last_value) is
+ * recorded for the report: its type, its message and its traceback's frames, attributed to the cell. Call
+ * it under the GIL, after the cell ran (IPython's post_run_cell), only for a cell that raised: the gpuleak
+ * IPython extension does. `cell` is copied up to 1023 bytes. */
+void gpuleak_cell_error(const char* cell);
+
 /* Records what keeps the device memory alive at this moment, as gpuleak.why() found it: `label` says when
  * ("out of memory on device 0", "end of epoch 3"), `document` is the JSON that gpuleak.why() writes
  * (README, "Python package"). The report shows it at the failure it was taken at and beside the sites it

@@ -70,6 +70,28 @@ def _resolve_later_functions():
 
 
 _retainers, _why_moments, _saved_tensor_hooks = _resolve_later_functions()
+
+
+def _resolve_cell_error():
+    """gpuleak_cell_error, which a library older than the package lacks (None)."""
+    if _mark is None:
+        return None
+    function = getattr(ctypes.PyDLL(None), "gpuleak_cell_error", None)
+    if function is not None:
+        function.argtypes = [ctypes.c_char_p]
+        function.restype = None
+    return function
+
+
+_cell_error = _resolve_cell_error()
+
+
+def cell_error(cell) -> None:
+    """Records the exception IPython showed last as the one the notebook's cell `cell` ("cell [12]") ended
+    with (gpuleak_cell_error): its type, message and frames. Call it under the GIL after the cell, only for a
+    cell that raised. Without the library (or one without the function), it does nothing."""
+    if _cell_error is not None:
+        _cell_error(encode_label(cell))
 # The C side reads a document of what held the memory up to this many bytes.
 MAX_RETAINERS_BYTES = 16383
 # gpuleak.h's GPULEAK_WHY_* bits, by the names GPULEAK_WHY gives them.

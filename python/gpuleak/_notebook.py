@@ -8,7 +8,9 @@ trace:
   name and text (:func:`gpuleak.name_source`), so that the report shows ``cell [12], line 4`` and the
   line instead of that file name;
 - the marker ``cell [12]``; after the cell, ``end of cell [12]``. The report groups growth by them, and
-  a kernel that dies is said to have died in a cell or between two.
+  a kernel that dies is said to have died in a cell or between two;
+- for a cell that raised, after it, its exception (:func:`gpuleak._native.cell_error`): the report says
+  which cell raised what, at which line, before its diagnosis.
 
 Both are recorded before the cell's code runs, so a kernel killed during the cell (the OOM killer) has
 them. When the kernel before this one died, ``gpuleak kernel run`` names its summary in
@@ -112,8 +114,20 @@ class CellRecorder:
 
     def post_run_cell(self, result) -> None:
         number = getattr(result, "execution_count", None)
-        if number is not None:
-            _native.mark("end of " + cell_name(number))
+        if number is None:
+            return
+        # A cell that raised: its exception, which IPython showed and left as the last one shown, is
+        # recorded with the cell's name before the cell's end.
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if error is not None and error is shown_exception():
+            _native.cell_error(cell_name(number))
+        _native.mark("end of " + cell_name(number))
+
+
+def shown_exception():
+    """The exception IPython showed last (it sets sys.last_exc, before 3.12 sys.last_value)."""
+    error = getattr(sys, "last_exc", None)
+    return getattr(sys, "last_value", None) if error is None else error
 
 
 _recorders = {}

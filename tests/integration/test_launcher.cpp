@@ -73,6 +73,15 @@ std::string shown(const std::string& out, const std::string& name) {
     return "<unset>";
 }
 
+// The launcher's summary with each paragraph on one line: it wraps them at 100 columns, each
+// continuation indented under its "gpuleak: ".
+std::string unwrapped(std::string text) {
+    const std::string continuation = "\n         ";
+    for (size_t at = text.find(continuation); at != std::string::npos; at = text.find(continuation, at))
+        text.replace(at, continuation.size(), " ");
+    return text;
+}
+
 bool one_line(const std::string& text) {
     return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
 }
@@ -210,8 +219,9 @@ TEST_CASE("run -o DIR receives the traces and the report") {
     CHECK(traces_in(directory).size() == 1);
     CHECK(fs::exists(directory + "/report.txt"));
     CHECK(report_of(directory)["processes"].size() == 1);
-    CHECK(run.err.find("full report: " + directory +
-                       "/report.txt (and report.json, report.html beside it)") != std::string::npos);
+    CHECK(unwrapped(run.err).find("full report: " + directory +
+                                  "/report.txt (and report.json, report.html beside it)") !=
+          std::string::npos);
     // The page is the report's: its data is the JSON report's, and it needs nothing from elsewhere.
     const std::string page = read_text(directory + "/report.html");
     CHECK(page.starts_with("<!DOCTYPE html>"));

@@ -81,7 +81,8 @@ def run_traced(directory, name, **settings):
     with open(directory / "report.json") as report:
         (process,) = json.load(report)["processes"]
     with open(directory / "report.txt") as text:
-        return process, text.read(), completed.stderr
+        # The summary's paragraphs, each on one line (gpuleak run wraps them at 100 columns).
+        return process, text.read(), completed.stderr.replace("\n         ", " ")
 
 
 def own_line(site, program):
@@ -178,7 +179,7 @@ def test_jitted_functions_kept_in_a_list_keep_the_arrays_they_close_over(tmp_pat
     assert held["bytes"] >= 0.9 * site["bytes"]
     words = " ".join(diagnosis["text"].split())
     assert "held by `predictors`, a list with 24 items in __main__" in words
-    assert "a function defined in a loop or a callback keeps what it closes over" in words
+    assert "A function defined in a loop or a callback keeps what it closes over" in words
 
 
 def test_pullbacks_kept_in_a_list_keep_what_their_forward_pass_saved(tmp_path):
@@ -194,7 +195,7 @@ def test_pullbacks_kept_in_a_list_keep_what_their_forward_pass_saved(tmp_path):
         assert held["root"] == "`pullbacks`, a list with 24 items in __main__"
         assert held["bytes"] >= 0.9 * site["bytes"]
     words = " ".join(diagnosis["text"].split())
-    assert "a pullback of `jax.vjp` keeps every array its forward pass saved for it" in words
+    assert "A pullback of `jax.vjp` keeps every array its forward pass saved for it" in words
 
 
 def test_the_same_loop_keeping_nothing_is_stable(tmp_path):

@@ -181,6 +181,13 @@ class Kernel:
         assert reply["content"]["status"] == "ok", text
         return text
 
+    def run_failing(self, code):
+        """Runs a cell that must raise; the text of its outputs."""
+        texts = []
+        reply = self.client.execute_interactive(code, output_hook=lambda message: add_output(texts, message), timeout=TIMEOUT)
+        assert reply["content"]["status"] == "error", "".join(texts)
+        return "".join(texts)
+
     def wait_until_launcher_ended(self):
         deadline = time.monotonic() + TIMEOUT
         while self.manager.is_alive():
@@ -313,5 +320,41 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert [path for path in glob.glob(os.path.join(kernel_directory(jupyter_dirs), "*", "kernel-death.txt"))] == [
             os.path.join(dead_run, "kernel-death.txt")
         ]
+    finally:
+        kernel.shutdown()
+
+
+FAILING_CELL = """\
+held = [allocate(2 << 20)]
+raise ValueError("the batches are not what the model expects")
+"""
+
+
+def test_a_cell_that_raised_is_reported_with_its_cell_and_line(jupyter_dirs):
+    assert install().returncode == 0
+    kernel = Kernel()
+    try:
+        pid = int(kernel.run(DEFINE_ALLOCATE).strip())  # cell [1]
+        kernel.run_failing(FAILING_CELL)  # cell [2]
+        kernel.run_failing("held.append(allocate(1 << 20))\nraise KeyError('epoch')")  # cell [3]
+        assert kernel.run("1 + 1").strip() == "2"  # the kernel goes on
+        (trace,) = glob.glob(os.path.join(run_directories(jupyter_dirs)[0], "gpuleak.%d.trace" % pid))
+        (process,) = report_json(trace)["processes"]
+        assert process["error"] is None, "the kernel did not end"
+        first, latest = process["cell_errors"]
+        assert first["cell"] == "cell [2]" and first["type"] == "ValueError"
+        assert first["message"] == "the batches are not what the model expects"
+        assert first["text"] == "ValueError: the batches are not what the model expects, at cell [2], line 2"
+        assert first["frames"][first["program_frame"]]["source_name"] == "cell [2]"
+        assert latest["cell"] == "cell [3]" and latest["text"] == "KeyError: 'epoch', at cell [3], line 2"
+        # The marker of the cell's end comes after its exception.
+        labels = [marker["label"] for marker in process["markers"]]
+        assert labels[:6] == ["cell [1]", "end of cell [1]", "cell [2]", "end of cell [2]", "cell [3]", "end of cell [3]"]
+        text = subprocess.run([needed("GPULEAK_TEST_REPORT"), trace], capture_output=True, text=True, timeout=TIMEOUT)
+        assert (
+            "  raised     cell [3] raised KeyError: 'epoch', at cell [3], line 2 (1 earlier cell raised too)\n"
+            in text.stdout
+        ), text.stdout
+        assert text.stdout.index("  raised     ") < text.stdout.index("Diagnosis:")
     finally:
         kernel.shutdown()

@@ -145,8 +145,9 @@ def test_what_a_librarys_thread_made_is_named_by_the_line_that_started_it(tmp_pa
     assert process.returncode == 0, process.stderr
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 6 * MiB]
     line = next(i for i, text in enumerate((tmp_path / "script.py").read_text().splitlines(), 1) if "program's line" in text)
-    assert site["where"].startswith("%s:%d in <module> (made on a library's thread started there, at " % (tmp_path / "script.py", line)), site["where"]
-    assert "prefetch.py" in site["where"] and "_run)" in site["where"]
+    assert site["where"].startswith("%s:%d in <module> (made there on a library's thread, in " % (tmp_path / "script.py", line)), site["where"]
+    # The package and the function its thread ran (3.10 has no qualified names).
+    assert site["where"].endswith(("in prefetch Prefetcher._run)", "in prefetch _run)")), site["where"]
     started = [frame for frame in site["thread_started_at"] if frame["python"]]
     assert started[0]["file"].endswith("/threading.py")
     assert [(frame["file"], frame["line"]) for frame in started if frame["program"]] == [(str(tmp_path / "script.py"), line)]

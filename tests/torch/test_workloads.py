@@ -87,10 +87,10 @@ EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocate
 
 
 def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=(), arguments=(),
-               settings=None):
+               settings=None, cwd=None):
     """Runs `script` as a user would, alone or under `gpuleak run -o directory/run`; `launch`: what comes
     between the interpreter and the script (`-m torch.distributed.run ...`); `arguments`: the script's;
-    `settings`: more environment variables."""
+    `settings`: more environment variables; `cwd`: the directory it runs in (else this one)."""
     environment = dict(os.environ, **(settings or {}))
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment["PYTHONWARNINGS"] = "ignore"
@@ -102,12 +102,18 @@ def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACI
     if traced:
         environment["GPULEAK_TORCH_ADAPTER_DIR"] = adapter_cache
         command = [LAUNCHER, "run", "--quiet", "-o", str(directory / "run"), "--", *command]
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def run_workload(directory, name, adapter_cache, traced):
+    # From the corpus's folder, as its author runs a script: the report names its lines relative to it.
     return run_script(
-        directory, os.path.join(WORKLOADS, name), adapter_cache, traced, CAPACITY.get(name, DEFAULT_CAPACITY)
+        directory,
+        os.path.join(WORKLOADS, name),
+        adapter_cache,
+        traced,
+        CAPACITY.get(name, DEFAULT_CAPACITY),
+        cwd=WORKLOADS,
     )
 
 
@@ -167,7 +173,44 @@ def check_verdict(directory, name):
         report = text.read()
     section = report[report.index("process %d (" % process["pid"]) :]
     diagnosis = " ".join(section[section.index("Diagnosis:") :].split("\n\n", 1)[0].split())
-    assert "%s:%d in" % (script, own["line"]) in diagnosis, "the diagnosis names the script's line"
+    # Relative to the folder it was run from, as the user typed it.
+    assert "%s:%d in" % (name, own["line"]) in diagnosis, "the diagnosis names the script's line"
+    if process["diagnosis"]["leak_cause"] == "growth":
+        assert "#1 %s:%d" % (name, own["line"]) in section, "the site's header is the script's line"
+
+
+def first_screen(report):
+    """The text report's lines down to the end of its third site (or of its sites, where it has fewer):
+    the process table, the header, the diagnosis and the top three sites."""
+    lines = report.splitlines()
+    end, sites, in_site = 0, 0, False
+    for number, line in enumerate(lines, 1):
+        if re.match(r"  #\d+ ", line):
+            sites += 1
+            if sites > 3:
+                break
+            in_site, end = True, number
+        elif in_site and line.startswith("      "):
+            end = number
+        else:
+            in_site = False
+            if line.startswith(("Reserved by", "Failed allocations", "Recorded:", "Host memory over time")):
+                break
+    return lines[:end]
+
+
+def too_wide(lines):
+    """The lines over 100 columns, but for one that holds a single word that no break could shorten (a
+    trace's path after its label)."""
+    return [line for line in lines if len(line) > 100 and len(line.split()) > 2]
+
+
+def check_first_screen(directory, name, stderr):
+    with open(directory / "run" / "report.txt") as text:
+        screen = first_screen(text.read())
+    assert len(screen) <= 40 and not too_wide(screen), "%s: %d lines:\n%s" % (name, len(screen), "\n".join(screen))
+    summary = [line for line in stderr.splitlines() if line.startswith(("gpuleak: ", "         "))]
+    assert summary and not too_wide(summary), "\n".join(summary)
 
 
 
@@ -178,6 +221,7 @@ def test_workload_runs_as_alone_and_is_counted_exactly(tmp_path, adapter_cache, 
     # The device is large enough for it: a search that caught an out-of-memory error would still end well.
     assert "out of memory" not in traced.stdout
     check_verdict(tmp_path, workload)
+    check_first_screen(tmp_path, workload, traced.stderr)
 
 
 def test_every_workload_has_a_verdict():
@@ -210,6 +254,7 @@ def test_workload_that_runs_out_of_memory_is_counted_exactly(tmp_path, adapter_c
     process = main_process(tmp_path)
     assert process["failures"], "the out-of-memory error is in the report"
     check_verdict(tmp_path, workload)
+    check_first_screen(tmp_path, workload, traced.stderr)
     # What the earlier trials still held when it failed: their models, made at the script's line.
     held = process["failures"][0]["top_sites_then"][0]
     own = next(frame for frame in held["frames"] if frame.get("python") and frame["file"].endswith(workload))

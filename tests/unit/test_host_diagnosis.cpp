@@ -424,9 +424,9 @@ TEST_CASE("the report says when the run's memory was at its fullest and shows ea
 
     const ReportOptions options;
     const std::string text = render_text(reports, options);
-    // The paragraph after the table, its lines joined.
+    // The paragraph after the processes, the report's last, its lines joined.
     std::string run_line = text.substr(text.find("Run memory"));
-    run_line = run_line.substr(0, run_line.find("\n\n"));
+    run_line = run_line.substr(0, run_line.find_last_not_of('\n') + 1);
     std::replace(run_line.begin(), run_line.end(), '\n', ' ');
     CHECK_THAT(run_line,
                Catch::Equals("Run memory at its fullest, 0.5 s into the run: the run's memory cgroup "

@@ -147,8 +147,7 @@ TEST_CASE("a record of an exception that is not gpuleak's is left out with a war
     const ProcessModel model = build_model("trace.bin", trace);
     CHECK_FALSE(model.error);
     REQUIRE(model.warnings.size() == 1);
-    CHECK(model.warnings[0] ==
-          "the record of the exception the program ended with, at 3.00 s, cannot be read");
+    CHECK(model.warnings[0] == "the record of an exception the program raised, at 3.00 s, cannot be read");
 }
 
 TEST_CASE("a trace of format 15, before records of exceptions, is read as it was") {

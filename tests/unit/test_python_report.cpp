@@ -21,6 +21,7 @@
 #include "symbolized_stacks.h"
 #include "trace_builder.h"
 #include "trace_reader.h"
+#include "wrapped_text.h"
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::report_of;
@@ -468,20 +469,20 @@ TEST_CASE("the text report names the Python line of a leak, in the diagnosis and
     reports.push_back(report_of(trace));
     CHECK(reports[0].diagnosis.kind == DiagnosisKind::Leak);
     CHECK_THAT(diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks),
-               Catch::Contains("from /srv/train.py:81 in Trainer.step."));
+               Catch::StartsWith("Memory kept growing at /srv/train.py:81 in Trainer.step: 3 allocations of "
+                                 "1.7 MiB (5.0 MiB), made through 86% of the program's work (1.00 s to 9.00 "
+                                 "s), were still alive."));
     ReportOptions options;
     const std::string text = render_text(reports, options);
-    CHECK_THAT(text, Catch::Contains("        +0x3\n"
-                                     "        /srv/train.py:81 in Trainer.step\n"
-                                     "        /srv/train.py:102 in main\n"));
-    CHECK_THAT(text, Catch::Contains("        /srv/train.py:81 in Trainer.step\n"
-                                     "        /srv/other.py:12 in main\n"));
-    CHECK_THAT(text, Catch::Contains("        a Python frame whose code object was not recorded\n"));
-    CHECK_THAT(text, Catch::Contains(
-                         "Growing: held by the program and made through its work (largest first):\n"
-                         "  #1 5.0 MiB in 3 device allocations, made 1.00 s to 9.00 s, through 86% of the "
-                         "work: growing\n"
-                         "        +0x3\n"));
+    // Each site leads with the program's line; the program's frames that called it follow.
+    CHECK_THAT(text, Catch::Contains("  #1 /srv/train.py:81 in Trainer.step\n"
+                                     "        5.0 MiB in 3 device allocations, made 1.00–9.00 s, through "
+                                     "86% of the work: growing\n"
+                                     "        from /srv/train.py:102 in main\n"));
+    CHECK_THAT(text, Catch::Contains("  #1 /srv/train.py:81 in Trainer.step\n"
+                                     "        512.0 KiB in 1 device allocation, made at 2.00 s\n"
+                                     "        from /srv/other.py:12 in main\n"));
+    CHECK_THAT(text, Catch::Contains("a Python frame whose code object was not recorded\n"));
     CHECK_THAT(text, Catch::Contains("allocations from /srv/train.py:81 in Trainer.step\n")); // held then
 }
 
@@ -494,18 +495,38 @@ TEST_CASE("the text report collapses native frames by default and shows them all
     ReportOptions options;
     options.top = 1;
     std::string text = render_text(reports, options);
-    CHECK_THAT(text, Catch::Contains("        at::empty  at::empty.c:10\n"
-                                     "        pybind11::dispatch  pybind11::dispatch.c:10\n"
-                                     "        /srv/train.py:81 in Trainer.step\n"
-                                     "        /srv/hooks.py:5 in hook\n"
-                                     "        ... 4 native frames\n"
-                                     "        /srv/train.py:102 in main\n\n"));
+    CHECK_THAT(text, Catch::Contains("  #1 /srv/train.py:81 in Trainer.step\n"
+                                     "        5.0 MiB in 3 device allocations, made 1.00–9.00 s, through "
+                                     "86% of the work: growing\n"
+                                     "        from /srv/hooks.py:5 in hook ← /srv/train.py:102 in main\n\n"));
     options.native = true;
     options.stack_depth = 6;
     text = render_text(reports, options);
     CHECK_THAT(text, Catch::Contains("        _PyEval_EvalFrameDefault  _PyEval_EvalFrameDefault.c:10\n"
                                      "        /srv/train.py:81 in Trainer.step\n"
                                      "        ... 10 more frames\n"));
+}
+
+TEST_CASE("a site's header is the program's line with its text, cut to fit the line") {
+    const TraceReader trace = parse(grouping_trace());
+    std::vector<ProcessReport> reports;
+    reports.push_back(report_of(trace));
+    std::vector<ReportFrame> frames = torch_stack();
+    frames[5].source_line =
+        "return torch.triu(torch.full((length, length), float(\"-inf\"), device=device), " +
+        std::string(60, 'x');
+    frames[13].source_line = "main()";
+    reports[0].stacks =
+        std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, frames}});
+    ReportOptions options;
+    options.top = 1;
+    const std::string text = render_text(reports, options);
+    const size_t start = text.find("  #1 /srv/train.py:81 in Trainer.step  return torch.triu(torch.full(");
+    REQUIRE(start != std::string::npos);
+    const std::string header = text.substr(start, text.find('\n', start) - start);
+    CHECK(gpuleak::analyzer::columns(header) == kWrapColumn);
+    CHECK_THAT(header, Catch::EndsWith("…"));
+    CHECK_THAT(text, Catch::Contains("        from /srv/hooks.py:5 in hook ← /srv/train.py:102 in main\n"));
 }
 
 TEST_CASE("JSON frames say which are Python frames and follow the same view") {
@@ -532,7 +553,8 @@ TEST_CASE("JSON frames say which are Python frames and follow the same view") {
                                       {"module_offset", 0},
                                       {"inlined", false},
                                       {"python", true},
-                                      {"program", true}});
+                                      {"program", true},
+                                      {"source_line", ""}});
     std::vector<bool> python_flags;
     for (const auto& frame : frames)
         python_flags.push_back(frame["python"]);
@@ -717,12 +739,21 @@ TEST_CASE("what a library's thread made is named by the program's line that star
     std::vector<ProcessReport> reports;
     reports.push_back(report_of(trace));
     CHECK(reports[0].model.thread_start_stacks == std::map<uint32_t, uint32_t>{{1, 2}});
-    const std::string named = "/srv/train.py:102 in main (made on a library's thread started there, at "
-                              "torch/utils/data/_utils/pin_memory.py:81 in pin_memory)";
+    const std::string named =
+        "/srv/train.py:102 in main (made there on a library's thread, in torch pin_memory)";
     CHECK(reports[0].stacks->describe(1) == named);
     CHECK_THAT(diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks),
                Catch::Contains(named));
     ReportOptions options;
+    // Led by the program's line that started the thread, what the thread went through, then what that
+    // line called.
+    CHECK_THAT(
+        render_text(reports, options),
+        Catch::Contains("  #1 /srv/train.py:102 in main\n"
+                        "        4.0 MiB in 4 pinned host allocations, made 1.00–4.00 s, through 75% of the "
+                        "work: growing\n"
+                        "        → torch pin_memory, on a thread started there (→ torch __init__)\n"));
+    options.native = true;
     CHECK_THAT(render_text(reports, options),
                Catch::Contains("        /usr/lib/python3.10/threading.py:82 in Thread.run\n"
                                "        on a thread started at\n"

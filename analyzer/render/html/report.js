@@ -530,6 +530,14 @@
     section.append(html("p", { class: "muted mono", text: facts.join(" · ") }));
     // What ended a program that failed comes before the verdict: it is what its author ran it for.
     if (process.error) section.append(html("div", { class: "diagnosis error", text: `Ended by ${process.error.text}` }));
+    // A notebook's kernel outlives its cells' errors: the latest one, as the text report says it.
+    const cellErrors = process.cell_errors || [];
+    if (cellErrors.length) {
+      const latest = cellErrors[cellErrors.length - 1];
+      const before = cellErrors.length - 1;
+      const more = before ? ` (${before} earlier cell${before === 1 ? "" : "s"} raised too)` : "";
+      section.append(html("div", { class: "diagnosis error", text: `${latest.cell} raised ${latest.text}${more}` }));
+    }
     const kind = process.diagnosis.kind;
     section.append(html("div", { class: "diagnosis " + kind },
       html("span", { class: "badge", text: kind.replace(/_/g, " ") + ": " }),
