@@ -372,7 +372,10 @@ void why_cell_error(const char* cell, void (*record)(const char* document)) {
     std::memcpy(name, cell, bytes);
     name[bytes] = '\0';
     g_cell_error.store(record, std::memory_order_relaxed);
+    // The extension calls it holding the GIL; a C caller that does not gets it taken.
+    const int gil = calls->gil_ensure();
     run_bootstrap(*calls, "cell_error", 0, name);
+    calls->gil_release(gil);
 }
 
 void why_at_exit_once_holding(void (*program_ended)(), void (*program_error)(const char*), bool search) {

@@ -14,8 +14,9 @@ namespace gpuleak {
 // for.
 void why_at_out_of_memory(int device);
 
-// A notebook's cell `cell` ended with an exception IPython showed (gpuleak_cell_error), called under the
-// GIL: in a running interpreter that is not finalizing, the document of the exception shown last (format::
+// A notebook's cell `cell` ended with an exception IPython showed (gpuleak_cell_error), called from a
+// thread that has run Python (the kernel's, which holds the GIL; it is taken if not): in a running
+// interpreter that is not finalizing, the document of the exception shown last (format::
 // EventType::ProgramError's, with "cell" in it) goes to `record`. Whatever Python raises is cleared.
 void why_cell_error(const char* cell, void (*record)(const char* document));
 

@@ -621,11 +621,17 @@ void find_program_errors(const TraceReader& trace, ProcessModel& model) {
                 break;
             }
         // The error the exception reports failed on the thread that raised it, which records the
-        // exception (the program's main one as it ends; a kernel's, after the cell).
+        // exception (the program's main one as it ends; a kernel's, after the cell), and for a cell's,
+        // while that cell ran: a kernel runs every cell on one thread.
+        uint64_t since_ns = 0;
+        if (cell != nullptr)
+            for (const Marker& marker : model.markers)
+                if (marker.label == *cell && marker.time_ns <= time_ns)
+                    since_ns = marker.time_ns;
         if (says_out_of_memory(error))
             for (size_t i = model.failures.size(); i-- > 0;)
                 if (model.failures[i].out_of_memory() && model.failures[i].time_ns <= time_ns &&
-                    model.failures[i].thread_id == event.thread_id) {
+                    model.failures[i].time_ns >= since_ns && model.failures[i].thread_id == event.thread_id) {
                     error.failure = i;
                     break;
                 }

@@ -27,10 +27,21 @@ std::string line_text(const std::vector<std::string>& lines, uint32_t line) {
     const size_t first = text.find_first_not_of(kSpace);
     if (first == std::string::npos)
         return {};
-    return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+    std::string trimmed = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+    if (trimmed.size() > kMostLineBytes) {
+        size_t cut = kMostLineBytes;
+        // Not inside a UTF-8 sequence: back to its first byte.
+        while (cut > 0 && (static_cast<unsigned char>(trimmed[cut]) & 0xc0) == 0x80)
+            --cut;
+        trimmed.resize(cut);
+    }
+    return trimmed;
 }
 
 std::string SourceFiles::line(const std::string& path, uint32_t line) {
+    // A relative name is relative to where the program ran, which the report does not know.
+    if (!path.starts_with('/'))
+        return {};
     auto file = files_.find(path);
     if (file == files_.end()) {
         std::vector<std::string> lines;

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -238,9 +239,10 @@ void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, con
         out += style.dim(wrapped("on a thread started there" + started_how, "          ", "        "));
         return;
     }
-    out += style.dim(own == started.own ? std::string("        on a thread started there")
-                                        : "        on a thread started at " +
-                                              program_line_text(*started.own, kWrapColumn - 30)) +
+    const std::string started_at = "        on a thread started at ";
+    out += style.dim(own == started.own
+                         ? std::string("        on a thread started there")
+                         : started_at + program_line_text(*started.own, kWrapColumn - columns(started_at))) +
            "\n";
     append_program_view(out, started, style);
 }
@@ -345,16 +347,20 @@ std::string held_when(const RetainerSnapshot& snapshot) {
 // What the process's sites above said already, said once: advice, and holders described in full.
 struct SaidAbove {
     std::set<std::string> advice;
-    std::set<std::string> holders;
+    // Each holder's short name (its root's name: "`results`"), and the full name it stands for.
+    std::map<std::string, std::string> holders;
 };
 
-// A holder by its full name the first time; after, by its name alone ("`results`", the root's first part).
+// A holder by its full name the first time; after, by its name alone ("`results`"), where that name stood
+// for this holder only (`model` the parameters' holder and `model` the gradients' stay apart).
 std::string holder_name(const Retainer& holder, SaidAbove& said) {
-    std::string name = retainer_name(holder);
-    if (said.holders.insert(name).second)
+    const std::string name = retainer_name(holder);
+    const size_t quoted = holder.root.starts_with('`') ? holder.root.find("`, ", 1) : std::string::npos;
+    if (quoted == std::string::npos)
         return name;
-    const size_t comma = holder.root.find(", ");
-    return comma == std::string::npos ? name : printable(holder.root.substr(0, comma));
+    const std::string short_name = printable(holder.root.substr(0, quoted + 1));
+    const auto [said_as, added] = said.holders.try_emplace(short_name, name);
+    return !added && said_as->second == name ? short_name : name;
 }
 
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,

@@ -29,10 +29,14 @@ std::string wrapped(std::string_view text, std::string_view indent, std::string_
         size_t end = text.find(' ', start);
         if (end == std::string_view::npos)
             end = text.size();
+        // "4 %" reads as one word: a word and the "%..." after it move down together.
+        while (end < text.size() && text.substr(end + 1).starts_with('%')) {
+            end = text.find(' ', end + 1);
+            if (end == std::string_view::npos)
+                end = text.size();
+        }
         const std::string_view word = text.substr(start, end - start);
-        // "4 %" reads as one word.
-        const bool glued = word.starts_with('%');
-        if (!glued && line.size() > prefix && columns(line) + 1 + columns(word) > kWrapColumn) {
+        if (line.size() > prefix && columns(line) + 1 + columns(word) > kWrapColumn) {
             out += line + "\n";
             line = indent;
             prefix = indent.size();

@@ -358,3 +358,7 @@ def test_a_cell_that_raised_is_reported_with_its_cell_and_line(jupyter_dirs):
         assert text.stdout.index("  raised     ") < text.stdout.index("Diagnosis:")
     finally:
         kernel.shutdown()
+    # Shut down on request, the kernel ended with none of its cells' exceptions.
+    (process,) = report_json(trace)["processes"]
+    assert process["ended"]["how"] == "exit" and process["error"] is None
+    assert [error["cell"] for error in process["cell_errors"]] == ["cell [2]", "cell [3]"]

@@ -157,3 +157,72 @@ TEST_CASE("a trace of format 15, before records of exceptions, is read as it was
     CHECK(trace.header().format_version == 15);
     CHECK_FALSE(build_model("trace.bin", trace).error);
 }
+
+TEST_CASE("each notebook cell that raised is kept with its cell, and tied to a failure of its own only") {
+    const std::string out_of_memory =
+        R"json({"type":"torch.OutOfMemoryError","message":"CUDA out of memory.","cell":"%s",)json"
+        R"json("frames":[["/tmp/ipykernel_7/%s.py",2,"<module>"]]})json";
+    const auto of_cell = [&](const std::string& cell, const std::string& file) {
+        std::string document = out_of_memory;
+        document.replace(document.find("%s"), 2, cell);
+        document.replace(document.find("%s"), 2, file);
+        return document;
+    };
+    TraceBuilder builder(TraceLayout{.strings_bytes = 16384, .notable_capacity = 8});
+    builder.header().start_monotonic_ns = kSecond;
+    builder.add_string(1, "cell [1]");
+    builder.add_string(2, "cell [2]");
+    builder.add_string(3, of_cell("cell [1]", "11"));
+    builder.add_string(4, of_cell("cell [2]", "22"));
+    builder.add_string(5, "/tmp/ipykernel_7/22.py");
+    builder.add_string(6, "x = torch.empty(1 << 40, device=\"cuda\")");
+    const auto note = [&](format::EventType type, uint64_t address, uint64_t at_ns) {
+        format::EventRecord event{};
+        event.type = static_cast<uint16_t>(type);
+        event.address = address;
+        event.time_ns = at_ns;
+        event.thread_id = 1;
+        event.device = -2;
+        return event;
+    };
+    builder.add_notable(note(format::EventType::Marker, 1, 2 * kSecond));
+    format::EventRecord refused = note(format::EventType::AllocFailed, UINT64_MAX, 3 * kSecond);
+    refused.kind = static_cast<uint8_t>(format::MemoryKind::Block);
+    refused.size = 512 << 20;
+    refused.result = format::kAllocatorRefused;
+    refused.device = 0;
+    builder.add_notable(refused);
+    builder.add_notable(note(format::EventType::ProgramError, 3, 3 * kSecond + kSecond / 4));
+    // Cell [2] is named (gpuleak_name_source) and runs out of memory without a failure of its own: the
+    // sub-allocator's refusal of cell [1] is not its.
+    format::EventRecord named = note(format::EventType::SourceName, 5, 3 * kSecond + kSecond / 2);
+    named.size = 2;
+    named.stream = 6;
+    builder.add_notable(named);
+    builder.add_notable(note(format::EventType::Marker, 2, 3 * kSecond + kSecond / 2));
+    builder.add_notable(note(format::EventType::ProgramError, 4, 4 * kSecond));
+    builder.end_exited(0, 5 * kSecond);
+    const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
+    std::vector<ProcessReport> reports = reports_of(trace);
+    const ProcessModel& model = reports[0].model;
+    CHECK_FALSE(model.error); // the kernel did not end with either
+    REQUIRE(model.cell_errors.size() == 2);
+    CHECK(model.cell_errors[0].cell == "cell [1]");
+    CHECK(model.cell_errors[0].failure == 0);
+    CHECK(model.cell_errors[1].cell == "cell [2]");
+    CHECK_FALSE(model.cell_errors[1].failure);
+    CHECK(cell_errors_text(model) ==
+          "cell [2] raised torch.OutOfMemoryError: CUDA out of memory., at cell [2], line 2 (1 earlier cell "
+          "raised too)");
+    CHECK_THAT(
+        render_text(reports, ReportOptions{}),
+        Catch::Contains("  raised     cell [2] raised torch.OutOfMemoryError: CUDA out of memory., at cell "
+                        "[2], line 2 (1\n"
+                        "             earlier cell raised too)\n"));
+    const nlohmann::json json = render_json(reports, ReportOptions{})["processes"][0];
+    CHECK(json["error"].is_null());
+    REQUIRE(json["cell_errors"].size() == 2);
+    CHECK(json["cell_errors"][1]["cell"] == "cell [2]");
+    CHECK(json["cell_errors"][1]["frames"][0]["source_name"] == "cell [2]");
+    CHECK(json["cell_errors"][0]["failure"] == 0);
+}

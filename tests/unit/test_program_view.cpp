@@ -192,3 +192,30 @@ TEST_CASE("a paragraph is wrapped at 100 columns counted in characters") {
     const std::string path = "/" + std::string(150, 'p');
     CHECK(wrapped("see " + path + " now", "  ") == "  see\n  " + path + "\n  now\n");
 }
+
+TEST_CASE("a figure and its percent sign move to the next line together") {
+    const std::string text = std::string(93, 'a') + " (93 %)";
+    CHECK(wrapped(text, "  ") == "  " + std::string(93, 'a') + "\n  (93 %)\n");
+}
+
+TEST_CASE("a library that runs the program's code from outside it calls nothing of the program's") {
+    // A launcher's entry point outermost of all: no caller of the program's line.
+    const std::vector<ReportFrame> frames = {
+        python("train_step", "/home/me/train.py", 27),
+        python("Trainer.fit", kLightning + "trainer/trainer.py", 500),
+        python("main", kLightning + "cli.py", 9),
+    };
+    const ProgramView view = program_view(frames);
+    REQUIRE(view.own == &frames[0]);
+    CHECK(view.callers.empty());
+}
+
+TEST_CASE("a source line is read only from a whole path, and kept to a bounded length") {
+    const TempDir directory;
+    const std::string path = directory.path() + "/train.py";
+    std::ofstream(path) << "x = [" << std::string(5000, '1') << "]\n";
+    SourceFiles files;
+    CHECK(files.line(path, 1).size() == kMostLineBytes);
+    // A relative name is relative to where the program ran, which the report does not know.
+    CHECK(files.line("train.py", 1).empty());
+}
