@@ -101,4 +101,13 @@ size_t printable_into(std::string_view text, std::span<char> out) {
     return written;
 }
 
+size_t utf8_prefix_bytes(std::string_view text, size_t most) {
+    if (most >= text.size())
+        return text.size();
+    size_t cut = most;
+    while (cut > 0 && (static_cast<uint8_t>(text[cut]) & 0xc0u) == 0x80u)
+        --cut;
+    return cut;
+}
+
 } // namespace gpuleak

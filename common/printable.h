@@ -18,6 +18,10 @@ namespace gpuleak {
 // are escaped by the format.
 size_t printable_into(std::string_view text, std::span<char> out);
 
+// How many of the first `most` bytes of `text` to keep so as not to cut a UTF-8 sequence: `most`, less the
+// continuation bytes of a character it would cut (text.size() where that is shorter).
+size_t utf8_prefix_bytes(std::string_view text, size_t most);
+
 // The same, whole. An escape is at most four times as long as what it stands for.
 inline std::string printable(std::string_view text) {
     std::string out(4 * text.size(), '\0');

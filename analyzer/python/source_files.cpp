@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "printable.h"
+
 namespace gpuleak::analyzer {
 
 std::vector<std::string> split_lines(const std::string& text) {
@@ -28,13 +30,7 @@ std::string line_text(const std::vector<std::string>& lines, uint32_t line) {
     if (first == std::string::npos)
         return {};
     std::string trimmed = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
-    if (trimmed.size() > kMostLineBytes) {
-        size_t cut = kMostLineBytes;
-        // Not inside a UTF-8 sequence: back to its first byte.
-        while (cut > 0 && (static_cast<unsigned char>(trimmed[cut]) & 0xc0) == 0x80)
-            --cut;
-        trimmed.resize(cut);
-    }
+    trimmed.resize(utf8_prefix_bytes(trimmed, kMostLineBytes));
     return trimmed;
 }
 

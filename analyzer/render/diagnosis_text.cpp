@@ -93,6 +93,12 @@ std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
                        human_duration(fill.seconds));
 }
 
+// The record of what held the memory: "gpuleak.why() at 3.21 s (out of memory on device 0)".
+std::string why_record(const RetainerSnapshot& snapshot) {
+    return fmt::format("gpuleak.why() at {:.2f} s ({})", seconds_of(snapshot.time_ns),
+                       printable(snapshot.label));
+}
+
 // `text` with its first letter a capital, as a sentence starts.
 std::string sentence(std::string text) {
     if (!text.empty() && text.front() >= 'a' && text.front() <= 'z')
@@ -112,8 +118,7 @@ std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
     const Retainer& holder = snapshot.holders[by.holder];
     const std::string advice =
         holder.advice.empty() ? std::string() : " " + sentence(printable(holder.advice.front())) + ".";
-    return fmt::format("gpuleak.why() at {:.2f} s ({}) found {} of it held by {}.{}{}",
-                       seconds_of(snapshot.time_ns), printable(snapshot.label), bytes(by.bytes),
+    return fmt::format("{} found {} of it held by {}.{}{}", why_record(snapshot), bytes(by.bytes),
                        retainer_name(holder), advice, kNoCacheHelps);
 }
 
@@ -147,8 +152,8 @@ std::string spent_graphs_text(const ProcessModel& model, StackFrames& stacks) {
         "graph "
         "each step, in host memory, however little device memory the tensor holds ({} at `{}`, made at {}). "
         "Add `loss.item()` (a number) or `loss.detach()`, not `loss`.",
-        retainer_name(holder), graph.spent_passes, graph.nodes, retainers_when(snapshot), bytes(graph.bytes),
-        printable(graph.path), printable(stacks.describe(site.stack_id)));
+        retainer_name(holder), graph.spent_passes, graph.nodes, "per " + why_record(snapshot),
+        bytes(graph.bytes), printable(graph.path), printable(stacks.describe(site.stack_id)));
 }
 
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
@@ -261,11 +266,6 @@ std::string allocations_of(format::MemoryKind kind, uint64_t count) {
 
 std::string marker_interval_name(const ProcessModel& model, int index) {
     return index < 0 ? std::string("the start") : printable(model.markers[static_cast<size_t>(index)].label);
-}
-
-std::string retainers_when(const RetainerSnapshot& snapshot) {
-    return fmt::format("per gpuleak.why() at {:.2f} s ({})", seconds_of(snapshot.time_ns),
-                       printable(snapshot.label));
 }
 
 std::string retainer_name(const Retainer& holder) {
@@ -469,11 +469,7 @@ std::string one_line(const std::string& text, size_t most) {
         line.pop_back();
     if (line.size() <= most)
         return line;
-    size_t cut = most;
-    // Not inside a UTF-8 sequence: back to its first byte.
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80)
-        --cut;
-    return line.substr(0, cut) + "...";
+    return line.substr(0, utf8_prefix_bytes(line, most)) + "...";
 }
 
 } // namespace

@@ -62,9 +62,6 @@ std::string allocations_of(format::MemoryKind kind, uint64_t count);
 // before the first.
 std::string marker_interval_name(const ProcessModel& model, int index);
 
-// When a record of what held the memory was taken: "per gpuleak.why() at 3.21 s (out of memory on device 0)".
-std::string retainers_when(const RetainerSnapshot& snapshot);
-
 // "`losses`, a list in __main__ with 60 items: the parameters of a Net", printable.
 std::string retainer_name(const Retainer& holder);
 

@@ -198,17 +198,21 @@ const ReportFrame* program_frame_of(StackFrames& stacks, uint32_t stack_id, cons
     return nullptr;
 }
 
+// A stack as the text shows it by default (program_view); none with --native, which shows every frame.
+ProgramView text_view(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options) {
+    return options.native || stack_id == 0 ? ProgramView{} : program_view(stacks.frames(stack_id));
+}
+
 // A stack under a line that names `own` (program_frame_of) where it has one: what the program's line
-// called and who called it, as its author reads it. A Python program's stack without a line of its own
-// under its header (StackFrames::describe): the calls it went through, where it went through any (--native
-// shows its frames). Else every frame the options show. `own` null: the stack's own first line is its
-// program line.
-void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ReportOptions& options,
-                   const Style& style, bool python_program, const ReportFrame* own = nullptr) {
+// called and who called it, as its author reads it (`view`, text_view's of the stack). A Python program's
+// stack without a line of its own under its header (StackFrames::describe): the calls it went through,
+// where it went through any (--native shows its frames). Else every frame the options show. `own` null:
+// the stack's own first line is its program line.
+void append_frames(std::string& out, StackFrames& stacks, uint32_t stack_id, const ProgramView& view,
+                   const ReportOptions& options, const Style& style, bool python_program,
+                   const ReportFrame* own = nullptr) {
     const uint32_t start = stacks.thread_start_of(stack_id);
-    const ProgramView view = options.native ? ProgramView{} : program_view(stacks.frames(stack_id));
-    const ProgramView started =
-        options.native || start == 0 ? ProgramView{} : program_view(stacks.frames(start));
+    const ProgramView started = text_view(stacks, start, options);
     // The header names the line that started the thread: what the thread went through and what the
     // line called to start it are all there is to add.
     const bool started_there = started.own != nullptr && own == started.own && started.callers.empty();
@@ -382,10 +386,10 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
                                when_made(report.model, site)),
                    "          ", "        ");
     // What the line called comes with it; a stack shown by its frames, last.
-    const bool short_stack = own != nullptr || (python_program && !options.native &&
-                                                !program_view(stacks.frames(site.stack_id)).calls.empty());
+    const ProgramView view = text_view(stacks, site.stack_id, options);
+    const bool short_stack = own != nullptr || (python_program && !view.calls.empty());
     if (short_stack)
-        append_frames(out, stacks, site.stack_id, options, style, python_program, own);
+        append_frames(out, stacks, site.stack_id, view, options, style, python_program, own);
     // What a library keeps it for, where its frames say so: not the program's to free.
     if (!purpose.empty() && !purpose_leads)
         out += style.dim(fmt::format("        ({})", purpose)) + "\n";
@@ -418,7 +422,7 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
         append_chain(out, holder, holder.sites[largest.share].path, "          ", said.advice);
     }
     if (!short_stack)
-        append_frames(out, stacks, site.stack_id, options, style, python_program);
+        append_frames(out, stacks, site.stack_id, view, options, style, python_program);
 }
 
 std::string failure_cause(const FailureSummary& failure) {
@@ -643,7 +647,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                                    bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
                                    seconds_of(failure.time_ns), failure_cause(failure), free_then, then),
                        "      ", "  ");
-        append_frames(out, *report.stacks, failure.stack_id, options, style,
+        append_frames(out, *report.stacks, failure.stack_id,
+                      text_view(*report.stacks, failure.stack_id, options), options, style,
                       model.header.python_version != 0);
         for (const LiveSiteAt& site : failure.top_sites_then) {
             out += wrapped(fmt::format("held then: {} in {} allocation{} from {}", bytes(site.bytes),
@@ -807,7 +812,7 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
         if (const std::string purpose = library_purpose(stacks.frames(stack_id)); !purpose.empty())
             out += style.dim(fmt::format("        ({})", purpose)) + "\n";
         append_frames(
-            out, stacks, stack_id, options, style,
+            out, stacks, stack_id, text_view(stacks, stack_id, options), options, style,
             (site.after ? comparison.after : comparison.before).report->model.header.python_version != 0);
     }
     if (shown.size() < comparison.changes.size())

@@ -472,14 +472,12 @@ std::vector<std::string> calls_of(std::vector<ReportFrame>::const_iterator begin
         std::string name = operator_name(*frame);
         if (name.empty())
             continue;
-        const bool empty =
-            name.starts_with("empty") || name.starts_with("new_empty") || name.starts_with("_empty");
-        if (made_by.empty() || !empty) {
-            const bool done = !empty;
+        if (!name.starts_with("empty") && !name.starts_with("new_empty") && !name.starts_with("_empty")) {
             made_by = std::move(name);
-            if (done)
-                break;
+            break;
         }
+        if (made_by.empty())
+            made_by = std::move(name);
     }
     if (!made_by.empty())
         calls.push_back(std::move(made_by));
@@ -527,35 +525,41 @@ ProgramView program_view(const std::vector<ReportFrame>& frames) {
     return view;
 }
 
+namespace {
+
+// Where a Python frame is: "cell [12], line 4" for a named source, else "train.py:88"; without a line,
+// the source's name or the file alone.
+std::string python_place(const ReportFrame& frame) {
+    if (!frame.source_name.empty())
+        return frame.line == 0 ? frame.source_name
+                               : fmt::format("{}, line {}", frame.source_name, frame.line);
+    const std::string file = frame.file.empty() ? std::string("?") : short_path(frame.file);
+    return frame.line == 0 ? file : fmt::format("{}:{}", file, frame.line);
+}
+
+std::string function_name(const ReportFrame& frame) {
+    return frame.function.empty() ? std::string("?") : frame.function;
+}
+
+} // namespace
+
 ProgramLine program_line(const ReportFrame& frame) {
     if (frame.source_line.empty())
         return {python_frame_name(frame), {}};
-    std::string where;
-    if (!frame.source_name.empty())
-        where =
-            frame.line == 0 ? frame.source_name : fmt::format("{}, line {}", frame.source_name, frame.line);
-    else
-        where = frame.line == 0 ? short_path(frame.file)
-                                : fmt::format("{}:{}", short_path(frame.file), frame.line);
+    std::string where = python_place(frame);
     if (frame.function != "<module>")
-        where += " in " + (frame.function.empty() ? std::string("?") : frame.function);
+        where += " in " + function_name(frame);
     return {std::move(where), frame.source_line};
 }
 
 std::string python_frame_name(const ReportFrame& frame) {
-    if (!frame.source_name.empty()) {
-        const std::string where =
-            frame.line == 0 ? frame.source_name : fmt::format("{}, line {}", frame.source_name, frame.line);
-        const std::string function = frame.function.empty() ? std::string("?") : frame.function;
-        return frame.source_line.empty() ? fmt::format("{} in {}", where, function)
-                                         : fmt::format("{} in {} (`{}`)", where, function, frame.source_line);
-    }
+    if (!frame.source_name.empty())
+        return frame.source_line.empty() ? fmt::format("{} in {}", python_place(frame), function_name(frame))
+                                         : fmt::format("{} in {} (`{}`)", python_place(frame),
+                                                       function_name(frame), frame.source_line);
     if (frame.file.empty() && frame.function.empty())
         return "a Python frame whose code object was not recorded";
-    const std::string file = frame.file.empty() ? std::string("?") : short_path(frame.file);
-    const std::string function = frame.function.empty() ? std::string("?") : frame.function;
-    return frame.line == 0 ? fmt::format("{} in {}", file, function)
-                           : fmt::format("{}:{} in {}", file, frame.line, function);
+    return fmt::format("{} in {}", python_place(frame), function_name(frame));
 }
 
 } // namespace gpuleak::analyzer
