@@ -3,6 +3,7 @@
 #include "cgroup_paths.h"
 #include "file_bytes.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +53,13 @@ bool exists(const char* path) {
     return ::access(path, R_OK) == 0;
 }
 
+SimulatedResidency g_simulated_residency = nullptr;
+
 } // namespace
+
+void set_simulated_residency(SimulatedResidency reader) {
+    __atomic_store_n(&g_simulated_residency, reader, __ATOMIC_RELEASE);
+}
 
 uint64_t PacedReading::thread_cpu_ns() {
     timespec now{};
@@ -193,6 +200,7 @@ void HostMemoryReader::open() {
     heap_ = PacedReading(kHeapBudget);
     heap_time_ns_ = 0;
     heap_lock_.reset_after_fork();
+    simulated_resident_ = UINT64_MAX;
 }
 
 void HostMemoryReader::read_heap(uint64_t now_ns) {
@@ -245,6 +253,16 @@ void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t 
         sample.heap_free = __atomic_load_n(&heap_free_, __ATOMIC_RELAXED);
         sample.heap_time_ns = heap_time_ns;
         sample.fields |= static_cast<uint32_t>(HostField::HeapFree);
+    }
+    if (const SimulatedResidency residency = __atomic_load_n(&g_simulated_residency, __ATOMIC_ACQUIRE)) {
+        const std::size_t resident = residency();
+        if (resident != SIZE_MAX)
+            simulated_resident_ = resident;
+        if (simulated_resident_ != UINT64_MAX) {
+            sample.simulated_device_resident_pages = static_cast<uint32_t>(
+                std::min<uint64_t>(simulated_resident_ / format::kResidentPageBytes, UINT32_MAX));
+            sample.fields |= static_cast<uint32_t>(HostField::SimulatedDeviceResident);
+        }
     }
     if (has_cgroup_ && read_number(cgroup_.usage, sample.cgroup_bytes)) {
         // Its working set, as the OOM killer weighs it: less the page cache the kernel reclaims first.

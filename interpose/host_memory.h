@@ -59,6 +59,11 @@ class PacedReading {
 // as the process exits (perhaps from a signal handler too).
 enum class SampleMoment { Periodic, Exec, Exit };
 
+// The simulated device's reading of its resident device memory (gpuleak_sim_device_resident_bytes),
+// once the module map has found the simulated driver; SIZE_MAX when it could not be read then.
+using SimulatedResidency = std::size_t (*)();
+void set_simulated_residency(SimulatedResidency reader);
+
 class HostMemoryReader {
   public:
     // Finds this process's memory cgroup.
@@ -93,7 +98,8 @@ class HostMemoryReader {
     SpinLock heap_lock_;
     PacedReading heap_{kHeapBudget};
     uint64_t heap_free_ = 0;
-    uint64_t heap_time_ns_ = 0; // 0 until read
+    uint64_t heap_time_ns_ = 0;                // 0 until read
+    uint64_t simulated_resident_ = UINT64_MAX; // the latest reading; UINT64_MAX until one
 };
 
 } // namespace gpuleak

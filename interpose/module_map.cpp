@@ -1,5 +1,7 @@
 #include "module_map.h"
 
+#include "host_memory.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -109,6 +111,9 @@ void ModuleMap::refresh() {
         if (dlsym(handle, "gpuleak_simulated_device") != nullptr)
             __atomic_fetch_or(&writer_->header()->flags,
                               static_cast<uint32_t>(format::HeaderFlag::SimulatedDevice), __ATOMIC_RELAXED);
+        // The simulated driver only: its device memory is the process's, which the host samples take off.
+        if (void* residency = dlsym(handle, "gpuleak_sim_device_resident_bytes"))
+            set_simulated_residency(reinterpret_cast<SimulatedResidency>(residency));
         dlclose(handle);
     }
 }

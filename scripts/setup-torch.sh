@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the pinned PyTorch CUDA wheel, and only what `import torch` and the tests under tests/torch
-# need, into a virtual environment of its own; prints that environment's path on stdout. Idempotent: a
-# complete environment is reused without touching the network, and the downloaded wheels are cached, so
-# a rebuilt environment costs no download either.
+# need (transformers and Lightning for the corpus's third-party programs), into a virtual environment of
+# its own; prints that environment's path on stdout. Idempotent: a complete environment is reused
+# without touching the network, and the downloaded wheels are cached, so a rebuilt environment costs no
+# download either.
 #
 # Why torch 2.11.0: it is the release whose default PyPI wheel is built against CUDA 13.0 (+cu130) and
 # whose CUDA dependencies are exactly the libraries of the CUDA 13.0 toolkit installed here (cuda-toolkit
@@ -71,6 +72,24 @@ readonly requirements=(
     traitlets==5.16.1
     tzdata==2026.6
     wcwidth==0.9.4
+    # The corpus's programs whose model or loop someone else wrote (tests/workloads/gpt2_*.py,
+    # lightning_*.py): Hugging Face transformers and PyTorch Lightning, and what importing them imports
+    # (their Requires-Dist without what they never load: typer, kernels, hf-xet, fsspec's http extra).
+    transformers==5.25.0
+    huggingface-hub==2.4.0
+    tokenizers==0.23.3
+    safetensors==0.8.0
+    regex==2026.12.2
+    pyyaml==6.0.4
+    tqdm==4.70.1
+    httpx2==2.17.0
+    httpcore2==2.17.0
+    h11==0.16.0
+    idna==3.21
+    truststore==0.10.5
+    lightning==2.6.6
+    lightning-utilities==0.15.3
+    torchmetrics==1.9.0
 )
 
 # shellcheck source=scripts/pinned-environment.sh

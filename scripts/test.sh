@@ -24,11 +24,16 @@ run_tier() {
 }
 
 run_tier "all tests" "$root/build" ""
+# The trees after the first are built with line tables for debug information (-g1), not -g: a sanitizer's
+# report and a symbolized stack still name every file and line, and full debug information takes a
+# third of the compiler's time. The symbolizer's fixture keeps its own -g.
+line_tables=("-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 # The sanitizer tiers build only the tests they run: for TSan a small part of the tree, for ASan most of it
 # (the reader and the recorder).
 run_tier "ASan+UBSan: reader and recorder" "$root/build-asan" "reader|recorder|concurrent" -DGPULEAK_SANITIZE=address,undefined \
-    -- sanitized_tests
-run_tier "TSan: concurrent recorder" "$root/build-tsan" "concurrent" -DGPULEAK_SANITIZE=thread -- concurrent_tests
+    "${line_tables[@]}" -- sanitized_tests
+run_tier "TSan: concurrent recorder" "$root/build-tsan" "concurrent" -DGPULEAK_SANITIZE=thread "${line_tables[@]}" \
+    -- concurrent_tests
 
 # A fresh corpus each run, seeded from the test builder: the gate stays reproducible from the sources and
 # the fuzzer starts past the header checks. A crashing input is kept in build-fuzz/ to reproduce with
@@ -67,7 +72,8 @@ fuzz_tier
 package_tier() {
     local build=$root/build-wheel status=0 wheel tarball interpreter pythons=() tester=""
     echo "== the wheel and the package for a GPU machine: static build, installed, packed, validated (at ${SECONDS} s)" >&2
-    wheel=$("$root/scripts/build-wheel.sh" "$build")
+    # scikit-build-core takes CMAKE_ARGS as a shell would split it.
+    wheel=$(CMAKE_ARGS="$(printf "'%s' " "${line_tables[@]}")" "$root/scripts/build-wheel.sh" "$build")
     tarball=$(GPULEAK_PACK_SIMDEVICE="$root/build/simdevice" "$root/scripts/pack-build.sh" "$build")
     GPULEAK_VALIDATE_SIMULATED=1 GPULEAK_VALIDATE_JOBS=2 \
         GPULEAK_VALIDATE_SCENARIOS="leak_appended without_an_adapter workload_that first_run" \

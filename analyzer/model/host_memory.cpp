@@ -17,13 +17,17 @@ uint64_t less(uint64_t value, uint64_t taken) {
 }
 
 // The simulated device's memory is the process's own: physical memory of the virtual memory management
-// API (cuMemCreate) is a memfd, resident as shared memory, and the rest is anonymous memory.
+// API (cuMemCreate) is a memfd, resident as shared memory, and the rest is anonymous memory, of which only
+// the pages the program wrote are resident where the sample says (a large allocation is mapped untouched).
 void leave_out_simulated_device(HostPoint& point, const TimelineSample& sample) {
     uint64_t device = 0;
     for (uint64_t bytes : sample.device_bytes)
         device += bytes;
     const uint64_t shared =
         std::min(device, sample.kind_bytes[static_cast<int>(format::MemoryKind::VmmPhysical)]);
+    if (point.has(HostField::SimulatedDeviceResident))
+        device = shared + std::min(device - shared, uint64_t{sample.host.simulated_device_resident_pages} *
+                                                        format::kResidentPageBytes);
     point.simulated_device_bytes = std::min(device, point.rss);
     point.rss = less(point.rss, device);
     point.sample.rss_shmem = less(point.sample.rss_shmem, shared);

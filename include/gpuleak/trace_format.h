@@ -64,8 +64,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // the function multiprocessing started the process to run (ProcessTarget), and the reentry_dropped
 // counts. 12: EventType::Retainers. 13: EventType::ThreadStart. 14: a TimelineSample holds each
 // device's allocated bytes and what its driver last said was used. 15: a VmmMapping's stream is the
-// handle of the physical memory it maps. 16: EventType::ProgramError (15's files read the same).
-static const uint32_t kFormatVersion = 16;
+// handle of the physical memory it maps. 16: EventType::ProgramError (15's files read the same). 17:
+// HostField::SimulatedDeviceResident (15's and 16's files read the same).
+static const uint32_t kFormatVersion = 17;
 // The oldest version a reader of this one reads: its layout is this one's.
 static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
@@ -185,6 +186,9 @@ GPULEAK_FORMAT_ENUM(HostField, uint32_t){
     CgroupLimit = 1u << 3,  // cgroup_limit_bytes: the cgroup has a limit
     Available = 1u << 4,    // available_bytes (MemAvailable in /proc/meminfo)
     HeapFree = 1u << 5,     // heap_free (glibc's mallinfo2), as of heap_time_ns
+    // simulated_device_resident_pages: on the simulated device, how much of its device memory (host
+    // memory of the process, mapped untouched) was resident, as of the latest reading
+    SimulatedDeviceResident = 1u << 6,
 };
 
 #undef GPULEAK_FORMAT_ENUM
@@ -455,9 +459,14 @@ struct EventRecord {
 };
 
 // Host memory of the process and of what it runs in, in bytes, as the kernel counts it.
+// The unit of HostSample's simulated_device_resident_pages.
+static const uint64_t kResidentPageBytes = 4096;
+
 struct HostSample {
     uint32_t fields; // HostField bits: which of the figures below were read
-    uint32_t reserved0;
+    // On the simulated device: the pages (kResidentPageBytes) of its device memory that were resident, part
+    // of the process's RSS that a real device keeps in its own memory (HostField::SimulatedDeviceResident).
+    uint32_t simulated_device_resident_pages;
     uint64_t rss_anon;  // RssAnon: private and shared anonymous memory resident (the heap, Python objects)
     uint64_t rss_file;  // RssFile: file pages mapped and resident (libraries, mmap'ed data)
     uint64_t rss_shmem; // RssShmem: shared memory resident (/dev/shm, shared-memory tensors)

@@ -32,6 +32,7 @@ import json
 import keyword
 import os
 import sys
+import sysconfig
 import threading
 import time
 import types
@@ -42,7 +43,8 @@ from typing import Dict, List, Optional, Set, Tuple
 from . import _magic, _native, _report
 
 DEFAULT_TIME_LIMIT_S = 2.0
-# The sites searched for: the report's largest that the program holds (not an allocator's segments).
+# The sites searched for: the report's growing sites, then its largest, that the program holds (not an
+# allocator's segments).
 SITES = 10
 # How often the search looks at the clock, in objects.
 CLOCK_EVERY = 512
@@ -52,6 +54,8 @@ GRAPH_NODES = 200_000
 # The passes a holder's graphs must join for gpuleak-report to call them a leak: its kMinPasses and
 # kMinSpentPasses (process_model.h), which say why; the advice about running totals follows the second.
 MIN_PASSES = 3
+# The items of a dict the holder is, from which it is a cache that gains a key each step.
+MIN_CACHED = 3
 MIN_SPENT_PASSES = 16
 _PACKAGE_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED, without importing inspect
@@ -113,6 +117,16 @@ class Holder:
     # a node's saved tensors): activations, which a graph no backward() will use keeps for nothing.
     saved_bytes: Dict[int, int] = field(default_factory=dict)
     graph: Optional[Graph] = None  # where its tensors' graphs join two passes or more
+    # Where its chains went through a framework's output object: that object's class, and of bytes, what
+    # each of its fields holds ("logits", "past_key_values").
+    output: str = ""
+    output_fields: Dict[str, int] = field(default_factory=dict)
+    outputs: int = 0  # how many such objects: one is the last step's, kept by a name till the next
+    # The most elements of a tensor it keeps: 1 where they are losses, more where they are a model's
+    # outputs or feature maps.
+    kept_elements: int = 0
+    # Where it is an attribute of an object of the program's own class reached from a root: "Classifier.step_losses".
+    attribute: str = ""
 
 
 @dataclass
@@ -217,7 +231,8 @@ def _search(time_limit_s: float, implicit: bool) -> Why:
         return result
     document, problem = _report.run_report(
         result.trace,
-        ["--live-blocks", "--top", str(SITES * 2)],
+        # Past the largest: a growing site may be small beside a model's parameters and workspaces.
+        ["--live-blocks", "--top", str(SITES * 10)],
         IMPLICIT_REPORT_TIMEOUT_S if implicit else _report.REPORT_TIMEOUT_S,
     )
     process = _report.process_entry(document, result.pid, result.trace)
@@ -225,7 +240,8 @@ def _search(time_limit_s: float, implicit: bool) -> Why:
         result.problem = problem or "the report has no entry for this process"
         return result
     blocks = _BlockIndex()
-    for site in process.get("leaks") or []:
+    # The growing sites first, however small beside a model's parameters: what holds them is the question.
+    for site in sorted(process.get("leaks") or [], key=lambda site: not site.get("growing")):
         if site.get("segments") or len(result.sites) >= SITES:
             continue
         placed = site.get("blocks") or []
@@ -350,6 +366,26 @@ class _Found:
     owner: str = ""
 
 
+@dataclass
+class _Chain:
+    """What a chain to a storage went through."""
+
+    through: List[str]
+    owner: str = ""  # for a module's parameter, the outermost module on the chain: its class
+    module: Optional[int] = None  # and its identity, to count models
+    # The steps of the innermost object on the chain, past the root, of a class the program wrote (the
+    # LightningModule a Trainer keeps) and of its attribute the chain went on by (`step_losses`): the
+    # holder the program knows; -1 where there is none.
+    written: int = -1
+    attribute: int = -1
+    # A framework's output object on the chain (a transformers ModelOutput, a dict of logits): its class,
+    # the field the chain left it by, and its identity (to count them).
+    output: Optional[Tuple[str, str, int]] = None
+    # The elements of the first tensor on the chain (its root, or what a container holds), the one the
+    # program keeps: 1 for a loss.
+    kept_elements: int = 0
+
+
 class _Search:
     def __init__(self, blocks: _BlockIndex, result: Why, deadline: float):
         self.blocks = blocks
@@ -368,6 +404,7 @@ class _Search:
         self.graphs: Dict[int, _Graphs] = {}  # by root: the graphs of the tensors it keeps
         self.graph_nodes = GRAPH_NODES
         self.node_attributes: Dict[type, Tuple[List[str], bool]] = {}
+        self.written: Dict[type, bool] = {}
 
     # The roots, the program's first.
 
@@ -693,13 +730,14 @@ class _Search:
                 state = _SAVED
         return state
 
-    def graph_of(self, graphs: "_Graphs") -> Optional[Graph]:
-        """What a root's tensors' graphs join, where that is two passes or more."""
+    def graph_of(self, graphs: "_Graphs") -> Tuple[Optional[Graph], int]:
+        """What a root's tensors' graphs join, where that is two passes or more, and the step of the tensor
+        that joins the most."""
         if graphs.cut or graphs.unread < len(graphs.nodes):
-            return None
+            return None, -1
         passes, spent, tensor, step, joined_by_one, spent_by_one = graphs.passes()
         if passes + spent < 2:
-            return None
+            return None, -1
         # Its storage, where the report can find it among the live blocks: on the device, or in a searched
         # site of pinned memory (place() asks CUDA nothing).
         address = size = 0
@@ -709,67 +747,91 @@ class _Search:
                 address, size = storage.data_ptr(), storage.nbytes()
         except Exception:  # a tensor subclass's storage: the graph is still told, without it
             pass
-        return Graph(self.chain_text(step), len(graphs.nodes), passes, spent, address, size, joined_by_one, spent_by_one)
+        path = self.chain_text(step)
+        return Graph(path, len(graphs.nodes), passes, spent, address, size, joined_by_one, spent_by_one), step
 
     # The answer.
 
     def summarize(self) -> None:
-        by_root: Dict[int, Holder] = {}
+        holders: Dict[Tuple[int, int], Holder] = {}  # by root and the attribute it was reached through
         sizes = self.blocks.sizes
-        chosen: Dict[int, Tuple[int, _Found]] = {}  # by root: its largest storage (bytes, found)
-        chosen_of_site: Dict[Tuple[int, int], Tuple[int, _Found]] = {}  # by root and site: the same
-        models: Dict[int, Set[int]] = {}  # by root: the modules whose parameters it holds
+        chosen: Dict[Tuple[int, int], Tuple[int, _Found]] = {}  # by holder: its largest storage (bytes, found)
+        chosen_of_site: Dict[Tuple[Tuple[int, int], int], Tuple[int, _Found]] = {}  # by holder and site: the same
+        models: Dict[Tuple[int, int], Set[int]] = {}  # by holder: the modules whose parameters it holds
+        outputs: Dict[Tuple[int, int], Set[int]] = {}  # by holder: the model outputs it holds
         for start, found in self.found.items():
-            if found.step < 0:
-                through, owner, module = found.through, found.owner, None
-            else:
-                through, owner, module = self.chain_facts(found.step)
-            holder = by_root.get(found.root)
-            if holder is None:
-                description, kind = self.roots[found.root]
-                holder = by_root[found.root] = Holder(root=description, kind=kind)
-            holder.owner = holder.owner or owner
-            if module is not None:
-                models.setdefault(found.root, set()).add(module)
-            for fact in through:
+            chain = _Chain(found.through, found.owner) if found.step < 0 else self.chain_facts(found.step)
+            key, holder = self.holder_of(holders, found.root, chain)
+            holder.owner = holder.owner or chain.owner
+            holder.kept_elements = max(holder.kept_elements, chain.kept_elements)
+            if chain.module is not None:
+                models.setdefault(key, set()).add(chain.module)
+            for fact in chain.through:
                 _add(holder.through, fact)
+            if chain.output is not None:
+                holder.output = holder.output or chain.output[0]
+                holder.output_fields[chain.output[1]] = holder.output_fields.get(chain.output[1], 0) + sizes[start]
+                outputs.setdefault(key, set()).add(chain.output[2])
             holder.bytes += sizes[start]
             holder.site_bytes[found.site] = holder.site_bytes.get(found.site, 0) + sizes[start]
-            if "saved for backward" in through:
+            if "saved for backward" in chain.through:
                 holder.saved_bytes[found.site] = holder.saved_bytes.get(found.site, 0) + sizes[start]
             holder.tensors += 1
             if found.site not in holder.sites:
                 holder.sites.append(found.site)
-            if sizes[start] > chosen.get(found.root, (-1, found))[0]:
-                chosen[found.root] = (sizes[start], found)
-            if sizes[start] > chosen_of_site.get((found.root, found.site), (-1, found))[0]:
-                chosen_of_site[(found.root, found.site)] = (sizes[start], found)
+            if sizes[start] > chosen.get(key, (-1, found))[0]:
+                chosen[key] = (sizes[start], found)
+            if sizes[start] > chosen_of_site.get((key, found.site), (-1, found))[0]:
+                chosen_of_site[(key, found.site)] = (sizes[start], found)
         # One chain a holder and site, spelled out: finding each step's key takes a look through its container.
-        for (root, site), (_, found) in chosen_of_site.items():
-            by_root[root].site_paths[site] = found.path if found.step < 0 else self.chain_text(found.step)
-        for root, (_, found) in chosen.items():
-            by_root[root].path = by_root[root].site_paths[found.site]
-        for root, held in models.items():
-            by_root[root].models = len(held)
+        for (key, site), (_, found) in chosen_of_site.items():
+            holders[key].site_paths[site] = found.path if found.step < 0 else self.chain_text(found.step)
+        for key, (_, found) in chosen.items():
+            holders[key].path = holders[key].site_paths[found.site]
+        for key, held in models.items():
+            holders[key].models = len(held)
+        for key, held in outputs.items():
+            holders[key].outputs = len(held)
         for root, graphs in self.graphs.items():
             try:
-                graph = self.graph_of(graphs)
+                graph, step = self.graph_of(graphs)
             except Exception:  # what the graphs join goes untold, not the answer
                 graph = None
             if graph is None:
                 continue
-            holder = by_root.get(root)
-            if holder is None:
-                description, kind = self.roots[root]
-                holder = by_root[root] = Holder(root=description, kind=kind)
-            holder.graph = graph
-        self.result.holders = sorted(by_root.values(), key=lambda holder: -holder.bytes)
+            # The holder of the tensor that joins the most: where the root's graphs are kept.
+            self.holder_of(holders, root, self.chain_facts(step))[1].graph = graph
+        self.result.holders = sorted(holders.values(), key=lambda holder: -holder.bytes)
         unreached: Dict[int, int] = {}
         for start, size in sizes.items():
             if start not in self.found:
                 site = self.blocks.site_of(start)[0]
                 unreached[site] = unreached.get(site, 0) + size
         self.result.unreached = sorted(unreached.items(), key=lambda item: -item[1])
+
+    def holder_of(
+        self, holders: Dict[Tuple[int, int], Holder], root: int, chain: _Chain
+    ) -> Tuple[Tuple[int, int], Holder]:
+        """The holder of a storage that `chain` reached from `root`: the root, or the attribute of an object
+        of the program's own class that the chain went through, named by its class and reached from the root."""
+        attribute = chain.attribute
+        key = (root, id(self.steps[attribute][0]) if attribute >= 0 else 0)
+        holder = holders.get(key)
+        if holder is None:
+            description, kind = self.roots[root]
+            named = self.attribute_name(chain.written, attribute) if attribute >= 0 else ""
+            if named:
+                description = "`%s`, %s, reached from %s" % (named, _describe(self.steps[attribute][0]), description)
+            holder = holders[key] = Holder(root=description, kind=kind, attribute=named)
+        return key, holder
+
+    def attribute_name(self, written: int, attribute: int) -> str:
+        """'Classifier.step_losses': the attribute at step `attribute` of the object at step `written`, after
+        its class; '' where the chain does not spell it as an attribute."""
+        edge = self.chain_text(attribute)[len(self.chain_text(written)) :]
+        if not edge.startswith(".") or not _attribute_name(edge[1:]):
+            return ""
+        return type(self.steps[written][0]).__name__ + edge
 
     def chain_steps(self, index: int) -> List[int]:
         steps = []
@@ -779,18 +841,24 @@ class _Search:
         steps.reverse()
         return steps
 
-    def chain_facts(self, index: int) -> Tuple[List[str], str, Optional[int]]:
-        """What the chain to the step at `index` went through, and for a module's parameter the outermost
-        module on the chain (the model, not its layer): its class, and its identity (to count models)."""
-        through: List[str] = []
-        owner, module = "", None
+    def chain_facts(self, index: int) -> _Chain:
+        """What the chain to the step at `index` went through; for a module's parameter, the outermost module
+        on the chain (the model, not its layer); the innermost object of the program's own class and its
+        attribute; a framework's output object and its field."""
+        chain = _Chain([])
+        through = chain.through
         torch = self.torch
         steps = self.chain_steps(index)
-        for step in steps:
+        for position, step in enumerate(steps):
             value, _, edge, _ = self.steps[step]
             kind = type(value)
-            if torch is not None and issubclass(kind, torch.nn.Module) and module is None:
-                owner, module = kind.__name__, id(value)
+            if torch is not None and issubclass(kind, torch.nn.Module) and chain.module is None:
+                chain.owner, chain.module = kind.__name__, id(value)
+            if torch is not None and not chain.kept_elements and issubclass(kind, torch.Tensor):
+                try:
+                    chain.kept_elements = value.numel()
+                except (RuntimeError, TypeError):
+                    pass
             if edge == ".grad_fn":
                 _add(through, "autograd graph")
             elif edge.startswith(("._saved_", ".saved_tensors")):
@@ -805,6 +873,17 @@ class _Search:
                 _add(through, "traceback")
             elif _is_pullback(kind):
                 _add(through, "pullback")
+            if position + 1 >= len(steps):
+                continue
+            # What it holds is the next step, or the one after where the next is its attribute dict.
+            member = steps[position + 1]
+            if position + 2 < len(steps) and _is_attribute_dict(value, self.steps[member][0]):
+                member = steps[position + 2]
+            if position > 0 and self.written_by_program(kind):
+                chain.written, chain.attribute = step, member
+            if chain.output is None and _is_model_output(value):
+                field = self.chain_text(member)[len(self.chain_text(step)) :]
+                chain.output = ("dict of outputs" if kind is dict else kind.__name__, field.strip(".[]'\""), id(value))
         tensor = self.steps[steps[-1]][0]
         if torch is not None and issubclass(type(tensor), torch.Tensor):
             if issubclass(type(tensor), torch.nn.Parameter):
@@ -815,8 +894,26 @@ class _Search:
             except (RuntimeError, TypeError):
                 pass
         if "parameter" not in through:
-            owner, module = "", None
-        return through, owner, module
+            chain.owner, chain.module = "", None
+        if any(fact in through for fact in _OWN_FACTS):
+            # PyTorch's own holders are named by their model or optimizer, not by an attribute on the way.
+            chain.written = chain.attribute = -1
+        else:
+            # A dict that the holder is, keyed by what changes every step, is a cache that never drops a value.
+            held = self.steps[chain.attribute if chain.attribute >= 0 else steps[0]][0]
+            if len(steps) > 1 and _is_cache(held):
+                _add(through, "cache")
+        if chain.output is not None:
+            _add(through, "model output")
+        return chain
+
+    def written_by_program(self, kind: type) -> bool:
+        """Whether `kind` is a class of the program's own (its module is __main__ or a file outside the
+        installed packages and the standard library), not a library's: once a class."""
+        written = self.written.get(kind)
+        if written is None:
+            written = self.written[kind] = _written_by_program(kind)
+        return written
 
     def chain_text(self, index: int) -> str:
         """The chain to the step at `index`, as Python would spell it."""
@@ -948,16 +1045,74 @@ def _attribute_name(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
+def _attributes(value) -> Optional[dict]:
+    """An object's attribute dict, read without its class's code; None where it has none."""
+    try:
+        attributes = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return attributes if issubclass(type(attributes), dict) else None
+
+
+def _is_attribute_dict(owner, value) -> bool:
+    return issubclass(type(value), dict) and _attributes(owner) is value
+
+
+# The keys by which a plain dict is a model's output; a transformers ModelOutput is told by its class.
+_OUTPUT_KEYS = ("logits", "past_key_values", "hidden_states")
+
+
+def _is_cache(value) -> bool:
+    kind = type(value)
+    return issubclass(kind, dict) and not _is_model_output(value) and dict.__len__(value) >= MIN_CACHED
+
+
+def _is_model_output(value) -> bool:
+    kind = type(value)
+    if not issubclass(kind, dict):
+        return False
+    if any(base.__name__ == "ModelOutput" and str(_namespace(base).get("__module__", "")).startswith("transformers")
+           for base in _mro(kind)):
+        return True
+    return any(dict.__contains__(value, key) for key in _OUTPUT_KEYS)
+
+
+# Where the interpreter's standard library lies: a class of a module there is not the program's.
+_STANDARD_LIBRARY = tuple(
+    sorted({os.path.realpath(sysconfig.get_paths()[name]) + os.sep for name in ("stdlib", "platstdlib")})
+)
+
+
+def _written_by_program(kind: type) -> bool:
+    module_name = _namespace(kind).get("__module__")
+    if module_name == "__main__":
+        return True
+    module = sys.modules.get(module_name) if type(module_name) is str else None
+    path = dict.get(module.__dict__, "__file__") if issubclass(type(module), types.ModuleType) else None
+    if type(path) is not str:
+        return False
+    path = os.path.realpath(path)
+    parts = path.split(os.sep)
+    return not (
+        "site-packages" in parts
+        or "dist-packages" in parts
+        or path.startswith(_STANDARD_LIBRARY)
+        or path.startswith(_PACKAGE_DIRECTORY + os.sep)
+    )
+
+
 def _edge(parent, child) -> str:
     """How `child` is reached from `parent`, as Python would spell it: [3], ['key'], .name; "" for an
     object's attribute dict (its keys then read as attributes)."""
     kind = type(parent)
-    try:
-        attributes = object.__getattribute__(parent, "__dict__")
-    except (AttributeError, TypeError):
-        attributes = None
+    attributes = _attributes(parent)
     if attributes is child:
         return ""
+    if attributes is not None:
+        # An object whose attributes the interpreter keeps inline (3.12+) gives them as its referents.
+        for name, value in list(dict.items(attributes)):
+            if value is child and type(name) is str and _attribute_name(name):
+                return "." + name
     if issubclass(kind, type) and issubclass(type(child), dict) and dict.keys(child) == _namespace(parent).keys():
         return ""  # a class's namespace
     if issubclass(kind, dict):
@@ -1042,12 +1197,18 @@ def _thread_name(thread_id: int) -> str:
 _ADVICE = {
     "autograd graph": "each tensor kept with its autograd graph keeps that step's activations: keep "
     "`loss.item()` for a number, or `.detach()` for a tensor",
+    "spent graph": "each tensor kept with its autograd graph keeps that step's graph, which `backward()` already "
+    "ran through: keep `loss.item()` for a number, or `.detach()` for a tensor",
+    "kept tensors": "each tensor kept with its autograd graph stays on the device with that step's graph: keep "
+    "`.detach().cpu()` of what you need (a copy on the host, without the graph)",
     "view": "a slice or view keeps its whole base tensor's storage: keep `x[...].clone()` instead",
     "traceback": "the traceback keeps its frames' locals: "
     "`sys.last_traceback = sys.last_value = sys.last_exc = None` drops them; in IPython also "
     "`get_ipython().InteractiveTB.tb = None`, which drops its copy (and `%xdel` the names or `%reset -f out` the "
     "outputs that hold them)",
     "closure": "a function defined in a loop or a callback keeps what it closes over",
+    "cache": "a dict that keeps a value for each new key grows with its keys: key it by what repeats (a length, a "
+    "shape), bound it (`functools.lru_cache(maxsize=...)`), or clear it",
     "pullback": "a pullback of `jax.vjp` keeps every array its forward pass saved for it: keep the gradients it "
     "gives, not the pullback",
 }
@@ -1055,6 +1216,7 @@ _ADVICE = {
 
 # PyTorch's own holders: what they are, said instead of advice.
 _OWN = {"parameter": "parameters", "buffer": "buffers", "gradient": "gradients"}
+_OWN_FACTS = ("parameter", "buffer", "gradient", "optimizer state")
 
 
 def _advice(holder: Holder) -> List[str]:
@@ -1066,6 +1228,9 @@ def _advice(holder: Holder) -> List[str]:
             "of it (a score, a `state_dict()` copied to the CPU) and drop the model"
         )
     through = list(holder.through)
+    kept_outputs = holder.outputs >= 2
+    if kept_outputs:
+        advice.append(_output_advice(holder))
     if holder.graph is not None and holder.graph.spent_passes >= MIN_SPENT_PASSES:
         # One tensor that joins them all is a sum of them; many, each with its own, were kept one by one.
         if holder.graph.spent_by_one >= MIN_SPENT_PASSES:
@@ -1073,8 +1238,47 @@ def _advice(holder: Holder) -> List[str]:
                 "a running total of losses keeps every step's graph: add `loss.item()` (a number), or `loss.detach()`"
             )
         else:
-            _add(through, "autograd graph")
+            # Where no pass holds what it saved any more, backward() freed the activations: the graphs remain.
+            _add(through, "autograd graph" if holder.graph.passes else "spent graph")
+    if kept_outputs:
+        # The output's advice says what to keep of it.
+        through = [fact for fact in through if fact not in ("autograd graph", "spent graph")]
+    elif holder.kept_elements > 1:
+        # Not losses but tensors (outputs, feature maps) whose graphs backward() used: they are the memory.
+        through = ["kept tensors" if fact == "spent graph" else fact for fact in through]
+    if holder.attribute:
+        advice.append(
+            "`%s` lives as long as its object: what each step adds to it stays until it is cleared, so keep "
+            "numbers in it (`loss.item()`), or clear it where each epoch ends" % holder.attribute
+        )
     return advice + [_ADVICE[fact] for fact in through if fact in _ADVICE]
+
+
+# How to keep less of a model's output, by the fields that held the most ({} is how a field is read).
+_FIELD_ADVICE = {
+    "loss": "`outputs{loss}.item()` for the loss",
+    "logits": "`outputs{logits}.detach().cpu()` where the logits are needed",
+    "past_key_values": "`use_cache=False` in the model's call when training (no attention cache is made)",
+    "cache": "`use_cache=False` in the model's call when training (no attention cache is made)",
+    "hidden_states": "no `output_hidden_states=True` unless they are used",
+    "attentions": "no `output_attentions=True` unless they are used",
+}
+
+
+def _output_advice(holder: Holder) -> str:
+    fields = sorted(holder.output_fields.items(), key=lambda item: -item[1])
+    held = ", its ".join("`%s` %s" % (name, _report.format_bytes(size)) for name, size in fields[:4])
+    spelled = "[%r]" if holder.output == "dict of outputs" else ".%s"
+    cures: List[str] = []
+    for name in ["loss"] + [name for name, _ in fields]:
+        cure = _FIELD_ADVICE.get(name, "").replace("{%s}" % name, spelled % name)
+        if cure:
+            _add(cures, cure)
+    return "each step's %s is kept whole: its %s. Keep only what is needed of it: %s" % (
+        holder.output,
+        held,
+        ", ".join(cures[:-1]) + (" and " if len(cures) > 1 else "") + cures[-1],
+    )
 
 
 def _graph_text(graph: Graph) -> str:

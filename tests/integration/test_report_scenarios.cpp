@@ -186,6 +186,22 @@ TEST_CASE("a stable run is not called a leak") {
     CHECK(process["leaks"].empty());
 }
 
+TEST_CASE("device memory the program never wrote is not taken off its host memory on the simulated device") {
+    TempDir dir;
+    // 32 MiB of weights and 16 MiB a step, none of it written: no page of it is resident, while the
+    // program's own host memory (its libraries, its heap) is a few MiB.
+    TracedRun run = run_traced(dir, program_path("scenario_stable"), {"20", "25"});
+    REQUIRE(run.exited_with(0));
+    json process = only_process(report_json(dir, run.traces()));
+    const json& timeline = process["host"]["timeline"];
+    REQUIRE(timeline.size() >= 2);
+    for (const json& point : timeline) {
+        INFO(point.dump());
+        CHECK(point["rss_bytes"].get<uint64_t>() >= kMiB);
+        CHECK(point["simulated_device_bytes"].get<uint64_t>() < kMiB);
+    }
+}
+
 TEST_CASE("memory the driver counts but no allocation call made is held outside the allocators") {
     TempDir dir;
     RunOptions options;

@@ -5,6 +5,7 @@
 #include "host_backing.h"
 #include "pointer_ranges.h"
 
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -28,6 +29,18 @@ struct DeviceAllocation {
 std::mutex g_mutex;
 // Ordered by address, to find the allocation an interior pointer falls in.
 std::map<CUdeviceptr, DeviceAllocation> g_allocations;
+// Whether g_allocations is gone: the process is exiting, and the recorder (preloaded, so destroyed last)
+// may still take a host sample. Set under g_mutex by the object destroyed before g_allocations.
+bool g_allocations_destroyed = false;
+struct AllocationsLifetime {
+    AllocationsLifetime() = default;
+    AllocationsLifetime(const AllocationsLifetime&) = delete;
+    AllocationsLifetime& operator=(const AllocationsLifetime&) = delete;
+    ~AllocationsLifetime() {
+        const std::lock_guard lock(g_mutex);
+        g_allocations_destroyed = true;
+    }
+} g_allocations_lifetime;
 
 // Like a GPU, a failed allocation leaves *dptr untouched.
 CUresult allocate(CUdeviceptr* dptr, std::size_t bytes, int device, MemoryKind kind = MemoryKind::DEVICE,
@@ -109,6 +122,20 @@ CUresult release_async(CUdeviceptr dptr, CUstream stream) {
 }
 
 } // namespace
+
+std::size_t gpuleak_sim_device_resident_bytes() {
+    // Called from the recorder's sampling, perhaps in a signal handler that interrupted this very lock's
+    // holder: never waits for it.
+    const std::unique_lock lock(g_mutex, std::try_to_lock);
+    if (!lock.owns_lock() || g_allocations_destroyed) {
+        return SIZE_MAX;
+    }
+    std::size_t bytes = 0;
+    for (const auto& [address, allocation] : g_allocations) {
+        bytes += resident_backing_bytes(reinterpret_cast<const void*>(address), allocation.size);
+    }
+    return bytes;
+}
 
 std::optional<PointerRange> gpuleak::sim::device_allocation_containing(CUdeviceptr address) {
     const std::lock_guard lock(g_mutex);

@@ -44,8 +44,17 @@ def _parametrize(name, values):
     return mark
 
 
+class _Skipped(Exception):
+    """pytest.skip's, raised by a scenario that finds what it needs missing."""
+
+
+def _skip(reason):
+    raise _Skipped(reason)
+
+
 def _stand_in_pytest():
     module = types.ModuleType("pytest")
+    module.skip = _skip
     module.mark = types.SimpleNamespace(
         skipif=lambda condition, reason: _SkipIf(condition, reason), parametrize=_parametrize
     )
@@ -143,6 +152,8 @@ def main():
             fixtures = {"tmp_path": directory, "adapter_cache": adapter_cache}
             wanted = inspect.signature(function).parameters
             function(**{name: value for name, value in fixtures.items() if name in wanted}, **keywords)
+        except _Skipped as skipped:
+            return f"SKIP {name} {skipped}"
         except Exception as error:  # noqa: BLE001
             traceback.print_exc()
             return f"FAIL {name} {_reason(error)}"

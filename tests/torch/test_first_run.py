@@ -12,7 +12,15 @@ import os
 import sys
 
 import pytest
-from test_workloads import CAPACITY, CORRECT_OF, DEFAULT_CAPACITY, WORKLOADS, main_process, run_script
+from test_workloads import (
+    CAPACITY,
+    CORRECT_OF,
+    DEFAULT_CAPACITY,
+    WORKLOADS,
+    main_process,
+    run_script,
+    skip_without_its_packages,
+)
 from test_workloads import pytestmark as workload_marks
 from test_torch_adapter import adapter_cache  # noqa: F401 (a fixture)
 
@@ -27,11 +35,20 @@ ENDINGS = {
 def cut_after_set_up(name, ending):
     """The corpus script `name` with the statement `ending` where its set-up ends: before its first loop at
     the top level, or, where the model is made inside that loop (a search's trials), right after the first
-    model is made. What follows it never runs."""
+    model is made; where a framework runs the loop (Lightning), as the first step's first statement. What
+    follows it never runs."""
     with open(os.path.join(WORKLOADS, name)) as script:
         source = script.read()
     tree = ast.parse(source)
-    loop = next(node for node in tree.body if isinstance(node, ast.For))
+    lines = source.splitlines()
+    loop = next((node for node in tree.body if isinstance(node, ast.For)), None)
+    if loop is None:
+        step = next(
+            node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "training_step"
+        )
+        first = step.body[0]
+        cut, indent = first.lineno - 1, " " * first.col_offset
+        return "\n".join(lines[:cut] + [indent + ending] + lines[cut:]) + "\n"
     model = min(
         (
             node
@@ -41,7 +58,6 @@ def cut_after_set_up(name, ending):
         ),
         key=lambda node: node.lineno,
     )
-    lines = source.splitlines()
     if model.lineno < loop.lineno:
         cut, indent = loop.lineno - 1, ""
     else:
@@ -52,6 +68,7 @@ def cut_after_set_up(name, ending):
 @pytest.mark.parametrize("ending", sorted(ENDINGS))
 @pytest.mark.parametrize("workload", sorted(CORRECT_OF))
 def test_a_leaking_script_cut_off_after_its_set_up_has_no_leak(tmp_path, adapter_cache, workload, ending):
+    skip_without_its_packages(workload)
     script = tmp_path / workload
     script.write_text(cut_after_set_up(workload, ENDINGS[ending]))
     run = run_script(tmp_path, str(script), adapter_cache, True, CAPACITY.get(workload, DEFAULT_CAPACITY))

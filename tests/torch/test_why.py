@@ -86,9 +86,34 @@ def test_advice_fits_what_holds_it(answers):
     assert "`x[...].clone()`" in answers["slices"]["text"]
     assert "closes over" in answers["closures"]["text"]
     assert "`loss.item()`" not in answers["cache"]["text"]
+    assert "cache" in holder(answers["cache"], "cache")["through"]
+    assert "key it by what repeats" in answers["cache"]["text"]
     # The chain is spelled as Python: the list's item, its graph, the saved tensor.
     assert holder(answers["losses_append"], "losses")["path"].startswith("losses[11].grad_fn.next_functions[0][0]")
     assert holder(answers["closures"], "callbacks")["path"] == "callbacks[11].__closure__[0].cell_contents"
+
+
+def test_an_attribute_of_the_scripts_own_class_is_named_by_its_class_past_a_librarys_object(answers):
+    answer = answers["attribute"]
+    check_common(answer)
+    (found,) = [entry for entry in answer["holders"] if "step_losses" in entry["root"]]
+    assert found["root"] == (
+        "`Recorder.step_losses`, a list with 12 items, reached from `trainer`, a SimpleNamespace in __main__"
+    )
+    assert found["path"].startswith("trainer.module.step_losses[11]"), found["path"]
+    assert found["bytes"] >= STEPS * (BATCH + HIDDEN), answer["text"]
+    assert "`Recorder.step_losses` lives as long as its object" in answer["text"]
+
+
+def test_a_kept_dict_of_outputs_is_told_by_its_fields(answers):
+    answer = answers["outputs"]
+    check_common(answer)
+    found = holder(answer, "history")
+    # Each step's logits (512 x 10) with the graph that made them; the advice names the fields.
+    assert "model output" in found["through"], found["through"]
+    assert "each step's dict of outputs is kept whole: its `logits`" in answer["text"], answer["text"]
+    assert "`outputs['loss'].item()` for the loss and `outputs['logits'].detach().cpu()`" in answer["text"]
+    assert "each tensor kept with its autograd graph" not in answer["text"], "the output's advice replaces the graph's"
 
 
 def test_a_kept_graph_is_told_by_the_passes_it_joins(answers):

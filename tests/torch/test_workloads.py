@@ -8,6 +8,7 @@ is skipped.
 """
 
 import difflib
+import functools
 import json
 import os
 import re
@@ -50,6 +51,8 @@ CORRECT_OF = {
     "leak_cache_dict.py": "transformer_block.py",
     "leak_hyperparameter_search.py": "hyperparameter_search.py",
     "leak_pinned_batches.py": "pinned_loader.py",
+    "leak_gpt2_outputs_kept.py": "gpt2_finetune.py",
+    "leak_lightning_step_losses.py": "lightning_classifier.py",
 }
 # The verdict each workload must get, and for a leak the text of the line of the script that the top
 # growing site names (the innermost frame of the script's own): where the tensor that is kept is made.
@@ -64,6 +67,9 @@ VERDICTS = {
     "hyperparameter_search.py": ("stable", None),
     "pinned_loader.py": ("stable", None),
     "inference.py": ("stable", None),
+    "gpt2_finetune.py": ("stable", None),
+    "gpt2_inference.py": ("stable", None),
+    "lightning_classifier.py": ("stable", None),
     "leak_losses_append.py": ("leak", "loss = loss_fn(model(x), y)"),
     "leak_outputs_kept.py": ("leak", "features = self.features(x)"),
     "leak_cache_dict.py": (
@@ -80,8 +86,45 @@ VERDICTS = {
     # PyTorch's pin-memory thread pins every batch: its stack has none of the script's lines, and the line
     # that started it, where the script receives the batches, names what it made.
     "leak_pinned_batches.py": ("leak", "for step, (inputs, targets) in enumerate(loader):"),
+    # transformers' own lines make the logits and the attention cache; the script's line is the model's call.
+    "leak_gpt2_outputs_kept.py": ("leak", "outputs = model(input_ids=input_ids, labels=input_ids)"),
+    # Lightning calls the module's training_step: its line is the script's, in a class the script wrote.
+    "leak_lightning_step_losses.py": ("leak", "loss = F.cross_entropy(self.net(x), y)"),
+}
+# Who holds a leak's top site at the program's exit, as the report names it, and the advice that comes
+# first: it follows what the chain went through.
+HOLDERS = {
+    # Each step's loss after its backward(): the graph is kept, the activations were freed.
+    "leak_losses_append.py": (
+        "`losses`, a list with 96 items in __main__",
+        "each tensor kept with its autograd graph keeps that step's graph, which `backward()` already ran through",
+    ),
+    "leak_cache_dict.py": ("`masks`, a dict with 40 items in __main__", "a dict that keeps a value for each new key"),
+    # Feature maps, not losses: `.item()` is no cure.
+    "leak_outputs_kept.py": (
+        "`feature_maps`, a list with 48 items in __main__",
+        "each tensor kept with its autograd graph stays on the device with that step's graph: keep `.detach().cpu()`",
+    ),
+    "leak_gpt2_outputs_kept.py": (
+        "`history`, a list with 40 items in __main__",
+        "each step's CausalLMOutputWithCrossAttentions is kept whole: its `logits`",
+    ),
+    # The module the Trainer keeps, not the Trainer: the attribute the script wrote.
+    "leak_lightning_step_losses.py": (
+        "`Classifier.step_losses`, a list with 96 items, reached from `trainer`, a Trainer in __main__",
+        "`Classifier.step_losses` lives as long as its object",
+    ),
 }
 ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
+# What the workloads of code someone else wrote import besides PyTorch. scripts/setup-torch.sh installs
+# them; a GPU machine's own PyTorch environment may lack them, and there such a workload is skipped.
+THIRD_PARTY = {
+    "gpt2_finetune.py": "transformers",
+    "gpt2_inference.py": "transformers",
+    "leak_gpt2_outputs_kept.py": "transformers",
+    "lightning_classifier.py": "lightning",
+    "leak_lightning_step_losses.py": "lightning",
+}
 COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|max_memory_reserved)=(\d+)")
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
 
@@ -105,6 +148,26 @@ def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACI
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
+@functools.lru_cache(maxsize=None)
+def installed_packages():
+    probe = subprocess.run(
+        [TORCH_PYTHON, "-c", "import importlib.util as u, sys; print(*[n for n in sys.argv[1:] if u.find_spec(n)])"]
+        + sorted(set(THIRD_PARTY.values())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return set(probe.stdout.split())
+
+
+def skip_without_its_packages(name):
+    """On a real device, skips the workload `name` where its packages are not installed. The simulated
+    device's environment is scripts/setup-torch.sh's: a missing package there is a failure."""
+    package = THIRD_PARTY.get(name)
+    if REAL_DEVICE and package and package not in installed_packages():
+        pytest.skip(f"{package} is not installed in {TORCH_PYTHON}'s environment")
+
+
 def run_workload(directory, name, adapter_cache, traced):
     # From the corpus's folder, as its author runs a script: the report names its lines relative to it.
     return run_script(
@@ -118,6 +181,7 @@ def run_workload(directory, name, adapter_cache, traced):
 
 
 def check_workload(directory, name, adapter_cache):
+    skip_without_its_packages(name)
     plain = run_workload(directory, name, adapter_cache, traced=False)
     assert plain.returncode == 0, plain.stderr[-4000:]
     traced = run_workload(directory, name, adapter_cache, traced=True)
@@ -127,6 +191,7 @@ def check_workload(directory, name, adapter_cache):
     counters = dict(COUNTERS.findall(traced.stdout.strip().splitlines()[-1]))
     assert counters.keys() == EXPECTED_COUNTERS, f"{name} must print PyTorch's counters as its last line"
     process = main_process(directory)
+    assert process["ended"] == {"how": "exit", "code": 0, "signal": None} and process["error"] is None
     summary = process["summary"]
     assert summary["allocator_reports_blocks"] is True
     (device,) = summary["devices"]
@@ -177,6 +242,12 @@ def check_verdict(directory, name):
     assert "%s:%d in" % (name, own["line"]) in diagnosis, "the diagnosis names the script's line"
     if process["diagnosis"]["leak_cause"] == "growth":
         assert "#1 %s:%d" % (name, own["line"]) in section, "the site's header is the script's line"
+    if name in HOLDERS:
+        root, advice = HOLDERS[name]
+        (exit_record,) = [record for record in process["retainers"] if record["moment"] == "exit"]
+        held = next(holder for holder in exit_record["holders"] if holder["sites"][0]["where"] == top["where"])
+        assert held["root"] == root and held["advice"][0].startswith(advice), held
+        assert "held by %s" % root in diagnosis
 
 
 def first_screen(report):

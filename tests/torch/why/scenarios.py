@@ -8,6 +8,7 @@ usage: scenarios.py NAME... (all of them without a name)
 
 import json
 import sys
+import types
 
 import gpuleak
 import torch
@@ -113,6 +114,35 @@ def running_total():
         running_total_loss += loss
 
 
+class Recorder:
+    """A class of the script's own whose attribute keeps each step's loss, kept by a library's object (as a
+    LightningModule is by its Trainer)."""
+
+    def __init__(self):
+        self.step_losses = []
+
+    def step(self, x, y):
+        loss = loss_fn(model(x), y)
+        self.step_losses.append(loss)
+        return loss
+
+
+def attribute():
+    global trainer
+    trainer = types.SimpleNamespace(module=Recorder())
+    for _ in range(STEPS):
+        trainer.module.step(*batch())
+
+
+def outputs_kept():
+    global history
+    history = []
+    for _ in range(STEPS):
+        x, y = batch()
+        logits = model(x)
+        history.append({"loss": loss_fn(logits, y), "logits": logits})
+
+
 def correct():
     global optimizer
     optimizer = torch.optim.Adam(model.parameters())
@@ -133,6 +163,8 @@ SCENARIOS = {
     "traceback": (traceback_kept, []),
     "search": (search, ["results"]),
     "running_total": (running_total, ["running_total_loss"]),
+    "attribute": (attribute, ["trainer"]),
+    "outputs": (outputs_kept, ["history"]),
     "correct": (correct, ["optimizer"]),
 }
 
