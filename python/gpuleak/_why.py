@@ -828,7 +828,7 @@ class _Search:
     def attribute_name(self, written: int, attribute: int) -> str:
         """'Classifier.step_losses': the attribute at step `attribute` of the object at step `written`, after
         its class; '' where the chain does not spell it as an attribute."""
-        edge = self.chain_text(attribute)[len(self.chain_text(written)) :]
+        edge = self.chain_text(attribute, after=written)
         if not edge.startswith(".") or not _attribute_name(edge[1:]):
             return ""
         return type(self.steps[written][0]).__name__ + edge
@@ -882,7 +882,7 @@ class _Search:
             if position > 0 and self.written_by_program(kind):
                 chain.written, chain.attribute = step, member
             if chain.output is None and _is_model_output(value):
-                field = self.chain_text(member)[len(self.chain_text(step)) :]
+                field = self.chain_text(member, after=step)
                 chain.output = ("dict of outputs" if kind is dict else kind.__name__, field.strip(".[]'\""), id(value))
         tensor = self.steps[steps[-1]][0]
         if torch is not None and issubclass(type(tensor), torch.Tensor):
@@ -915,11 +915,15 @@ class _Search:
             written = self.written[kind] = _written_by_program(kind)
         return written
 
-    def chain_text(self, index: int) -> str:
-        """The chain to the step at `index`, as Python would spell it."""
+    def chain_text(self, index: int, after: int = -1) -> str:
+        """The chain to the step at `index`, as Python would spell it; from the step `after` on it, only
+        what follows that step ('.step_losses' of an object, "['logits']" of a model's output)."""
         text = ""
         attributes = False  # the step before was an object's __dict__: its keys are attributes
-        for step in self.chain_steps(index):
+        steps = self.chain_steps(index)
+        if after >= 0:
+            steps = steps[steps.index(after) + 1 :]
+        for step in steps:
             value, parent, edge, _ = self.steps[step]
             if parent < 0:
                 text = edge
