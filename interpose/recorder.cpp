@@ -29,6 +29,7 @@
 #include "python_process_target.h"
 #include "python_runtime.h"
 #include "python_why.h"
+#include "signal_sender.h"
 #include "spill_sites.h"
 #include "stack_table.h"
 #include "timeline_sampler.h"
@@ -125,14 +126,14 @@ bool has_trace(State state) {
     return state == State::Sampling || state == State::Promoting || state == State::Active;
 }
 
-void on_fatal_signal(int signal_number) {
+void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
     const State state = g_state.load(std::memory_order_acquire);
     // A trace still being made gets its end too (a pool terminating a worker it just forked): its file
     // shows only once its header is whole, so either it never shows or it shows with the end in it.
     // Not in a vfork child: the trace is its parent's.
     if ((has_trace(state) || (state == State::Starting && g_writer.header() != nullptr)) &&
         g_writer.header()->pid == getpid())
-        g_writer.write_end(format::EndState::Signaled, signal_number);
+        g_writer.write_end(format::EndState::Signaled, signal_number, signal_sender(info));
     // Delivered by the kernel: SA_RESETHAND restored the default action, and the re-raised signal is
     // delivered when this handler returns (it is blocked until then), so the process dies exactly as it
     // would have without us. Called by a handler the program installed later, that chains to the one it
@@ -240,9 +241,9 @@ void install_signal_hooks() {
             (current.sa_flags & SA_SIGINFO) != 0)
             continue;
         struct sigaction ours {};
-        ours.sa_handler = on_fatal_signal;
+        ours.sa_sigaction = on_fatal_signal;
         sigemptyset(&ours.sa_mask);
-        ours.sa_flags = SA_RESETHAND | SA_ONSTACK;
+        ours.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
         sigaction(signal_number, &ours, nullptr);
     }
 }

@@ -613,16 +613,18 @@ void TraceWriter::clear_end() {
         __atomic_store_n(&header_->end_commit, 0, __ATOMIC_RELEASE);
 }
 
-void TraceWriter::write_end(format::EndState state, int code_or_signal) {
+void TraceWriter::write_end(format::EndState state, int code_or_signal, const format::EndSender& sender) {
     if (header_ == nullptr)
         return;
     FileHeader& h = *header_;
     __atomic_exchange_n(&h.end_commit, 0, __ATOMIC_ACQUIRE);
     h.end_state = static_cast<uint32_t>(state);
-    if (state == format::EndState::Signaled)
+    if (state == format::EndState::Signaled) {
         h.end_signal = code_or_signal;
-    else
+        h.end_sender = sender;
+    } else {
         h.exit_code = code_or_signal;
+    }
     h.end_monotonic_ns = monotonic_ns();
     __atomic_store_n(&h.end_commit, format::kEndCommit, __ATOMIC_RELEASE);
 }

@@ -102,8 +102,8 @@ class TraceWriter {
     // Adds a string record and returns its id (0 when the region is full). Thread-safe.
     uint32_t add_string(const char* text, size_t length);
 
-    // Records how the process ended. Async-signal-safe.
-    void write_end(format::EndState state, int code_or_signal);
+    // Records how the process ended; `sender` with EndState::Signaled. Async-signal-safe.
+    void write_end(format::EndState state, int code_or_signal, const format::EndSender& sender = {});
     // Withdraws the end record: an exec that failed leaves the process running.
     void clear_end();
     // Records what multiprocessing started the process to run (format::ProcessTarget); strings longer

@@ -4,22 +4,14 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include "diagnosis_text.h"
+
 namespace gpuleak::launcher {
 
 namespace {
 
 constexpr std::string_view kCellPrefix = "cell [";
 constexpr std::string_view kEndPrefix = "end of cell [";
-
-// The kernel's own trace: the newest image of its pid (the launcher runs ipykernel directly).
-const analyzer::ProcessReport* kernel_process(const CommandEnd& end, const RunReport& report) {
-    const analyzer::ProcessReport* own = nullptr;
-    for (const analyzer::ProcessReport& process : report.processes)
-        if (process.model.header.pid == end.pid &&
-            (own == nullptr || process.model.header.start_realtime_ns > own->model.header.start_realtime_ns))
-            own = &process;
-    return own;
-}
 
 } // namespace
 
@@ -41,8 +33,12 @@ bool kernel_died(int wait_status) {
 
 std::vector<std::string> death_summary(const CommandEnd& end, RunReport* report,
                                        const std::string& no_report) {
-    std::vector<std::string> lines = ending_lines(end);
-    const analyzer::ProcessReport* kernel = report != nullptr ? kernel_process(end, *report) : nullptr;
+    const analyzer::ProcessReport* kernel =
+        report != nullptr ? command_process(end, report->processes) : nullptr;
+    CommandEnd told = end;
+    if (kernel != nullptr)
+        told.sender = analyzer::sender_text(kernel->model);
+    std::vector<std::string> lines = ending_lines(told);
     if (kernel != nullptr)
         lines.push_back(fmt::format("the kernel died {}", cell_position(kernel->model.markers)));
     if (report == nullptr) {

@@ -15,6 +15,7 @@
 
 #include "child_environment.h"
 #include "child_process.h"
+#include "child_trace_end.h"
 #include "directory_trust.h"
 #include "file_bytes.h"
 #include "file_descriptor.h"
@@ -204,6 +205,7 @@ int run_kernel(const RunRequest& request) {
         throw;
     }
     end.wait_status = supervision.wait_forwarding(end.pid);
+    end.monotonic_ns = monotonic_now_ns();
     end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const int status = exit_status_of(end.wait_status);
     if (!kernel_died(end.wait_status)) {
@@ -211,13 +213,17 @@ int run_kernel(const RunRequest& request) {
         remove_if_unused(directory);
         return status;
     }
+    end.oom_kills_after = cgroup_oom_kills();
+    if (killed_by_sigkill(end))
+        end.kernel_log = kernel_log_oom_kill(end.pid);
+    // A restart or a shutdown the kernel, busy, did not answer in time, as Jupyter signals it: asked for,
+    // no death to explain.
+    if (record_how_child_ended(end, directory, supervision, true))
+        return status;
     supervision.exit_on_signal(
         fmt::format("gpuleak: interrupted before the kernel's report was written; the traces are in {}",
                     printable(directory.path)),
         status);
-    end.oom_kills_after = cgroup_oom_kills();
-    if (killed_by_sigkill(end))
-        end.kernel_log = kernel_log_oom_kill(end.pid);
     write_post_mortem(end, directory, kernel_directory);
     return status;
 }

@@ -5,10 +5,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
+#include <optional>
 #include <unistd.h>
 
 #include "child_environment.h"
 #include "child_process.h"
+#include "child_trace_end.h"
+#include "diagnosis_text.h"
 #include "launcher_error.h"
 #include "preload_library.h"
 #include "printable.h"
@@ -24,27 +27,40 @@ namespace gpuleak::launcher {
 
 namespace {
 
-// The report is gpuleak's business: whatever goes wrong in it, the launcher still ends with the
-// command's status, and says where the traces are.
-void report_on(const CommandEnd& end, const RunDirectory& directory) {
+// How the command ended, then what the report says. The report is gpuleak's business: whatever goes wrong
+// in it, the launcher still ends with the command's status, and says where the traces are.
+void report_on(CommandEnd& end, const RunDirectory& directory) {
     std::error_code error;
     if (std::filesystem::is_empty(directory.path, error) && !error) {
+        for (const std::string& line : ending_lines(end))
+            say_wrapped(line);
         say("no process of the run allocated GPU memory: nothing was recorded");
         remove_if_unused(directory);
         return;
     }
+    std::optional<RunReport> report;
+    std::string no_report;
     try {
-        RunReport report = write_run_report(directory);
-        for (const std::string& line : report_lines(end, report))
-            say_wrapped(line);
+        report = write_run_report(directory);
     } catch (const analyzer::TraceError& failure) {
-        say(fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path));
+        no_report = fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path);
     } catch (const LauncherError& failure) {
-        say(fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path));
+        no_report = fmt::format("no report: {}; the traces are in {}", failure.what(), directory.path);
     } catch (const std::exception& failure) {
-        say(fmt::format("no report: internal error: {}; the traces are in {}", failure.what(),
-                        directory.path));
+        no_report = fmt::format("no report: internal error: {}; the traces are in {}", failure.what(),
+                                directory.path);
     }
+    if (report)
+        if (const analyzer::ProcessReport* own = command_process(end, report->processes))
+            end.sender = analyzer::sender_text(own->model);
+    for (const std::string& line : ending_lines(end))
+        say_wrapped(line);
+    if (!report) {
+        say(no_report);
+        return;
+    }
+    for (const std::string& line : report_lines(end, *report))
+        say_wrapped(line);
 }
 
 } // namespace
@@ -74,6 +90,7 @@ int run_command(const RunRequest& request) {
     }
     end.pid = child;
     end.wait_status = supervision.wait_forwarding(child);
+    end.monotonic_ns = monotonic_now_ns();
     end.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const int status = exit_status_of(end.wait_status);
     supervision.exit_on_signal(
@@ -84,8 +101,7 @@ int run_command(const RunRequest& request) {
     end.oom_kills_after = cgroup_oom_kills();
     if (killed_by_sigkill(end))
         end.kernel_log = kernel_log_oom_kill(child);
-    for (const std::string& line : ending_lines(end))
-        say(line);
+    record_how_child_ended(end, directory, supervision, false);
     report_on(end, directory);
     return status;
 }

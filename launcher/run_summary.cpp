@@ -98,13 +98,9 @@ ProcessReport& focus_process(std::vector<ProcessReport>& processes) {
                              });
 }
 
-// The last timeline sample of the command's own trace (the newest image of its pid, after any exec).
+// The last timeline sample of the command's own trace.
 std::optional<std::string> last_samples(const CommandEnd& end, const std::vector<ProcessReport>& processes) {
-    const ProcessReport* own = nullptr;
-    for (const ProcessReport& process : processes)
-        if (process.model.header.pid == end.pid &&
-            (own == nullptr || process.model.header.start_realtime_ns > own->model.header.start_realtime_ns))
-            own = &process;
+    const ProcessReport* own = command_process(end, processes);
     if (own == nullptr || own->model.timeline.empty())
         return std::nullopt;
     const analyzer::TimelinePoint& last = own->model.timeline.back();
@@ -148,8 +144,21 @@ std::optional<std::string> top_leak_origin(ProcessReport& process) {
 
 } // namespace
 
+const ProcessReport* command_process(const CommandEnd& end, const std::vector<ProcessReport>& processes) {
+    const ProcessReport* own = nullptr;
+    for (const ProcessReport& process : processes)
+        if (process.model.header.pid == end.pid &&
+            (own == nullptr || process.model.header.start_realtime_ns > own->model.header.start_realtime_ns))
+            own = &process;
+    return own;
+}
+
 bool killed_by_sigkill(const CommandEnd& end) {
     return WIFSIGNALED(end.wait_status) && WTERMSIG(end.wait_status) == SIGKILL;
+}
+
+bool oom_kill_confirmed(const CommandEnd& end) {
+    return oom_kills_during(end).has_value() || end.kernel_log == KernelLogVerdict::Names;
 }
 
 std::vector<std::string> ending_lines(const CommandEnd& end) {
@@ -163,9 +172,10 @@ std::vector<std::string> ending_lines(const CommandEnd& end) {
     } else {
         const int signal_number = WTERMSIG(end.wait_status);
         const char* name = sigabbrev_np(signal_number);
-        lines.push_back(fmt::format("{} was killed by signal {} (SIG{}){} after {:.1f} s", end.name,
+        lines.push_back(fmt::format("{} was killed by signal {} (SIG{}){} after {:.1f} s{}", end.name,
                                     signal_number, name != nullptr ? name : "?",
-                                    WCOREDUMP(end.wait_status) ? ", core dumped" : "", end.seconds));
+                                    WCOREDUMP(end.wait_status) ? ", core dumped" : "", end.seconds,
+                                    end.sender.empty() ? std::string() : ": " + end.sender));
     }
     // A worker killed for memory often shows only as an error in its parent.
     if (const auto kills = oom_kills_during(end); kills && !killed_by_sigkill(end))
@@ -189,6 +199,25 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
             lines.push_back((processes.size() > 1 ? who + ": " : std::string()) +
                             analyzer::cell_errors_text(process.model));
     }
+    // The GPU processes a signal ended, other than the command (its ending line said it): a rank its
+    // launcher stopped, a script under `timeout` or a job's step.
+    constexpr size_t kMostSignalLines = 4;
+    size_t signalled = 0;
+    for (const ProcessReport& process : processes) {
+        const analyzer::ProcessModel& model = process.model;
+        if (model.header.pid == end.pid || model.header.host_only() ||
+            model.header.end.state != format::EndState::Signaled)
+            continue;
+        if (++signalled > kMostSignalLines)
+            continue;
+        const std::string role = analyzer::role_text(model.role);
+        lines.push_back(fmt::format("pid {}{} was {}", model.header.pid,
+                                    role.empty() ? std::string() : " (" + role + ")",
+                                    analyzer::ended_text(model)));
+    }
+    if (signalled > kMostSignalLines)
+        lines.push_back(fmt::format("{} more were killed by signals: see the report",
+                                    plural(signalled - kMostSignalLines, "process")));
     if (killed_by_sigkill(end))
         if (auto samples = last_samples(end, processes))
             lines.push_back(*samples);

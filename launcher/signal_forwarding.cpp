@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
+
+#include "file_bytes.h"
 
 namespace gpuleak::launcher {
 
@@ -24,15 +27,27 @@ void on_signal_after_command(int) {
     ::_exit(g_interrupted_status);
 }
 
+bool sent_by_a_process(const siginfo_t& info) {
+    return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
+}
+
+// The sender's name as it sent the signal: it may be gone by the time the command has ended.
+std::string command_name(pid_t pid) {
+    char name[64];
+    const size_t size = read_file_bytes(fmt::format("/proc/{}/comm", pid).c_str(), name, sizeof name);
+    std::string_view text(name, size);
+    while (!text.empty() && text.back() == '\n')
+        text.remove_suffix(1);
+    return std::string(text);
+}
+
 } // namespace
 
 bool should_forward(const siginfo_t& info, pid_t child, bool child_in_our_process_group) {
-    const bool sent_by_a_process =
-        info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
     // The terminal sends Ctrl-C, Ctrl-\ and a hang-up to its whole foreground process group: a child still
     // in ours has the signal already, and a second one would interrupt its handling of the first
     // (Python's KeyboardInterrupt cleanup).
-    if (!sent_by_a_process)
+    if (!sent_by_a_process(info))
         return !child_in_our_process_group;
     // The command signalled its process group, or the launcher: it has the signal, or meant the launcher.
     return info.si_pid != child;
@@ -65,7 +80,7 @@ void Supervision::restore_in_child() const noexcept {
     ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
 }
 
-int Supervision::wait_forwarding(pid_t child) const {
+int Supervision::wait_forwarding(pid_t child) {
     for (;;) {
         siginfo_t info{};
         const int signal_number = ::sigwaitinfo(&waited_, &info);
@@ -84,12 +99,19 @@ int Supervision::wait_forwarding(pid_t child) const {
                 throw std::system_error(errno, std::generic_category(), "waitpid");
             continue;
         }
+        if (sent_by_a_process(info))
+            origins_[signal_number] = SignalOrigin{info.si_pid, info.si_uid, command_name(info.si_pid)};
         const bool in_our_group = ::getpgid(child) == ::getpgrp();
         if (group_interrupts_ && signal_number == SIGINT && in_our_group)
             continue;
         if (should_forward(info, child, in_our_group))
             ::kill(child, signal_number);
     }
+}
+
+std::optional<SignalOrigin> Supervision::origin_of(int signal_number) const {
+    const auto origin = origins_.find(signal_number);
+    return origin == origins_.end() ? std::nullopt : std::optional(origin->second);
 }
 
 void Supervision::exit_on_signal(const std::string& message, int exit_status) {

@@ -4,11 +4,20 @@
 #pragma once
 
 #include <csignal>
+#include <map>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 namespace gpuleak::launcher {
+
+// Who sent a signal to the launcher: a process, named by its /proc/PID/comm as the signal arrived.
+struct SignalOrigin {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    std::string name;
+};
 
 // Whether a signal the launcher received should be sent on to the command, the launcher's child.
 // `child_in_our_process_group`: the child has not moved to a process group of its own.
@@ -32,7 +41,11 @@ class Supervision {
     void restore_in_child() const noexcept;
 
     // Forwards signals to `child` until it ends; returns its wait status.
-    [[nodiscard]] int wait_forwarding(pid_t child) const;
+    [[nodiscard]] int wait_forwarding(pid_t child);
+
+    // The process that last sent the launcher `signal_number` while the command ran, if one did (not
+    // the terminal, nor the kernel).
+    [[nodiscard]] std::optional<SignalOrigin> origin_of(int signal_number) const;
 
     // Once the command has ended: a forwarded signal (a second Ctrl-C while the report is built) writes
     // `message` (one line) on stderr and ends the launcher with `exit_status`, the command's. Signals that
@@ -41,6 +54,7 @@ class Supervision {
 
   private:
     std::vector<int> forwarded_;
+    std::map<int, SignalOrigin> origins_;
     bool group_interrupts_ = false;
     sigset_t waited_{};
     sigset_t original_mask_{};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <functional>
 
 #include <fmt/format.h>
@@ -494,12 +495,17 @@ void note_run_memory(const std::vector<const ProcessModel*>& models,
 
 } // namespace
 
+bool killed_unseen(const ProcessEnd& end) {
+    if (end.state == format::EndState::Signaled)
+        return end.signal == SIGKILL && end.sender.written_by_launcher;
+    return end.state == format::EndState::Running && !end.running_when_opened.value_or(false);
+}
+
 void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses) {
     for (size_t i = 0; i < models.size(); ++i) {
         const ProcessModel& model = *models[i];
         const HostPoint* last = model.host.last();
-        if (model.header.end.state != format::EndState::Running ||
-            model.header.end.running_when_opened.value_or(false) || last == nullptr)
+        if (!killed_unseen(model.header.end) || last == nullptr)
             continue;
         KilledFacts killed{*last, model.header.pid, last->rss, model.role};
         const auto [largest, rss] = largest_at(models, model.header.hostname, monotonic_of(model, *last));

@@ -90,8 +90,9 @@ struct HostRamFacts {
     bool before_finalizing = false; // `to` is the last sample before Python finalized
 };
 
-// A process that left no end record: killed by SIGKILL, which the kernel's OOM killer sends when memory
-// runs out, or still running when the report was made. Its last host sample, and the process of the
+// A process killed without a word of its own: it left no end record (killed by SIGKILL, which the kernel's
+// OOM killer sends when memory runs out, or still running when the report was made), or the launcher
+// wrote its SIGKILL. Its last host sample, and the process of the
 // run that held the most resident memory at that moment (perhaps itself).
 struct KilledFacts {
     HostPoint last;
@@ -166,6 +167,10 @@ Diagnosis diagnose(const ProcessModel& model);
 // run, its memory at its fullest and whether it came near its limit (at least 90 % of it).
 // `diagnoses[i]` is models[i]'s.
 void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vector<Diagnosis*>& diagnoses);
+
+// The process was killed by a signal it could not record (SIGKILL): no end record, and not running when
+// the trace was opened; or the launcher wrote its SIGKILL.
+[[nodiscard]] bool killed_unseen(const ProcessEnd& end);
 
 // "1.5 GiB", "512 B": the sizes the report prints.
 std::string human_bytes(double bytes);

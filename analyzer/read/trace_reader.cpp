@@ -251,6 +251,22 @@ class TraceReader::Decoder {
         end.exit_code = raw_.exit_code;
         end.signal = raw_.end_signal;
         end.monotonic_ns = raw_.end_monotonic_ns;
+        if (state == format::EndState::Signaled)
+            decode_sender(end.sender);
+    }
+
+    void decode_sender(SignalSender& sender) {
+        const format::EndSender& raw = raw_.end_sender;
+        if (raw.kind > static_cast<uint32_t>(format::SenderKind::Notebook)) {
+            warn(fmt::format("the signal's sender has unknown kind {}; read as unknown", raw.kind));
+            return;
+        }
+        sender.kind = static_cast<format::SenderKind>(raw.kind);
+        sender.signal_code = raw.signal_code;
+        sender.pid = raw.pid;
+        sender.uid = raw.uid;
+        sender.name.assign(raw.name, strnlen(raw.name, sizeof raw.name));
+        sender.written_by_launcher = raw.written_by == static_cast<uint32_t>(format::EndWriter::Launcher);
     }
 
     [[nodiscard]] std::vector<RegionSpec> region_specs() const {

@@ -30,10 +30,22 @@
 
 namespace gpuleak::analyzer {
 
+// Who sent the signal that ended a process (format::EndSender).
+struct SignalSender {
+    format::SenderKind kind = format::SenderKind::Unknown; // also in files before format 18
+    int32_t signal_code = 0;                               // siginfo's si_code
+    int32_t pid = 0;                                       // with kinds Process, Itself and Notebook
+    uint32_t uid = 0;
+    std::string name; // the sender's command name (comm) as it sent it, as read: print with printable()
+    // The launcher wrote the end after its child died without one (SIGKILL).
+    bool written_by_launcher = false;
+};
+
 struct ProcessEnd {
     format::EndState state = format::EndState::Running; // Running also when the end record is torn
     int32_t exit_code = 0;                              // when state == Exited
     int32_t signal = 0;                                 // when state == Signaled
+    SignalSender sender;                                // when state == Signaled
     uint64_t monotonic_ns = 0;                          // when state != Running
     // With state Running: whether the process still ran when the trace was opened (trace_set.h's
     // writer_running), so was not killed; empty when that cannot be told (another machine's trace).

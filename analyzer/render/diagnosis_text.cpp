@@ -1,6 +1,8 @@
 #include "diagnosis_text.h"
 
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "printable.h"
@@ -505,14 +507,114 @@ std::string cell_errors_text(const ProcessModel& model) {
                            : fmt::format(" ({} earlier cell{} raised too)", before, before == 1 ? "" : "s"));
 }
 
+namespace {
+
+bool fault_signal(int signal_number) {
+    return signal_number == SIGSEGV || signal_number == SIGBUS || signal_number == SIGFPE ||
+           signal_number == SIGILL;
+}
+
+std::string signal_name(int signal_number) {
+    const char* name = sigabbrev_np(signal_number);
+    return fmt::format("SIG{}", name != nullptr ? name : "?");
+}
+
+// What the kernel's own signals mean, where the signal alone does not say it.
+std::string kernel_sent(int signal_number) {
+    switch (signal_number) {
+    case SIGINT:
+        return "Ctrl-C at its terminal";
+    case SIGQUIT:
+        return "Ctrl-\\ at its terminal";
+    case SIGHUP:
+        return "its terminal hung up";
+    case SIGPIPE:
+        return "it wrote to a pipe or a socket whose reader had gone";
+    case SIGXCPU:
+        return "its CPU time limit (ulimit -t) ran out";
+    case SIGXFSZ:
+        return "it wrote past its file size limit (ulimit -f)";
+    default:
+        return "";
+    }
+}
+
+} // namespace
+
+std::string sender_text(const ProcessModel& model) {
+    const ProcessEnd& end = model.header.end;
+    if (end.state != format::EndState::Signaled)
+        return "";
+    const SignalSender& sender = end.sender;
+    const std::string name = sender.name.empty() ? std::string() : " (" + printable(sender.name) + ")";
+    switch (sender.kind) {
+    case format::SenderKind::Kernel:
+        return kernel_sent(end.signal);
+    case format::SenderKind::Itself:
+        // A fault's handler (Python's faulthandler) raises it again once it has said where it happened.
+        if (fault_signal(end.signal))
+            return "";
+        return end.signal == SIGABRT ? "it aborted itself (abort(): a failed assertion, an uncaught C++ "
+                                       "exception, or a library's fatal error)"
+                                     : "it sent the signal to itself";
+    case format::SenderKind::Process:
+        return fmt::format("sent by pid {}{}{}", sender.pid, name,
+                           sender.pid == model.header.ppid ? ", its parent" : "");
+    case format::SenderKind::OomKiller:
+        return "the kernel's OOM killer sent it, as memory ran out";
+    case format::SenderKind::Notebook:
+        return fmt::format("Jupyter (pid {}{}) sent it to end the kernel: a restart or a shutdown that the "
+                           "kernel, busy, did not answer in time",
+                           sender.pid, sender.name.empty() ? std::string() : ", " + printable(sender.name));
+    case format::SenderKind::Unknown:
+        break;
+    }
+    return sender.written_by_launcher ? "who sent it is not known; the OOM killer was not confirmed" : "";
+}
+
+std::string ended_text(const ProcessModel& model) {
+    const double seconds = seconds_of(model.duration_ns);
+    const ProcessEnd& end = model.header.end;
+    switch (end.state) {
+    case format::EndState::Exited:
+        return fmt::format("exited with status {} after {:.1f} s", end.exit_code, seconds);
+    case format::EndState::Signaled: {
+        const std::string sender = sender_text(model);
+        return fmt::format("killed by signal {} ({}) after {:.1f} s{}", end.signal, signal_name(end.signal),
+                           seconds, sender.empty() ? std::string() : ": " + sender);
+    }
+    case format::EndState::Exec:
+        return fmt::format(
+            "replaced its image with exec after {:.1f} s (the new image has a trace of its own)", seconds);
+    case format::EndState::Running:
+        break;
+    }
+    if (end.running_when_opened == true)
+        return fmt::format("still running when this report was made, {:.1f} s after it started", seconds);
+    return fmt::format("killed: no exit record (SIGKILL, e.g. by the OOM killer{}) after {:.1f} s",
+                       end.running_when_opened ? "" : ", or still running", seconds);
+}
+
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
-    std::string text = fmt::format(
-        "It left no end record: it was killed by a signal gpuleak cannot see, most often SIGKILL, which the "
-        "kernel's OOM killer sends when memory runs out (or by one whose handler the program set itself, "
-        "such as a DataLoader worker's SIGBUS when /dev/shm is full){}. Its last sample, at {:.1f} s: {}.",
-        // Another machine's process may still run for all this report can tell.
-        model.header.end.running_when_opened ? "" : ", or it was still running when this report was made",
-        seconds_of(killed.last.time_ns), host_point_text(killed.last));
+    // The launcher saw its child die by SIGKILL and wrote its end; anywhere else a process that left no end
+    // record was killed by a signal no handler sees.
+    const std::string how =
+        model.header.end.state == format::EndState::Signaled
+            ? fmt::format(
+                  "It was killed by SIGKILL (no exception, no traceback): {}.",
+                  model.header.end.sender.kind == format::SenderKind::OomKiller
+                      ? "the kernel's OOM killer sent it, as memory ran out"
+                      : "who sent it is not known, most often the kernel's OOM killer as memory runs out")
+            : fmt::format(
+                  "It left no end record: it was killed by a signal gpuleak cannot see, most often SIGKILL, "
+                  "which the kernel's OOM killer sends when memory runs out (or by one whose handler the "
+                  "program set itself, such as a DataLoader worker's SIGBUS when /dev/shm is full){}.",
+                  // Another machine's process may still run for all this report can tell.
+                  model.header.end.running_when_opened
+                      ? ""
+                      : ", or it was still running when this report was made");
+    std::string text = fmt::format("{} Its last sample, at {:.1f} s: {}.", how,
+                                   seconds_of(killed.last.time_ns), host_point_text(killed.last));
     if (killed.last.has(format::HostField::CgroupLimit))
         text +=
             fmt::format(" Its memory cgroup held {} of its limit of {} then.",

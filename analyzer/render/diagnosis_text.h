@@ -32,6 +32,15 @@ std::string program_error_text(const ProcessModel& model, const ProgramError& er
 // where none did.
 std::string cell_errors_text(const ProcessModel& model);
 
+// How the process ended, for its header: "exited with status 1 after 3.0 s", "killed by signal 15 (SIGTERM)
+// after 3.0 s: sent by pid 812 (bash), its parent", "killed: no exit record (...)"; printable.
+std::string ended_text(const ProcessModel& model);
+
+// Who or what sent the signal that ended the process, as its end record says: "sent by pid 812 (bash), its
+// parent", "Ctrl-C at its terminal", "the kernel's OOM killer sent it"; printable. Empty where that is not
+// known, or where the signal says it all (a fault: SIGSEGV, SIGBUS, SIGFPE, SIGILL).
+std::string sender_text(const ProcessModel& model);
+
 // Why a process left no end record and what it and the run held at its last sample.
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed);
 

@@ -14,21 +14,61 @@ json optional_json(const std::optional<uint64_t>& value) {
     return value ? json(*value) : json();
 }
 
-json ended_json(const ProcessModel& model) {
-    const ProcessEnd& end = model.header.end;
-    switch (end.state) {
-    case format::EndState::Exited:
-        return {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}};
-    case format::EndState::Signaled:
-        return {{"how", "signal"}, {"code", nullptr}, {"signal", end.signal}};
-    case format::EndState::Exec:
-        return {{"how", "exec"}, {"code", nullptr}, {"signal", nullptr}};
-    case format::EndState::Running:
+const char* sender_kind_name(format::SenderKind kind) {
+    switch (kind) {
+    case format::SenderKind::Kernel:
+        return "kernel";
+    case format::SenderKind::Itself:
+        return "itself";
+    case format::SenderKind::Process:
+        return "process";
+    case format::SenderKind::OomKiller:
+        return "oom_killer";
+    case format::SenderKind::Notebook:
+        return "notebook";
+    case format::SenderKind::Unknown:
         break;
     }
-    return {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
-            {"code", nullptr},
-            {"signal", nullptr}};
+    return "unknown";
+}
+
+json sender_json(const ProcessModel& model) {
+    const SignalSender& sender = model.header.end.sender;
+    const bool by_process = sender.kind == format::SenderKind::Process ||
+                            sender.kind == format::SenderKind::Itself ||
+                            sender.kind == format::SenderKind::Notebook;
+    return {{"kind", sender_kind_name(sender.kind)},
+            {"pid", by_process ? json(sender.pid) : json()},
+            {"uid", by_process ? json(sender.uid) : json()},
+            {"name", by_process && !sender.name.empty() ? json(sender.name) : json()},
+            {"parent", by_process && sender.pid == model.header.ppid},
+            {"signal_code", sender.signal_code},
+            {"written_by", sender.written_by_launcher ? "launcher" : "process"}};
+}
+
+json ended_json(const ProcessModel& model) {
+    const ProcessEnd& end = model.header.end;
+    json ended;
+    switch (end.state) {
+    case format::EndState::Exited:
+        ended = {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}, {"sender", nullptr}};
+        break;
+    case format::EndState::Signaled:
+        ended = {
+            {"how", "signal"}, {"code", nullptr}, {"signal", end.signal}, {"sender", sender_json(model)}};
+        break;
+    case format::EndState::Exec:
+        ended = {{"how", "exec"}, {"code", nullptr}, {"signal", nullptr}, {"sender", nullptr}};
+        break;
+    case format::EndState::Running:
+        ended = {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
+                 {"code", nullptr},
+                 {"signal", nullptr},
+                 {"sender", nullptr}};
+        break;
+    }
+    ended["text"] = ended_text(model);
+    return ended;
 }
 
 json error_json(const ProcessModel& model, const ProgramError& error) {

@@ -49,29 +49,6 @@ std::string bytes(uint64_t value) {
     return human_bytes(static_cast<double>(value));
 }
 
-std::string ended(const ProcessModel& model) {
-    const double seconds = seconds_of(model.duration_ns);
-    const ProcessEnd& end = model.header.end;
-    switch (end.state) {
-    case format::EndState::Exited:
-        return fmt::format("exited with status {} after {:.1f} s", end.exit_code, seconds);
-    case format::EndState::Signaled: {
-        const char* name = sigabbrev_np(end.signal);
-        return fmt::format("killed by signal {} (SIG{}) after {:.1f} s", end.signal,
-                           name != nullptr ? name : "?", seconds);
-    }
-    case format::EndState::Exec:
-        return fmt::format(
-            "replaced its image with exec after {:.1f} s (the new image has a trace of its own)", seconds);
-    case format::EndState::Running:
-        break;
-    }
-    if (end.running_when_opened == true)
-        return fmt::format("still running when this report was made, {:.1f} s after it started", seconds);
-    return fmt::format("killed: no exit record (SIGKILL, e.g. by the OOM killer{}) after {:.1f} s",
-                       end.running_when_opened ? "" : ", or still running", seconds);
-}
-
 std::string command(const ProcessModel& model) {
     std::string text;
     for (const std::string& argument : model.header.command_line)
@@ -512,8 +489,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     // Growth is judged on what the program's own code did, before Python's finalization.
     out +=
         wrapped(model.code_end_ns ? fmt::format("{}; its code ended at {:.1f} s, as Python began finalizing",
-                                                ended(model), seconds_of(*model.code_end_ns))
-                                  : ended(model),
+                                                ended_text(model), seconds_of(*model.code_end_ns))
+                                  : ended_text(model),
                 "             ", "  ended      ");
     // Under the header's values, with its label on the first line.
     if (model.error)

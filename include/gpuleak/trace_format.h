@@ -65,8 +65,10 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // counts. 12: EventType::Retainers. 13: EventType::ThreadStart. 14: a TimelineSample holds each
 // device's allocated bytes and what its driver last said was used. 15: a VmmMapping's stream is the
 // handle of the physical memory it maps. 16: EventType::ProgramError (15's files read the same). 17:
-// HostField::SimulatedDeviceResident (15's and 16's files read the same).
-static const uint32_t kFormatVersion = 17;
+// HostField::SimulatedDeviceResident (15's and 16's files read the same). 18: who sent the signal that
+// ended the process (EndSender), also written by the launcher for its child's SIGKILL (15's to 17's
+// files read the same, their sender unknown).
+static const uint32_t kFormatVersion = 18;
 // The oldest version a reader of this one reads: its layout is this one's.
 static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
@@ -165,6 +167,27 @@ GPULEAK_FORMAT_ENUM(EndState, uint32_t){
     Exec = 3      // the process replaced its image (exec); the new image, same pid, has a trace of its own
 };
 
+// Who sent the signal that ended the process, as far as it can be known.
+GPULEAK_FORMAT_ENUM(SenderKind, uint32_t){
+    Unknown = 0,
+    // The kernel (siginfo's si_code > 0, or SI_KERNEL): a fault, a resource limit, a terminal's Ctrl-C or
+    // hang-up, a write to a pipe nobody reads.
+    Kernel = 1,
+    Itself = 2,  // the process signalled itself: abort(), raise(), a library's fatal error
+    Process = 3, // another process (kill(2), sigqueue): pid, uid and name are valid
+    // Written by the launcher: its child died by SIGKILL and the OOM killer's count in the launcher's
+    // memory cgroup rose during the run, or the kernel log names the kill.
+    OomKiller = 4,
+    // Written by the kernel launcher: Jupyter, which started the launcher, signalled it to end the kernel
+    // (a restart or a shutdown the kernel did not answer in time). pid and name are Jupyter's.
+    Notebook = 5,
+};
+
+GPULEAK_FORMAT_ENUM(EndWriter, uint32_t){
+    Process = 0,  // the process itself, in its signal handler or at exit
+    Launcher = 1, // `gpuleak run` or the kernel launcher, after its child died without an end record
+};
+
 GPULEAK_FORMAT_ENUM(CodeFlag, uint32_t){
     Truncated = 1u << 0, // a string or the line table did not fit whole: lines may be unknown
 };
@@ -231,6 +254,17 @@ struct ProcessTarget {
 };
 
 static const uint32_t kTargetCommit = 0x54524754u; // "TGRT"
+
+// Who sent the signal that ended the process (FileHeader::end_sender).
+struct EndSender {
+    int32_t signal_code; // siginfo's si_code: <= 0 sent by a process, > 0 by the kernel
+    uint32_t kind;       // SenderKind
+    int32_t pid;         // the sender's, where a process sent it; 0 where unknown
+    uint32_t uid;
+    char name[16];       // the sender's /proc/PID/comm as the signal arrived, NUL-terminated; may be empty
+    uint32_t written_by; // EndWriter
+    uint32_t reserved;
+};
 
 struct FileHeader {
     char magic[8];
@@ -310,6 +344,8 @@ struct FileHeader {
     uint64_t end_monotonic_ns;
 
     struct ProcessTarget target;
+
+    struct EndSender end_sender; // with end_state Signaled, under end_commit as the other end fields
 };
 
 static const uint32_t kEndCommit = 0x454e4421u; // "END!"
@@ -512,6 +548,7 @@ struct TimelineSample {
 
 #ifdef __cplusplus
 static_assert(sizeof(FileHeader) <= kHeaderBytes, "header must fit its reserved space");
+static_assert(sizeof(EndSender) == 40, "EndSender layout is part of the file format");
 static_assert(sizeof(LiveSlot) == 56, "LiveSlot layout is part of the file format");
 static_assert(sizeof(SpillSite) == 432, "SpillSite layout is part of the file format");
 static_assert(sizeof(LiveStripeMarks) == kLiveStripes * sizeof(uint64_t) && sizeof(LiveStripeMarks) % 64 == 0,

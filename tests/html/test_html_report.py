@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -51,7 +52,7 @@ def setting(name):
     return value
 
 
-def traced(directory, command, **extra):
+def traced_environment(directory, **extra):
     environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
     environment.update(
         LD_PRELOAD=setting("GPULEAK_TEST_LIBRARY"),
@@ -62,8 +63,12 @@ def traced(directory, command, **extra):
         GPULEAK_SIM_QUIET="1",
         **extra,
     )
-    completed = subprocess.run(command, env=environment, cwd=directory, stderr=subprocess.PIPE,
-                               universal_newlines=True, timeout=120)
+    return environment
+
+
+def traced(directory, command, **extra):
+    completed = subprocess.run(command, env=traced_environment(directory, **extra), cwd=directory,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     return sorted(directory.glob("trace.*"))
 
@@ -379,3 +384,31 @@ def test_what_changed_between_two_markers_is_drawn_as_bars_then_and_now(scenario
         assert frames.startswith("keep_history  scenario_leak.cpp:")
     finally:
         page.close()
+
+
+def test_a_process_a_signal_ended_says_so_with_who_sent_it_before_its_diagnosis(tmp_path, browser):
+    script = tmp_path / "wait.py"
+    script.write_text(PYTHON_SCRIPT + "print('ready', flush=True)\nimport time\ntime.sleep(120)\n")
+    child = subprocess.Popen([sys.executable, str(script)], env=traced_environment(tmp_path), cwd=tmp_path,
+                             stdout=subprocess.PIPE, universal_newlines=True)
+    assert child.stdout.readline() == "ready\n"
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=60) == -signal.SIGTERM
+    child.stdout.close()
+    page_file = tmp_path / "report.html"
+    report("--format", "html", "-o", page_file, *sorted(tmp_path.glob("trace.*")))
+    page = browser.open(page_file.as_uri())
+    try:
+        said = page.evaluate(
+            "[...document.querySelectorAll('section[data-pid] .diagnosis')].map((d) => d.textContent)")
+    finally:
+        page.close()
+    assert said[0].startswith("Killed by signal 15 (SIGTERM) after "), said
+    assert said[0].endswith(": sent by pid %d (%s), its parent" % (os.getpid(), own_command_name())), said
+    # Then the verdict, as for any process.
+    assert re.match(r"(leak|stable|cache growth|host ram growth|outside allocators|incomplete): ", said[1]), said
+
+
+def own_command_name():
+    with open("/proc/self/comm") as comm:
+        return comm.read().rstrip("\n")

@@ -116,14 +116,44 @@ TEST_CASE("a command killed by SIGKILL is reported as a probable OOM kill with i
         launch(dir, {"run", "--", program_path("launched_command"), "raise", std::to_string(SIGKILL)});
     INFO(run.err);
     CHECK(run.exited_with(128 + SIGKILL));
-    CHECK(run.err.find("launched_command was killed by SIGKILL") != std::string::npos);
+    const std::string err = unwrapped(run.err);
+    CHECK(err.find("launched_command was killed by SIGKILL") != std::string::npos);
     // Confirmed only where this test's cgroup or the kernel log saw an OOM kill; probable otherwise.
-    CHECK(run.err.find("OOM killer") != std::string::npos);
-    CHECK(run.err.find("last samples") != std::string::npos);
-    CHECK(run.err.find("device memory reserved 2.0 MiB") != std::string::npos);
+    CHECK(err.find("OOM killer") != std::string::npos);
+    CHECK(err.find("last samples") != std::string::npos);
+    CHECK(err.find("device memory reserved 2.0 MiB") != std::string::npos);
+    // The command could not record its end: the launcher did, with what it knows of the sender.
     const json report = report_of(only_run_directory(dir.path()));
     REQUIRE(report["processes"].size() == 1);
-    CHECK(report["processes"][0]["ended"]["how"] == "killed");
+    const json& ended = report["processes"][0]["ended"];
+    CHECK(ended["how"] == "signal");
+    CHECK(ended["signal"] == SIGKILL);
+    CHECK(ended["sender"]["written_by"] == "launcher");
+    const bool confirmed = err.find("SIGKILL after") != std::string::npos &&
+                           err.find("probably the OOM killer") == std::string::npos;
+    CHECK(ended["sender"]["kind"] == (confirmed ? "oom_killer" : "unknown"));
+    CHECK(ended["text"].get<std::string>().starts_with("killed by signal 9 (SIGKILL) after"));
+    CHECK(report["processes"][0]["duration_s"].get<double>() > 0);
+}
+
+TEST_CASE("a signal the launcher passed on is said to come from whoever sent it to the launcher") {
+    TempDir dir;
+    RunOptions options;
+    options.signal_on_output = RunOptions::SignalOnOutput{"ready\n", SIGTERM};
+    TracedRun run = launch(dir, {"run", "--", program_path("launched_command"), "wait"}, options);
+    INFO(run.err);
+    CHECK(run.exited_with(128 + SIGTERM));
+    const std::string from_test = "sent by pid " + std::to_string(getpid());
+    CHECK(unwrapped(run.err).find("was killed by signal 15 (SIGTERM) after") != std::string::npos);
+    CHECK(unwrapped(run.err).find(from_test) != std::string::npos);
+    const json report = report_of(only_run_directory(dir.path()));
+    REQUIRE(report["processes"].size() == 1);
+    const json& sender = report["processes"][0]["ended"]["sender"];
+    CHECK(sender["kind"] == "process");
+    CHECK(sender["pid"] == getpid());
+    CHECK(sender["written_by"] == "launcher");
+    CHECK_FALSE(sender["parent"].get<bool>());
+    CHECK(report["processes"][0]["ended"]["text"].get<std::string>().find(from_test) != std::string::npos);
 }
 
 TEST_CASE("SIGINT sent to the launcher reaches a command that traps it") {

@@ -320,6 +320,34 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert [path for path in glob.glob(os.path.join(kernel_directory(jupyter_dirs), "*", "kernel-death.txt"))] == [
             os.path.join(dead_run, "kernel-death.txt")
         ]
+
+        # Restarted on request while a cell runs in C code that holds the GIL (a long call into an extension):
+        # the kernel cannot answer, and Jupyter ends it with SIGTERM to the launcher's process group. Asked
+        # for: no post-mortem, nothing to show, and the trace says Jupyter ended it.
+        busy_pid = int(kernel.run(DEFINE_ALLOCATE).strip())
+        # Said by a file the cell makes itself: its printed output would wait for the GIL on the way out.
+        busy = tmp_path / "busy"
+        kernel.client.execute("held = [allocate(1 << 20)]\nopen(%r, 'w').close()\nsum(range(10**15))\n" % str(busy))
+        deadline = time.monotonic() + TIMEOUT
+        while not busy.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        kernel.client.stop_channels()
+        kernel.manager.shutdown_wait_time = 4
+        kernel.manager.restart_kernel(now=False)
+        kernel.manager.shutdown_wait_time = TIMEOUT
+        kernel.connect()
+        assert "previous kernel" not in kernel.run("4 + 4")
+        assert not os.path.exists(os.path.join(kernel_directory(jupyter_dirs), "previous-death"))
+        (busy_trace,) = glob.glob(os.path.join(kernel_directory(jupyter_dirs), "*", "gpuleak.%d.trace" % busy_pid))
+        assert not os.path.exists(os.path.join(os.path.dirname(busy_trace), "kernel-death.txt"))
+        (busy,) = report_json(busy_trace)["processes"]
+        assert busy["ended"]["how"] == "signal" and busy["ended"]["signal"] == signal.SIGTERM, busy["ended"]
+        sender = busy["ended"]["sender"]
+        assert sender["kind"] == "notebook" and sender["pid"] == os.getpid(), sender
+        assert sender["written_by"] == "launcher"
+        assert busy["ended"]["text"].startswith("killed by signal 15 (SIGTERM) after "), busy["ended"]
+        assert "Jupyter (pid %d" % os.getpid() in busy["ended"]["text"], busy["ended"]
     finally:
         kernel.shutdown()
 

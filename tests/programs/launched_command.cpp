@@ -5,6 +5,7 @@
 //        launched_command raise <signal> raises <signal> (SIGKILL included) with the allocation live
 //        launched_command trap           blocks SIGINT, prints "ready", waits for SIGINT and returns 42
 //                                        after printing "caught SIGINT from <sending pid>"
+//        launched_command wait           prints "ready" and waits for a signal to end it
 //        launched_command show           prints LD_PRELOAD, every GPULEAK_* variable and "loaded <path>"
 //                                        for each shared object loaded, allocates nothing, returns 0
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <link.h>
 #include <string>
+#include <unistd.h>
 
 extern "C" int cudaMalloc(void** pointer, size_t size);
 
@@ -75,11 +77,18 @@ int main(int argc, char** argv) {
         std::printf("hello\n");
         return std::atoi(argv[2]);
     }
+    if (mode == "wait" && argc == 2) {
+        hold_launched_buffer();
+        std::printf("ready\n");
+        std::fflush(stdout);
+        for (;;)
+            pause();
+    }
     if (mode == "raise" && argc == 3) {
         hold_launched_buffer();
         std::raise(std::atoi(argv[2]));
         return 2;
     }
-    std::fprintf(stderr, "usage: launched_command exit <code> | raise <signal> | trap | show\n");
+    std::fprintf(stderr, "usage: launched_command exit <code> | raise <signal> | trap | wait | show\n");
     return 2;
 }

@@ -67,7 +67,9 @@ def test_a_program_that_never_uses_cuda_is_recorded_from_its_start_for_host_memo
     assert process.stdout == "done\n" and process.stderr == ""
     (only,) = processes
     assert only["host_only"] is True
-    assert only["ended"] == {"how": "exit", "code": 0, "signal": None}
+    assert {key: only["ended"][key] for key in ("how", "code", "signal", "sender")} == {
+        "how": "exit", "code": 0, "signal": None, "sender": None
+    }
     assert only["role"]["kind"] == "program"
     # From before the 64 MiB to after it.
     timeline = only["host"]["timeline"]
@@ -190,6 +192,9 @@ def test_a_fork_pools_workers_are_recorded_from_their_fork_to_their_end(tmp_path
         assert worker["role"]["kind"] == "forked_worker", worker["role"]
         assert worker["host_only"] is True
         assert worker["ended"]["how"] in ("exit", "signal"), "a pool terminates its workers"
+        if worker["ended"]["how"] == "signal":
+            sender = worker["ended"]["sender"]
+            assert sender["kind"] == "process" and sender["pid"] == main["pid"] and sender["parent"], sender
     # The main trace alone finds them, with how they ended.
     found = found_from(main["trace"])
     assert all(found.get(worker["pid"]) == worker["ended"]["how"] for worker in workers), found

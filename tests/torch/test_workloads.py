@@ -191,7 +191,9 @@ def check_workload(directory, name, adapter_cache):
     counters = dict(COUNTERS.findall(traced.stdout.strip().splitlines()[-1]))
     assert counters.keys() == EXPECTED_COUNTERS, f"{name} must print PyTorch's counters as its last line"
     process = main_process(directory)
-    assert process["ended"] == {"how": "exit", "code": 0, "signal": None} and process["error"] is None
+    ended = process["ended"]
+    assert (ended["how"], ended["code"], ended["signal"], ended["sender"]) == ("exit", 0, None, None), ended
+    assert ended["text"].startswith("exited with status 0 after ") and process["error"] is None
     summary = process["summary"]
     assert summary["allocator_reports_blocks"] is True
     (device,) = summary["devices"]

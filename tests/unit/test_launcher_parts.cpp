@@ -267,6 +267,11 @@ TEST_CASE("the summary says how the command ended, a SIGKILL weighed as an OOM k
     CHECK(join(ending_lines(end)) == "python exited with status 3 after 2.5 s\n");
     end.wait_status = SIGTERM;
     CHECK(join(ending_lines(end)) == "python was killed by signal 15 (SIGTERM) after 2.5 s\n");
+    // Who sent it, as the command's trace says.
+    end.sender = "sent by pid 812 (slurmstepd)";
+    CHECK(join(ending_lines(end)) ==
+          "python was killed by signal 15 (SIGTERM) after 2.5 s: sent by pid 812 (slurmstepd)\n");
+    end.sender.clear();
 
     end.wait_status = SIGKILL;
     end.oom_kills_before = 2;

@@ -3,6 +3,8 @@
 // and JSON reports before the diagnosis.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -225,4 +227,75 @@ TEST_CASE("each notebook cell that raised is kept with its cell, and tied to a f
     CHECK(json["cell_errors"][1]["cell"] == "cell [2]");
     CHECK(json["cell_errors"][1]["frames"][0]["source_name"] == "cell [2]");
     CHECK(json["cell_errors"][0]["failure"] == 0);
+}
+
+namespace {
+
+// A trace ended at 4 s by `signal`, sent as `sender` says; its parent is pid 700.
+ProcessReport signalled(int signal, const format::EndSender& sender, std::vector<std::byte>& bytes) {
+    TraceBuilder builder(TraceLayout{.notable_capacity = 8});
+    builder.header().start_monotonic_ns = kSecond;
+    builder.header().ppid = 700;
+    builder.end_signaled(signal, 4 * kSecond);
+    builder.header().end_sender = sender;
+    bytes = builder.bytes();
+    return gpuleak::test::report_of(TraceReader::parse(bytes, "trace.bin"));
+}
+
+format::EndSender sent_by(format::SenderKind kind, int32_t pid = 0, const char* name = "") {
+    format::EndSender sender{};
+    sender.kind = static_cast<uint32_t>(kind);
+    sender.pid = pid;
+    std::snprintf(sender.name, sizeof sender.name, "%s", name);
+    return sender;
+}
+
+} // namespace
+
+TEST_CASE("who sent the signal that ended a process is said after the signal, in words") {
+    std::vector<std::byte> bytes;
+    const auto ended = [&](int signal, const format::EndSender& sender) {
+        return ended_text(signalled(signal, sender, bytes).model);
+    };
+    CHECK(ended(SIGTERM, sent_by(format::SenderKind::Process, 700, "timeout")) ==
+          "killed by signal 15 (SIGTERM) after 3.0 s: sent by pid 700 (timeout), its parent");
+    CHECK(ended(SIGTERM, sent_by(format::SenderKind::Process, 812, "slurmstepd")) ==
+          "killed by signal 15 (SIGTERM) after 3.0 s: sent by pid 812 (slurmstepd)");
+    // A name is what the sender set for itself: printed as printable text.
+    CHECK(ended(SIGHUP, sent_by(format::SenderKind::Process, 9, "bad\x1b[2Jname")) ==
+          "killed by signal 1 (SIGHUP) after 3.0 s: sent by pid 9 (bad\\x1b[2Jname)");
+    CHECK(ended(SIGINT, sent_by(format::SenderKind::Kernel)) ==
+          "killed by signal 2 (SIGINT) after 3.0 s: Ctrl-C at its terminal");
+    CHECK(ended(SIGXCPU, sent_by(format::SenderKind::Kernel)) ==
+          "killed by signal 24 (SIGXCPU) after 3.0 s: its CPU time limit (ulimit -t) ran out");
+    CHECK_THAT(ended(SIGABRT, sent_by(format::SenderKind::Itself, 1)),
+               Catch::EndsWith(
+                   ": it aborted itself "
+                   "(abort(): a failed assertion, an uncaught C++ exception, or a library's fatal error)"));
+    // A fault says itself, whether the kernel sent it or a handler raised it again after saying where.
+    CHECK(ended(SIGSEGV, sent_by(format::SenderKind::Kernel)) == "killed by signal 11 (SIGSEGV) after 3.0 s");
+    CHECK(ended(SIGSEGV, sent_by(format::SenderKind::Itself, 1)) ==
+          "killed by signal 11 (SIGSEGV) after 3.0 s");
+    CHECK(ended(SIGTERM, sent_by(format::SenderKind::Unknown)) ==
+          "killed by signal 15 (SIGTERM) after 3.0 s");
+    CHECK_THAT(
+        ended(SIGTERM, sent_by(format::SenderKind::Notebook, 812, "jupyter-lab")),
+        Catch::StartsWith("killed by signal 15 (SIGTERM) after 3.0 s: Jupyter (pid 812, jupyter-lab) sent "
+                          "it to end the kernel"));
+
+    // A SIGKILL the launcher saw: the OOM killer where it confirmed it, and the Killed paragraph says so.
+    format::EndSender oom = sent_by(format::SenderKind::OomKiller);
+    oom.written_by = static_cast<uint32_t>(format::EndWriter::Launcher);
+    ProcessReport killed = signalled(SIGKILL, oom, bytes);
+    CHECK(ended_text(killed.model) ==
+          "killed by signal 9 (SIGKILL) after 3.0 s: the kernel's OOM killer sent it, as memory ran out");
+    CHECK(killed_unseen(killed.model.header.end));
+    format::EndSender unknown{};
+    unknown.written_by = static_cast<uint32_t>(format::EndWriter::Launcher);
+    CHECK(ended_text(signalled(SIGKILL, unknown, bytes).model) ==
+          "killed by signal 9 (SIGKILL) after 3.0 s: who sent it is not known; the OOM killer was not "
+          "confirmed");
+    // A SIGKILL some handler raised (none can catch one) is not the launcher's word: no Killed paragraph.
+    CHECK_FALSE(
+        killed_unseen(signalled(SIGKILL, sent_by(format::SenderKind::Itself, 1), bytes).model.header.end));
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -99,9 +100,52 @@ TEST_CASE("how the process ended: exit code or fatal signal or no record after S
     TraceReader terminated = run_child(SIGTERM);
     CHECK(terminated.header().end.state == gpuleak::format::EndState::Signaled);
     CHECK(terminated.header().end.signal == SIGTERM);
+    CHECK(terminated.header().end.sender.kind == gpuleak::format::SenderKind::Itself);
+    CHECK(terminated.header().end.sender.pid == terminated.header().pid);
+    CHECK_FALSE(terminated.header().end.sender.written_by_launcher);
     TraceReader killed = run_child(SIGKILL);
     CHECK(killed.header().end.state == gpuleak::format::EndState::Running);
     CHECK(live_of(killed) == std::map<uint64_t, uint64_t>{{0x5000, 50}});
+}
+
+TEST_CASE("a signal another process sent is recorded with its sender's pid and name") {
+    TempDir dir;
+    start_recording_into(dir);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        gpuleak::record_alloc(device_allocation(0x6000, 60));
+        const char byte = 1;
+        [[maybe_unused]] const ssize_t written = write(ready[1], &byte, 1);
+        for (;;)
+            pause();
+    }
+    char byte = 0;
+    REQUIRE(read(ready[0], &byte, 1) == 1);
+    kill(child, SIGHUP);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGHUP);
+    close(ready[0]);
+    close(ready[1]);
+
+    const TraceReader trace = TraceReader::open(dir.path() + "/trace." + std::to_string(child));
+    const gpuleak::analyzer::SignalSender& sender = trace.header().end.sender;
+    CHECK(trace.header().end.signal == SIGHUP);
+    CHECK(sender.kind == gpuleak::format::SenderKind::Process);
+    CHECK(sender.pid == getpid());
+    CHECK(sender.uid == getuid());
+    CHECK(sender.signal_code == SI_USER);
+    char comm[32] = {};
+    FILE* own = std::fopen("/proc/self/comm", "r");
+    REQUIRE(own != nullptr);
+    REQUIRE(std::fgets(comm, sizeof comm, own) != nullptr);
+    std::fclose(own);
+    std::string expected = comm;
+    expected.erase(expected.find_last_not_of('\n') + 1);
+    CHECK(sender.name == expected);
 }
 
 TEST_CASE("a process killed after frees and reuse leaves its whole live set below the marks") {

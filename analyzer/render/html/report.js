@@ -530,6 +530,10 @@
     section.append(html("p", { class: "muted mono", text: facts.join(" · ") }));
     // What ended a program that failed comes before the verdict: it is what its author ran it for.
     if (process.error) section.append(html("div", { class: "diagnosis error", text: `Ended by ${process.error.text}` }));
+    // A signal that ended it, and who sent it, where known, the same.
+    const ended = process.ended || {};
+    if (!process.error && (ended.how === "signal" || ended.how === "killed"))
+      section.append(html("div", { class: "diagnosis error", text: ended.text.charAt(0).toUpperCase() + ended.text.slice(1) }));
     // A notebook's kernel outlives its cells' errors: the latest one, as the text report says it.
     const cellErrors = process.cell_errors || [];
     if (cellErrors.length) {
