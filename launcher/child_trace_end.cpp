@@ -6,6 +6,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,30 +63,10 @@ bool has_end(const FileHeader& header) {
     return header.end_commit == format::kEndCommit;
 }
 
-} // namespace
-
-uint64_t monotonic_now_ns() {
-    timespec now{};
-    ::clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
-}
-
-format::EndSender process_sender(format::SenderKind kind, const SignalOrigin& origin) {
-    format::EndSender sender{};
-    sender.signal_code = SI_USER;
-    sender.kind = static_cast<uint32_t>(kind);
-    sender.pid = origin.pid;
-    sender.uid = origin.uid;
-    std::memcpy(sender.name, origin.name.data(), std::min(origin.name.size(), sizeof sender.name - 1));
-    return sender;
-}
-
-bool record_child_end(const RunDirectory& directory, pid_t pid, int signal, format::EndSender sender,
-                      uint64_t monotonic_ns) {
-    std::optional<ChildTrace> trace = child_trace(directory, pid);
-    if (!trace)
-        return false;
-    FileHeader& header = trace->header;
+// The process died by `signal`, sent by `sender`, written by the launcher, where the trace has no end or one
+// saying so. The time the process recorded is kept; without one, `monotonic_ns`.
+bool write_end(ChildTrace& trace, int signal, format::EndSender sender, uint64_t monotonic_ns) {
+    FileHeader& header = trace.header;
     const bool ended = has_end(header);
     if (ended && (header.end_state != static_cast<uint32_t>(format::EndState::Signaled) ||
                   header.end_signal != signal))
@@ -99,7 +80,7 @@ bool record_child_end(const RunDirectory& directory, pid_t pid, int signal, form
     // As the recorder writes it: the commit word cleared first and stored last, so that a reader meanwhile
     // sees no end, or the whole of this one.
     const uint32_t cleared = 0;
-    const int fd = trace->file.get();
+    const int fd = trace.file.get();
     if (::pwrite(fd, &cleared, sizeof cleared, offsetof(FileHeader, end_commit)) != sizeof cleared)
         return false;
     const auto* bytes = reinterpret_cast<const char*>(&header);
@@ -112,16 +93,37 @@ bool record_child_end(const RunDirectory& directory, pid_t pid, int signal, form
     return ::pwrite(fd, &commit, sizeof commit, offsetof(FileHeader, end_commit)) == sizeof commit;
 }
 
+// The sender of a signal another process sent, as the end record holds it.
+format::EndSender process_sender(format::SenderKind kind, const SignalOrigin& origin) {
+    format::EndSender sender{};
+    sender.signal_code = SI_USER;
+    sender.kind = static_cast<uint32_t>(kind);
+    sender.pid = origin.pid;
+    sender.uid = origin.uid;
+    std::memcpy(sender.name, origin.name.data(), std::min(origin.name.size(), sizeof sender.name - 1));
+    return sender;
+}
+
+} // namespace
+
+uint64_t monotonic_now_ns() {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
 bool record_how_child_ended(const CommandEnd& end, const RunDirectory& directory,
                             const Supervision& supervision, bool jupyter) {
     if (!WIFSIGNALED(end.wait_status))
         return false;
     const int signal = WTERMSIG(end.wait_status);
+    std::optional<ChildTrace> trace = child_trace(directory, end.pid);
     if (signal == SIGKILL) {
         format::EndSender sender{};
         if (oom_kill_confirmed(end))
             sender.kind = static_cast<uint32_t>(format::SenderKind::OomKiller);
-        record_child_end(directory, end.pid, signal, sender, end.monotonic_ns);
+        if (trace)
+            write_end(*trace, signal, sender, end.monotonic_ns);
         return false;
     }
     const std::optional<SignalOrigin> origin = supervision.origin_of(signal);
@@ -129,25 +131,17 @@ bool record_how_child_ended(const CommandEnd& end, const RunDirectory& directory
         return false;
     // Jupyter signals the launcher's whole process group: the kernel may have had it from either.
     if (jupyter && origin->pid == ::getppid()) {
-        record_child_end(directory, end.pid, signal, process_sender(format::SenderKind::Notebook, *origin),
-                         end.monotonic_ns);
+        if (trace)
+            write_end(*trace, signal, process_sender(format::SenderKind::Notebook, *origin),
+                      end.monotonic_ns);
         return true;
     }
     // Passed on by the launcher, whose pid the child recorded.
-    const std::optional<format::EndSender> recorded = recorded_sender(directory, end.pid);
-    if (recorded && recorded->kind == static_cast<uint32_t>(format::SenderKind::Process) &&
-        recorded->pid == ::getpid())
-        record_child_end(directory, end.pid, signal, process_sender(format::SenderKind::Process, *origin),
-                         end.monotonic_ns);
+    if (trace && has_end(trace->header) &&
+        trace->header.end_sender.kind == static_cast<uint32_t>(format::SenderKind::Process) &&
+        trace->header.end_sender.pid == ::getpid())
+        write_end(*trace, signal, process_sender(format::SenderKind::Process, *origin), end.monotonic_ns);
     return false;
-}
-
-std::optional<format::EndSender> recorded_sender(const RunDirectory& directory, pid_t pid) {
-    const std::optional<ChildTrace> trace = child_trace(directory, pid);
-    if (!trace || !has_end(trace->header) ||
-        trace->header.end_state != static_cast<uint32_t>(format::EndState::Signaled))
-        return std::nullopt;
-    return trace->header.end_sender;
 }
 
 } // namespace gpuleak::launcher
