@@ -22,7 +22,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "command_line.h"
+#include "bench_arguments.h"
 
 extern "C" {
 int cudaMalloc(void** pointer, size_t size);

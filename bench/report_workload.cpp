@@ -27,7 +27,7 @@
 
 #include "gpuleak/gpuleak.h"
 
-#include "command_line.h"
+#include "bench_arguments.h"
 
 extern "C" {
 int cudaMalloc(void** pointer, size_t size);

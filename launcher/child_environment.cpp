@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "config.h"
+#include "gpuleak/config_limits.h"
 #include "launcher_error.h"
 #include "preload_library.h"
 
@@ -49,10 +49,10 @@ std::string output_pattern(const std::string& directory) {
     for (char c : directory)
         pattern += c == '%' ? std::string("%%") : std::string(1, c);
     pattern += "/gpuleak.%r%p.trace";
-    if (pattern.size() >= sizeof(Config::output_pattern))
+    if (pattern.size() >= kOutputPatternCapacity)
         throw LauncherError(fmt::format("{}: the output directory's path is too long for GPULEAK_OUTPUT "
                                         "(at most {} bytes in all)",
-                                        directory, sizeof(Config::output_pattern) - 1));
+                                        directory, kOutputPatternCapacity - 1));
     return pattern;
 }
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <iostream>
 
-#include "config.h"
+#include "gpuleak/config_limits.h"
 #include "launcher_error.h"
 
 namespace gpuleak::launcher {

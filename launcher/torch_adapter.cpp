@@ -18,10 +18,10 @@
 
 #include "captured_run.h"
 #include "file_descriptor.h"
+#include "gpuleak/torch_adapter_path.h"
 #include "launcher_error.h"
 #include "say.h"
 #include "shared_files.h"
-#include "torch_adapter_path.h"
 
 namespace gpuleak::launcher {
 

@@ -1,6 +1,6 @@
 // The PyTorch adapter, built at first use: before a Python command starts, the launcher makes sure the
 // adapter for the torch that interpreter imports is in the cache where libgpuleak.so looks for it
-// (interpose/torch_adapter_path.h), building it there with the installed
+// (include/gpuleak/torch_adapter_path.h), building it there with the installed
 // share/gpuleak/torch_adapter/build-adapter.sh when it is not. The traced program never waits for a
 // compiler, and a build that fails leaves its log where libgpuleak.so's one warning names it.
 #pragma once

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes interpose/python_offsets_generated.h: the PythonLayout of CPython 3.10, 3.11 and 3.12.
+"""Writes interpose/python/python_offsets_generated.h: the PythonLayout of CPython 3.10, 3.11 and 3.12.
 
 Those versions publish no description of their internal structs, so for each one a small C program is
 compiled against that version's own headers (Py_BUILD_CORE, internal headers included) and prints
@@ -224,7 +224,7 @@ def layout_initializer(minor, patch_version, values):
 
 
 def declaration_order():
-    text = (ROOT / "interpose" / "python_layout.h").read_text()
+    text = (ROOT / "interpose" / "python" / "python_layout.h").read_text()
     struct = text[text.index("struct PythonLayout {") :]
     struct = struct[: struct.index("\n};")]
     return re.findall(r"^\s+\w+ (\w+) = ", struct, flags=re.MULTILINE)
@@ -233,7 +233,7 @@ def declaration_order():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pyenv-root", type=Path, default=default_pyenv_root())
-    parser.add_argument("--output", type=Path, default=ROOT / "interpose" / "python_offsets_generated.h")
+    parser.add_argument("--output", type=Path, default=ROOT / "interpose" / "python" / "python_offsets_generated.h")
     parser.add_argument("--compiler", default=os.environ.get("CC", "cc"))
     arguments = parser.parse_args()
 

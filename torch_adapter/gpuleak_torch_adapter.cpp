@@ -1,6 +1,6 @@
 // The PyTorch adapter: compiled against one installed torch's own headers (torch/include) with its
 // _GLIBCXX_USE_CXX11_ABI, by build-adapter.sh, and dlopen'ed by libgpuleak.so inside a traced process
-// (interpose/torch_adapter_loader.cpp) once PyTorch's caching allocator has made its first segment.
+// (interpose/hooks/torch_adapter_loader.cpp) once PyTorch's caching allocator has made its first segment.
 // It attaches a trace tracker to the allocator and reports the blocks it hands to tensors through
 // gpuleak's C API, so that the report tells "allocated" (tensors) from "reserved" (segments, which the
 // CUDA hooks already record with their own stacks).

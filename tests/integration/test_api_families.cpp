@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "entry_points.h"
+#include "gpuleak/cuda_entry_points.h"
 #include "logged_calls.h"
 
 using gpuleak::Action;
@@ -54,7 +54,7 @@ constexpr TableRow kTable[] = {
     {#sym, Library::lib, Action::FreeRange, MemoryKind::None, DeviceRule::Unknown, KeySpace::space_},
 #define GPULEAK_TRIM(lib, sym, ...) {#sym, Library::lib, Action::Trim},
 #define GPULEAK_LOOKUP(lib, sym, ...) {#sym, Library::lib, Action::Lookup},
-#include "cuda_entry_points.def"
+#include "gpuleak/cuda_entry_points.def"
 };
 static_assert(std::size(kTable) == gpuleak::kEntryPointCount);
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "entry_points.h"
+#include "gpuleak/cuda_entry_points.h"
 #include "logged_calls.h"
 
 using gpuleak::analyzer::Event;

@@ -47,7 +47,7 @@ template <EntryPoint row> struct Row;
     API_FAMILIES_ROW_(lib, sym, base, since, streams, params)
 #define GPULEAK_TRIM(lib, sym, base, since, streams, params, ...)                                            \
     API_FAMILIES_ROW_(lib, sym, base, since, streams, params)
-#include "cuda_entry_points.def"
+#include "gpuleak/cuda_entry_points.def"
 #undef API_FAMILIES_ROW_
 
 enum class Path {

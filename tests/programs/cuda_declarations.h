@@ -2,7 +2,7 @@
 // so that the signatures cannot drift from it, and the few other functions the programs need.
 #pragma once
 
-#include "entry_points.h"
+#include "gpuleak/cuda_entry_points.h"
 
 extern "C" {
 #define CUDA_DECLARATIONS_ROW_(lib, sym, params) gpuleak::ResultOf<gpuleak::Library::lib> sym params;
@@ -14,7 +14,7 @@ extern "C" {
     CUDA_DECLARATIONS_ROW_(lib, sym, params)
 #define GPULEAK_TRIM(lib, sym, base, since, streams, params, ...) CUDA_DECLARATIONS_ROW_(lib, sym, params)
 #define GPULEAK_LOOKUP(lib, sym, base, since, streams, params, args) CUDA_DECLARATIONS_ROW_(lib, sym, params)
-#include "cuda_entry_points.def"
+#include "gpuleak/cuda_entry_points.def"
 #undef CUDA_DECLARATIONS_ROW_
 
 cudaError_t cudaSetDevice(int device);

@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "python_code_object.h"
-#include "python_frames.h"
+#include "python/python_code_object.h"
+#include "python/python_frames.h"
+#include "python/python_runtime.h"
 #include "python_line_table.h"
-#include "python_runtime.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // them where those headers are installed.
 #pragma once
 
-#include "cuda_abi.h"
+#include "gpuleak/cuda_abi.h"
 
 #include <cstddef>
 #include <cstdint>

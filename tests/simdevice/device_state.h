@@ -2,7 +2,7 @@
 // pools, streams, and the memory charged against each device's capacity.
 #pragma once
 
-#include "cuda_abi.h"
+#include "gpuleak/cuda_abi.h"
 
 #include <cstddef>
 

@@ -2,7 +2,7 @@
 // the table itself, so a definition whose signature drifts from the table fails to compile.
 #pragma once
 
-#include "cuda_abi.h"
+#include "gpuleak/cuda_abi.h"
 #include "sim_export.h"
 
 #include <cstdint>

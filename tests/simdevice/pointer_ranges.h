@@ -2,7 +2,7 @@
 // memory is kept by the file that hands it out; each answers for the addresses inside its own ranges.
 #pragma once
 
-#include "cuda_abi.h"
+#include "gpuleak/cuda_abi.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,10 +1,10 @@
-// The slice of the CUDA runtime ABI, beyond interpose/cuda_abi.h, that PyTorch's libraries call: launch
+// The slice of the CUDA runtime ABI, beyond include/gpuleak/cuda_abi.h, that PyTorch's libraries call: launch
 // configuration, device properties, events, copies, stream capture and the registration calls nvcc's
 // generated code makes. Layouts match driver_types.h and vector_types.h of CUDA 13.0;
 // runtime_abi_check.cpp compares them with the toolkit's headers where those are installed.
 #pragma once
 
-#include "cuda_abi.h"
+#include "gpuleak/cuda_abi.h"
 
 #include <cstddef>
 

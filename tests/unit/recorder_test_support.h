@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "recorder.h"
+#include "recording/recorder.h"
 #include "temp_dir.h"
 #include "trace_reader.h"
 

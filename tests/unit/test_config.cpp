@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "config.h"
 #include "gpuleak/gpuleak.h"
+#include "recording/config.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cgroup_paths.h"
-#include "host_memory.h"
+#include "recording/host_memory_reader.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "live_table.h"
+#include "recording/live_table.h"
+#include "recording/trace_writer.h"
 #include "temp_dir.h"
 #include "trace_reader.h"
-#include "trace_writer.h"
 
 using gpuleak::LiveTable;
 using gpuleak::SpillSites;

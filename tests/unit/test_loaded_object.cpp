@@ -7,7 +7,7 @@
 #include <link.h>
 #include <unistd.h>
 
-#include "loaded_object.h"
+#include "recording/loaded_object.h"
 
 using gpuleak::object_holding;
 

@@ -6,7 +6,7 @@
 #include <ctime>
 #include <thread>
 
-#include "monotonic_clock.h"
+#include "recording/monotonic_clock.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "native_unwind.h"
-#include "repeated_stack_cache.h"
+#include "recording/native_unwind.h"
+#include "recording/repeated_stack_cache.h"
 
 using gpuleak::capture_native_stack;
 using gpuleak::NativeStack;

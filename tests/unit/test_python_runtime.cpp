@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "python_code_object.h"
-#include "python_debug_offsets.h"
-#include "python_frames.h"
-#include "python_runtime.h"
+#include "python/python_code_object.h"
+#include "python/python_debug_offsets.h"
+#include "python/python_frames.h"
+#include "python/python_runtime.h"
 
 using namespace gpuleak;
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "recorder_test_support.h"
-#include "trace_writer.h"
+#include "recording/trace_writer.h"
 
 using gpuleak::Allocation;
 using gpuleak::KeySpace;

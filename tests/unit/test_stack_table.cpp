@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "stack_table.h"
+#include "recording/stack_table.h"
 #include "temp_dir.h"
 
 using gpuleak::StackTable;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "loaded_object.h"
+#include "recording/loaded_object.h"
 #include "symbol_cache.h"
 #include "symbolizer.h"
 #include "symbolizer_fixture.h"

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "driver_view.h"
+#include "recording/driver_view.h"
+#include "recording/timeline_sampler.h"
 #include "temp_dir.h"
-#include "timeline_sampler.h"
 #include "trace_reader.h"
 
 using gpuleak::TimelineSampler;

@@ -6,9 +6,9 @@
 #include <unistd.h>
 #include <vector>
 
+#include "recording/trace_writer.h"
 #include "temp_dir.h"
 #include "trace_reader.h"
-#include "trace_writer.h"
 
 using gpuleak::TraceWriter;
 using gpuleak::analyzer::TraceReader;
