@@ -2,9 +2,9 @@
 open it, on the report benchmark's traces (bench_report_workload: 256 call stacks, one marker per
 hundredth of the run, a slow leak): one process of each size of EVENTS, and PROCESSES processes of the
 first size in one directory. The browser is Debian's Chromium, headless, at 1280x800, driven as the
-HTML tests drive it (tests/html/devtools_browser.py); the time is from the navigation to the page's load
-event, after which the page has drawn everything (its script runs before it). A benchmark, not a test:
-it prints figures and checks nothing about them. Figures in bench/README.md.
+HTML tests drive it (tests/analyzer/render/html/devtools_browser.py); the time is from the navigation to
+the page's load event, after which the page has drawn everything (its script runs before it). A
+benchmark, not a test: it prints figures and checks nothing about them. Figures in bench/README.md.
 
 usage: python3.12 bench/html_page.py        (under the interpreter scripts/setup.sh gives websocket-client)
 environment: EVENTS (default "1000000 20000000"), PROCESSES (default 16), REPS (page loads per page,
@@ -20,7 +20,7 @@ import tempfile
 import time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(root, "tests", "html"))
+sys.path.insert(0, os.path.join(root, "tests", "analyzer", "render", "html"))
 from devtools_browser import Browser  # noqa: E402
 
 build = os.environ.get("BUILD", os.path.join(root, "build"))

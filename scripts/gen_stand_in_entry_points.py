@@ -2,8 +2,8 @@
 """Writes the tables of the simulated device's stand-ins for NVIDIA's CUDA libraries, one row per
 function with its C prototype:
 
-    tests/simdevice/blas_entry_points.def    libcublas.so.13 and libcublasLt.so.13, which are simulated
-    tests/simdevice/refused/<lib>.def        libcudnn.so.9, libcufft.so.12, libcusolver.so.12,
+    simdevice/blas_entry_points.def    libcublas.so.13 and libcublasLt.so.13, which are simulated
+    simdevice/refused/<lib>.def        libcudnn.so.9, libcufft.so.12, libcusolver.so.12,
                                              libcusparse.so.12 and libnccl.so.2, which refuse every call
 
 Each library's list is what PyTorch's libraries import from it (their undefined dynamic symbols at the
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SIMDEVICE = ROOT / "tests" / "simdevice"
+SIMDEVICE = ROOT / "simdevice"
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Library:
     versioned: bool = True
     prefix: str = ""  # for an unversioned library: what its functions' names start with
     extra: list = field(default_factory=list)
-    table: str = ""  # the refusing stand-in's file under tests/simdevice/refused
+    table: str = ""  # the refusing stand-in's file under simdevice/refused
 
 
 BLAS = [

@@ -12,7 +12,7 @@
 # but three. Later releases (2.12-2.14 on CUDA 13.0, 2.15 on 13.2) want newer cuDNN and NCCL symbols
 # than the toolkit has. The three the toolkit lacks (cuSPARSELt, NVSHMEM, cuFile) come from their wheels,
 # which land where torch's RUNPATH looks ($ORIGIN/../../nvidia/...). The CUDA runtime is deliberately
-# not installed: tests/simdevice's libcudart.so.13 stands in for it.
+# not installed: simdevice's libcudart.so.13 stands in for it.
 #
 # Environment: GPULEAK_TORCH_DIR (the environment; default ~/.cache/gpuleak/torch-<version>-py<X.Y>),
 # GPULEAK_TORCH_PYTHON (the interpreter; default pyenv's newest CPython 3.12, else 3.13, 3.11, 3.10),

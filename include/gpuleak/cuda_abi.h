@@ -85,7 +85,7 @@ struct CUmemAllocationProp {
 
 constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
 
-// Used by the simulated device (tests/simdevice): VMM access control, the export-table id and the error
+// Used by the simulated device (simdevice): VMM access control, the export-table id and the error
 // codes it returns beyond those above.
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;

@@ -9,12 +9,14 @@ Environment: that of test_workloads.py.
 
 import ast
 import os
+import shutil
 import sys
 
 import pytest
 from test_workloads import (
     CAPACITY,
     CORRECT_OF,
+    COUNTERS,
     DEFAULT_CAPACITY,
     WORKLOADS,
     main_process,
@@ -71,6 +73,7 @@ def test_a_leaking_script_cut_off_after_its_set_up_has_no_leak(tmp_path, adapter
     skip_without_its_packages(workload)
     script = tmp_path / workload
     script.write_text(cut_after_set_up(workload, ENDINGS[ending]))
+    shutil.copy(os.path.join(WORKLOADS, COUNTERS), tmp_path)
     run = run_script(tmp_path, str(script), adapter_cache, True, CAPACITY.get(workload, DEFAULT_CAPACITY))
     assert run.returncode != 0, "the cut script ends as it was cut"
     process = main_process(tmp_path)

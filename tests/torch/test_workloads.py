@@ -115,7 +115,9 @@ HOLDERS = {
         "`Classifier.step_losses` lives as long as its object",
     ),
 }
-ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py"))
+# What every script imports to print PyTorch's counters last; not a workload itself.
+COUNTERS = "memory_counters.py"
+ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py") and name != COUNTERS)
 # What the workloads of code someone else wrote import besides PyTorch. scripts/setup-torch.sh installs
 # them; a GPU machine's own PyTorch environment may lack them, and there such a workload is skipped.
 THIRD_PARTY = {

@@ -1,6 +1,7 @@
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -41,7 +42,4 @@ for epoch in range(3):
     predictions = evaluate(model, val_loader)
     print(f"epoch {epoch + 1}: {predictions.shape[0]} validation predictions")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

@@ -1,5 +1,6 @@
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -14,7 +15,4 @@ with torch.no_grad():
         next_tokens = logits[:, -1].argmax(dim=-1)
         print(f"batch {number}: {next_tokens.shape[0]} next tokens")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

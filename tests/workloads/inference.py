@@ -1,5 +1,6 @@
 import torch
 from torch import nn
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -20,7 +21,4 @@ with torch.no_grad():
         predictions = scores.argmax(dim=1)
         print(f"batch {number}: {predictions.shape[0]} predictions")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

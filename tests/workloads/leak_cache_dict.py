@@ -1,5 +1,6 @@
 import torch
 from torch import nn
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -56,7 +57,4 @@ for step in range(40):
     if (step + 1) % 10 == 0:
         print(f"step {step + 1}: sequence length {length}")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

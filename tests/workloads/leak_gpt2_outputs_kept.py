@@ -1,5 +1,6 @@
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -20,7 +21,4 @@ for step in range(40):
     if (step + 1) % 10 == 0:
         print(f"step {step + 1}: {len(history)} losses kept")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

@@ -2,6 +2,7 @@ import gpuleak
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+from memory_counters import print_memory_counters
 
 torch.manual_seed(0)
 device = "cuda"
@@ -45,7 +46,4 @@ for trial, (lr, width) in enumerate(grid):
     print(f"trial {trial}: lr={lr} width={width}")
 print(f"{len(results)} of {len(grid)} trials finished")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

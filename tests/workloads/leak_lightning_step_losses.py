@@ -3,6 +3,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
+from memory_counters import print_memory_counters
 
 
 class Classifier(L.LightningModule):
@@ -38,7 +39,4 @@ trainer = L.Trainer(
 trainer.fit(Classifier(), loader)
 print(f"trained for {trainer.current_epoch} epochs")
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

@@ -1,6 +1,7 @@
 import gc
 
 import torch
+from memory_counters import print_memory_counters
 
 device = "cuda"
 
@@ -13,7 +14,4 @@ for step in range(8):
     gc.collect()
     torch.cuda.empty_cache()
 
-print(
-    f"memory_allocated={torch.cuda.memory_allocated()} memory_reserved={torch.cuda.memory_reserved()} "
-    f"max_memory_allocated={torch.cuda.max_memory_allocated()} max_memory_reserved={torch.cuda.max_memory_reserved()}"
-)
+print_memory_counters()

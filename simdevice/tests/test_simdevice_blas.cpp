@@ -1,4 +1,4 @@
-// The simulated cuBLAS and cuBLASLt (tests/simdevice), loaded the way PyTorch loads the real ones: their
+// The simulated cuBLAS and cuBLASLt (simdevice), loaded the way PyTorch loads the real ones: their
 // handles and settings, the argument checks of their computations, the heuristic and the copies.
 #include <catch2/catch.hpp>
 

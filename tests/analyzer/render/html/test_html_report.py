@@ -7,7 +7,7 @@ box's sites; a stretch dragged across the timeline must list what it made. Each 
 screenshot, light and dark, 1280x800, in GPULEAK_TEST_ARTIFACTS.
 
 ctest sets GPULEAK_TEST_LIBRARY, GPULEAK_TEST_SIMDEVICE_DIR, GPULEAK_TEST_PROGRAMS, GPULEAK_TEST_REPORT,
-GPULEAK_TEST_CHROMIUM and GPULEAK_TEST_ARTIFACTS (tests/html/CMakeLists.txt).
+GPULEAK_TEST_CHROMIUM and GPULEAK_TEST_ARTIFACTS (tests/analyzer/render/html/CMakeLists.txt).
 """
 
 import json

@@ -9,7 +9,7 @@
 
 namespace gpuleak::sim {
 
-// The CUDA release this build of the runtime stands in for (tests/simdevice/CMakeLists.txt): what
+// The CUDA release this build of the runtime stands in for (simdevice/CMakeLists.txt): what
 // cudaRuntimeGetVersion says and the version the driver is asked for, as the real runtime of that
 // release asks for its own.
 inline constexpr int kCudaVersion = GPULEAK_SIM_CUDA_VERSION;

@@ -1,4 +1,4 @@
-"""Part of the simulated CUDA device's test bed (tests/simdevice), found through PYTHONPATH. The user's
+"""Part of the simulated CUDA device's test bed (simdevice), found through PYTHONPATH. The user's
 script is unchanged; only these three things are, and a sitecustomize further on the path still runs:
 
 - PyTorch runs its own convolution, batch-norm, recurrent and attention kernels instead of cuDNN's, as
