@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../unit/temp_dir.h"
+#include "temp_dir.h"
 
 struct RunOptions {
     bool preload = true;                  // false: the same program without gpuleak
