@@ -15,6 +15,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 from gpuleak import _why  # noqa: E402
+from gpuleak._why import _search, _sites  # noqa: E402
 
 
 class Record:
@@ -29,11 +30,11 @@ def heap(objects):
 
 
 def search(limit_s=600.0):
-    blocks = _why._BlockIndex()
+    blocks = _sites.BlockIndex()
     blocks.add(0, [[1, 1]])
     result = _why.Why(pid=os.getpid(), trace=None, sites=[_why.Site("nowhere", 1, 1, False)])
     started = time.monotonic()
-    _why._Search(blocks, result, started + limit_s).run()
+    _search.Search(blocks, result, started + limit_s).run()
     return result.objects_searched, time.monotonic() - started
 
 

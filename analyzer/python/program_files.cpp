@@ -17,7 +17,12 @@ bool is_program_file(std::string_view file) {
         if (part->string().starts_with("python3.") && part != path.begin() &&
             std::prev(part)->string() == "lib")
             return false;
-    return !(path.parent_path().filename() == "gpuleak" && path.filename().string().starts_with("_"));
+    // gpuleak's own modules are none of the program's, its subpackages' neither (gpuleak/_why/_search.py).
+    const std::filesystem::path directory = path.parent_path();
+    if (directory.filename() == "gpuleak")
+        return !path.filename().string().starts_with("_");
+    return !(directory.parent_path().filename() == "gpuleak" &&
+             directory.filename().string().starts_with("_"));
 }
 
 } // namespace gpuleak::analyzer

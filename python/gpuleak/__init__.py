@@ -32,8 +32,9 @@ here); see :mod:`gpuleak._native`. In Jupyter, ``%load_ext gpuleak`` (or the ker
 """
 
 from ._isolated import ChildTraceback, IsolatedError, IsolatedRun, isolated, last_isolated
-from ._native import active, mark, name_source, phase, trace_path
+from ._native import active, mark, name_source, trace_path
 from ._notebook import load_ipython_extension, unload_ipython_extension
+from ._phase import phase
 from ._why import Holder, Why, why
 
 __version__ = "0.1.0"

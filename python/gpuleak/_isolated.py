@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 from multiprocessing.reduction import ForkingPickler
 
-from . import _native, _report
+from . import _native, _phase, _report
 
 __all__ = ["isolated", "last_isolated", "IsolatedRun", "IsolatedError", "ChildTraceback"]
 
@@ -218,7 +218,7 @@ def _child_main(connection, call: _Call, name: str) -> None:
         path = _native.trace_path()  # starts the recording: the trace exists even if the child dies
         connection.send(("started", os.path.abspath(path) if path else None))
         try:
-            with _native.phase("isolated " + name):
+            with _phase.phase("isolated " + name):
                 result = fn(*args, **kwargs)
         except BaseException as error:
             # Without this frame: the traceback starts in fn, as if fn had been called directly.

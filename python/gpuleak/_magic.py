@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 
 from . import _native, _report, _why
+from ._formatting import format_bytes, frame_text, printable
 
 # The page in the notebook: a frame of its own, whose scripts run apart from the notebook's (no
 # allow-same-origin: an opaque origin that reaches neither the notebook's page nor its cookies).
@@ -22,20 +23,6 @@ USAGE = (
     "usage: %gpuleak (the live state), %gpuleak report (the full report of this kernel's trace) or "
     "%gpuleak why (what keeps its GPU memory alive)"
 )
-
-
-def frame_text(frame: dict) -> str:
-    """How a site's frame reads: a cell's line with its text, a file's line, or a native function."""
-    if frame.get("source_name"):
-        where = frame["source_name"]
-        if frame.get("line"):
-            where += ", line %d" % frame["line"]
-        if frame.get("source_line"):
-            where += " (`%s`)" % frame["source_line"]
-        return where
-    if frame.get("python"):
-        return "%s:%s in %s" % (frame.get("file") or "?", frame.get("line") or "?", frame.get("function") or "?")
-    return frame.get("function") or "%s+%#x" % (frame.get("module") or "?", frame.get("module_offset") or 0)
 
 
 def site_text(site: dict) -> str:
@@ -52,7 +39,7 @@ def site_text(site: dict) -> str:
         where += ", from " + frame_text(cells[-1])
     count = site.get("count") or 0
     return "%s in %d allocation%s: %s" % (
-        _report.format_bytes(site.get("bytes")),
+        format_bytes(site.get("bytes")),
         count,
         "" if count == 1 else "s",
         where,
@@ -79,7 +66,7 @@ def growth_line(process: dict):
     before = reserved_at(process.get("timeline") or [], previous.get("t_s", 0))
     change = (summary.get("final_reserved_bytes") or 0) - before
     sign = "+" if change >= 0 else "-"
-    return "%s%s reserved since %s began" % (sign, _report.format_bytes(abs(change)), previous["label"])
+    return "%s%s reserved since %s began" % (sign, format_bytes(abs(change)), previous["label"])
 
 
 def live_state(process: dict, trace: str) -> str:
@@ -88,7 +75,7 @@ def live_state(process: dict, trace: str) -> str:
         "gpuleak: pid %s, trace %s" % (process.get("pid"), trace),
         "  reserved %s now (peak %s), allocated %s now (peak %s)"
         % tuple(
-            _report.format_bytes(summary.get(key))
+            format_bytes(summary.get(key))
             for key in (
                 "final_reserved_bytes",
                 "peak_reserved_bytes",
@@ -112,9 +99,9 @@ def live_state(process: dict, trace: str) -> str:
         lines.append("  nothing held by the program")
     if summary.get("allocator_reports_blocks"):
         cached = (summary.get("final_reserved_bytes") or 0) - (summary.get("final_allocated_bytes") or 0)
-        lines.append("  the caching allocator holds %s more, cached for reuse" % _report.format_bytes(max(cached, 0)))
+        lines.append("  the caching allocator holds %s more, cached for reuse" % format_bytes(max(cached, 0)))
     # Files, functions, cells' lines and labels come from the program: each stays on its line.
-    return "\n".join(_report.printable(line) for line in lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def shows_html() -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from contextlib import ContextDecorator
 from typing import Optional
 
 # The C side copies at most this many bytes of a label.
@@ -176,49 +175,6 @@ def name_source(file, name, text) -> None:
     if _name_source is None:
         return
     _name_source(_utf8(file, MAX_FILE_BYTES), _utf8(name, MAX_LABEL_BYTES), _utf8(text, MAX_TEXT_BYTES))
-
-
-class phase(ContextDecorator):
-    """``with gpuleak.phase("epoch 3"):`` marks the start and the end of a block in the trace.
-
-    Entering records the marker ``"epoch 3"``, leaving records ``"end of epoch 3"``; a block left by an
-    exception records ``"end of epoch 3 (raised ValueError)"`` instead (the exception propagates).
-    Also usable as a decorator, ``@gpuleak.phase("validation")``, marking each call. Phases may nest
-    and the object may be reused. With ``GPULEAK_WHY=phase`` (see :func:`why_moments`), leaving also runs
-    :func:`gpuleak.why` and records what keeps the device memory alive under the end's label.
-    ``__enter__`` returns the phase object, whose ``label`` is the start label. Without libgpuleak.so
-    loaded, it does nothing.
-    """
-
-    __slots__ = ("label",)
-
-    def __init__(self, label):
-        self.label = label
-
-    def __enter__(self) -> "phase":
-        if _mark is not None:
-            _mark(encode_label(self.label))
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if _mark is not None:
-            label = self.label
-            if isinstance(label, (bytes, bytearray)):
-                label = label.decode("utf-8", "backslashreplace")
-            label = str(label)
-            end = "end of " + label if exc_type is None else "end of %s (raised %s)" % (label, exc_type.__name__)
-            _mark(encode_label(end))
-            if "phase" in why_moments():
-                try:
-                    from . import _why  # here: it imports this module
-
-                    _why.at_phase_end(end)
-                except Exception:  # the block's own outcome is what leaves it, whatever the search met
-                    pass
-        return False
-
-    def __repr__(self) -> str:
-        return "gpuleak.phase(%r)" % (self.label,)
 
 
 def active() -> bool:

@@ -23,7 +23,8 @@ import os
 import stat
 import sys
 
-from . import _magic, _native, _report
+from . import _magic, _native
+from ._formatting import printable
 
 PREVIOUS_DEATH_VARIABLE = "GPULEAK_PREVIOUS_KERNEL_DEATH"
 
@@ -75,7 +76,7 @@ def previous_death_banner() -> str:
     if not text:
         return ""
     lines = ["gpuleak: the previous kernel of this notebook died."]
-    lines += ["  " + _report.printable(line) for line in text.splitlines()]
+    lines += ["  " + printable(line) for line in text.splitlines()]
     lines.append("  (the full summary: %s)" % path)
     return "\n".join(lines) + "\n"
 

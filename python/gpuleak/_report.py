@@ -15,6 +15,7 @@ import subprocess
 from typing import Optional, Tuple
 
 from . import _native
+from ._formatting import format_bytes, printable
 
 REPORT_TIMEOUT_S = 600
 
@@ -148,45 +149,6 @@ def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[
             if process.get("trace") and os.path.realpath(process["trace"]) == wanted:
                 return process
     return processes[0] if len(processes) == 1 else None
-
-
-# Past ASCII, what changes how a terminal shows what follows: C1 controls (8-bit CSI and OSC among them),
-# the line and paragraph separators and the bidirectional marks, embeddings, overrides and isolates.
-_HIDDEN_CONTROLS = frozenset(
-    [*range(0x80, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x2028, 0x202F), *range(0x2066, 0x206A)]
-)
-_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def printable(text: str) -> str:
-    """`text` as one line that drives no terminal, as gpuleak-report's text shows a trace's strings: C0
-    and C1 controls, DEL, the line separators and the bidirectional controls escaped (`\\n`, `\\x1b`,
-    `\\u202e`), and the bytes a file name held that were not UTF-8 (os.fsdecode's surrogates) as `\\xff`."""
-    out = []
-    for character in text:
-        code = ord(character)
-        if character in _NAMED_ESCAPES:
-            out.append(_NAMED_ESCAPES[character])
-        elif code < 0x20 or code == 0x7F:
-            out.append("\\x%02x" % code)
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append("\\x%02x" % (code - 0xDC00))
-        elif code in _HIDDEN_CONTROLS or 0xD800 <= code <= 0xDFFF:
-            out.append("\\u%04x" % code)
-        else:
-            out.append(character)
-    return "".join(out)
-
-
-def format_bytes(count) -> str:
-    if count is None:
-        return "?"
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return "%d B" % count if unit == "B" else "%.1f %s" % (value, unit)
-        value /= 1024
-    return "%d B" % count  # not reached
 
 
 def summary_line(process: dict) -> str:

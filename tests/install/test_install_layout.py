@@ -50,6 +50,7 @@ def test_the_prefix_holds_the_programs_the_library_the_python_package_and_the_ad
     assert library.parent.parent == prefix  # <prefix>/<libdir>, the libdir one level down
     share = prefix / "share" / "gpuleak"
     assert (share / "python" / "gpuleak" / "__init__.py").is_file()
+    assert (share / "python" / "gpuleak" / "_why" / "__init__.py").is_file()
     assert not list(share.rglob("__pycache__"))
     assert os.access(share / "torch_adapter" / "build-adapter.sh", os.X_OK)
     assert (share / "torch_adapter" / "gpuleak_torch_adapter.cpp").is_file()

@@ -25,7 +25,8 @@ sys.path.insert(0, str(PACKAGE_DIR))
 
 import gpuleak  # noqa: E402
 import gpuleak_package_targets as targets  # noqa: E402
-from gpuleak import _native, _report, _why  # noqa: E402
+from gpuleak import _formatting, _native, _report  # noqa: E402
+from gpuleak._why import _graphs  # noqa: E402
 
 BUILD_FILES = ("GPULEAK_TEST_LIBRARY", "GPULEAK_TEST_SIMDEVICE_DIR", "GPULEAK_TEST_REPORT", "GPULEAK_TEST_DUMP")
 
@@ -201,7 +202,7 @@ def test_the_notebook_view_shows_the_programs_strings_escaped_on_their_own_lines
     escaped = "\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\nFAKE LINE: nothing held"
     assert "model%s.py:3 in forward%s, from cell [1]%s, line 2 (`model(x)%s`)" % ((escaped,) * 4) in text
     assert "since cell [1]%s began" % escaped in text
-    assert _report.printable("été \udcff\t") == "été \\xff\\t"
+    assert _formatting.printable("été \udcff\t") == "été \\xff\\t"
 
 
 def wheel_capable_setuptools():
@@ -229,8 +230,10 @@ def test_the_package_builds_and_installs_without_a_compiler(tmp_path):
     source = tmp_path / "source"
     shutil.copytree(PACKAGE_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     environment = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", CC="/bin/false", CXX="/bin/false")
-    files = ["gpuleak/__init__.py", "gpuleak/_isolated.py", "gpuleak/_native.py", "gpuleak/_report.py",
-             "gpuleak/_why.py", "gpuleak/_magic.py", "gpuleak/py.typed"]
+    # Every file of the package, its subpackages' too.
+    files = [str(path.relative_to(PACKAGE_DIR)) for path in (PACKAGE_DIR / "gpuleak").rglob("*")
+             if path.is_file() and "__pycache__" not in path.parts]
+    assert "gpuleak/_why/__init__.py" in files
     if capability == "sdist":
         built = subprocess.run(
             [sys.executable, "-c", "import sys; from setuptools import build_meta; "
@@ -482,14 +485,14 @@ def test_preloaded_why_names_the_programs_holders_of_device_memory(tmp_path):
 
 
 def graph_passes(children, saved, roots):
-    """What gpuleak.why() tells of a holder's graphs (_Graphs.passes), for a graph of len(saved) nodes:
+    """What gpuleak.why() tells of a holder's graphs (Graphs.passes), for a graph of len(saved) nodes:
     children[n] are node n's next functions (the parameters' leaves left out), saved[n] what it saved, roots
     the nodes of the tensors it keeps."""
-    graphs = _why._Graphs()
+    graphs = _graphs.Graphs()
     for _ in saved:
         graphs.add(object())
     graphs.children = [list(children.get(node, ())) for node in range(len(saved))]
-    graphs.saved = [{"-": _why._NOTHING, "s": _why._SAVED, "f": _why._FREED}[state] for state in saved]
+    graphs.saved = [{"-": _graphs.NOTHING, "s": _graphs.SAVED, "f": _graphs.FREED}[state] for state in saved]
     graphs.tensors = [(root, "tensor at node %d" % root, step) for step, root in enumerate(roots)]
     return graphs.passes()
 
@@ -529,12 +532,12 @@ def test_a_graph_is_told_by_the_forward_passes_it_joins():
 
 def test_a_holders_graphs_are_named_by_its_tensor_that_joins_the_most_passes():
     # The last batch's output (node 4), then the concatenation of three batches' (node 0).
-    graphs = _why._Graphs()
+    graphs = _graphs.Graphs()
     children = {0: [1, 2, 3], 4: [5]}
     for node in range(6):
         graphs.add(object())
     graphs.children = [children.get(node, []) for node in range(6)]
-    graphs.saved = [_why._NOTHING] + [_why._SAVED] * 5
+    graphs.saved = [_graphs.NOTHING] + [_graphs.SAVED] * 5
     graphs.tensors = [(4, "outputs[-1]", 7), (0, "predictions", 9)]
     assert graphs.passes() == (4, 0, "predictions", 9, 3, 0)
 

@@ -103,7 +103,8 @@ def test_the_wheel_is_one_for_every_cpython_with_an_honest_platform_tag():
         names = archive.namelist()
     data = "gpuleak-%s.data/data/" % version_of(wheel)
     for path in ("bin/gpuleak", "bin/gpuleak-report", "lib/libgpuleak.so", "lib/libunwind.so.8",
-                 "share/gpuleak/python/gpuleak/__init__.py", "share/gpuleak/torch_adapter/build-adapter.sh",
+                 "share/gpuleak/python/gpuleak/__init__.py", "share/gpuleak/python/gpuleak/_why/__init__.py",
+                 "share/gpuleak/torch_adapter/build-adapter.sh",
                  "share/gpuleak/include/gpuleak/gpuleak.h"):
         assert data + path in names, path
     assert "gpuleak.pth" in names

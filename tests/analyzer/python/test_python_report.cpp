@@ -612,6 +612,7 @@ TEST_CASE("the program's own Python frames are told from libraries', the standar
     CHECK_FALSE(is_program_frame(python("/root/.pyenv/versions/3.12.1/lib/python3.12/json/decoder.py")));
     CHECK_FALSE(is_program_frame(python("<frozen importlib._bootstrap>")));
     CHECK_FALSE(is_program_frame(python("/opt/gpuleak/share/gpuleak/python/gpuleak/_isolated.py")));
+    CHECK_FALSE(is_program_frame(python("/opt/gpuleak/share/gpuleak/python/gpuleak/_why/_search.py")));
     ReportFrame cell = python("/tmp/ipykernel_1/123.py");
     cell.source_name = "cell [3]";
     CHECK(is_program_frame(cell));
