@@ -9,14 +9,14 @@
 #include <optional>
 #include <unistd.h>
 
-#include "file_bytes.h"
-#include "printable.h"
-#include "renderers.h"
-#include "report_builder.h"
-#include "site_changes.h"
-#include "symbol_cache.h"
-#include "trace_error.h"
-#include "trace_set.h"
+#include "common/file_bytes.h"
+#include "common/printable.h"
+#include "read/trace_error.h"
+#include "read/trace_set.h"
+#include "render/renderers.h"
+#include "report/report_builder.h"
+#include "report/site_changes.h"
+#include "symbols/symbol_cache.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "cgroup_paths.h"
+#include "common/cgroup_paths.h"
 
 #include <cstdio>
 #include <string_view>

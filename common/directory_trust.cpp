@@ -1,4 +1,4 @@
-#include "directory_trust.h"
+#include "common/directory_trust.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_bytes.h"
+#include "common/file_bytes.h"
 
 namespace gpuleak {
 

@@ -1,4 +1,4 @@
-#include "file_bytes.h"
+#include "common/file_bytes.h"
 
 #include <cerrno>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "warning.h"
+#include "common/warning.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unistd.h>
 
-#include "printable.h"
+#include "common/printable.h"
 
 namespace gpuleak {
 

@@ -1,4 +1,4 @@
-#include "captured_run.h"
+#include "launcher/captured_run.h"
 
 #include <cerrno>
 #include <csignal>
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher_error.h"
+#include "launcher/launcher_error.h"
 
 extern char** environ;
 

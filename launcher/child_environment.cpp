@@ -1,4 +1,4 @@
-#include "child_environment.h"
+#include "launcher/child_environment.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -6,8 +6,8 @@
 #include <set>
 
 #include "gpuleak/config_limits.h"
-#include "launcher_error.h"
-#include "preload_library.h"
+#include "launcher/launcher_error.h"
+#include "launcher/preload_library.h"
 
 extern char** environ;
 

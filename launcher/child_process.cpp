@@ -1,4 +1,4 @@
-#include "child_process.h"
+#include "launcher/child_process.h"
 
 #include <cerrno>
 #include <csignal>
@@ -10,7 +10,7 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "launcher_error.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

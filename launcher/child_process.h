@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "signal_forwarding.h"
+#include "launcher/signal_forwarding.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "child_trace_end.h"
+#include "launcher/child_trace_end.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "file_descriptor.h"
+#include "common/file_descriptor.h"
 
 namespace gpuleak::launcher {
 

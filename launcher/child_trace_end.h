@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "run_directory.h"
-#include "run_summary.h"
-#include "signal_forwarding.h"
+#include "launcher/run_directory.h"
+#include "launcher/run_summary.h"
+#include "launcher/signal_forwarding.h"
 
 namespace gpuleak::launcher {
 

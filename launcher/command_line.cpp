@@ -1,4 +1,4 @@
-#include "command_line.h"
+#include "launcher/command_line.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "gpuleak/config_limits.h"
-#include "launcher_error.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

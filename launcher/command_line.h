@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernelspec.h"
+#include "launcher/kernelspec.h"
 
 namespace gpuleak::launcher {
 

@@ -1,10 +1,10 @@
-#include "interpreter_probe.h"
+#include "launcher/interpreter_probe.h"
 
 #include <fmt/format.h>
 #include <vector>
 
-#include "captured_run.h"
-#include "launcher_error.h"
+#include "launcher/captured_run.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

@@ -1,13 +1,13 @@
-#include "kernel_commands.h"
+#include "launcher/kernel_commands.h"
 
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "interpreter_probe.h"
-#include "launcher_error.h"
-#include "preload_library.h"
-#include "say.h"
-#include "torch_adapter.h"
+#include "launcher/interpreter_probe.h"
+#include "launcher/launcher_error.h"
+#include "launcher/preload_library.h"
+#include "launcher/say.h"
+#include "launcher/torch_adapter.h"
 
 namespace gpuleak::launcher {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kernelspec.h"
+#include "launcher/kernelspec.h"
 
 namespace gpuleak::launcher {
 

@@ -1,10 +1,10 @@
-#include "kernel_death.h"
+#include "launcher/kernel_death.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <sys/wait.h>
 
-#include "diagnosis_text.h"
+#include "render/diagnosis_text.h"
 
 namespace gpuleak::launcher {
 

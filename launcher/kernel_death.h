@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "process_model.h"
-#include "run_summary.h"
+#include "launcher/run_summary.h"
+#include "model/process_model.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "kernel_session.h"
+#include "launcher/kernel_session.h"
 
 #include <cerrno>
 #include <chrono>
@@ -13,23 +13,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "child_environment.h"
-#include "child_process.h"
-#include "child_trace_end.h"
-#include "directory_trust.h"
-#include "file_bytes.h"
-#include "file_descriptor.h"
-#include "kernel_death.h"
-#include "launcher_error.h"
-#include "preload_library.h"
-#include "printable.h"
-#include "python_package.h"
-#include "run_directory.h"
-#include "run_report.h"
-#include "say.h"
-#include "signal_forwarding.h"
-#include "torch_adapter.h"
-#include "trace_error.h"
+#include "common/directory_trust.h"
+#include "common/file_bytes.h"
+#include "common/file_descriptor.h"
+#include "common/printable.h"
+#include "launcher/child_environment.h"
+#include "launcher/child_process.h"
+#include "launcher/child_trace_end.h"
+#include "launcher/kernel_death.h"
+#include "launcher/launcher_error.h"
+#include "launcher/preload_library.h"
+#include "launcher/python_package.h"
+#include "launcher/run_directory.h"
+#include "launcher/run_report.h"
+#include "launcher/say.h"
+#include "launcher/signal_forwarding.h"
+#include "launcher/torch_adapter.h"
+#include "read/trace_error.h"
 
 namespace gpuleak::launcher {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "command_line.h"
+#include "launcher/command_line.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "kernelspec.h"
+#include "launcher/kernelspec.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <system_error>
 
-#include "file_bytes.h"
-#include "file_descriptor.h"
-#include "interpreter_probe.h"
-#include "launcher_error.h"
+#include "common/file_bytes.h"
+#include "common/file_descriptor.h"
+#include "launcher/interpreter_probe.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "command_line.h"
-#include "kernel_commands.h"
-#include "kernel_session.h"
-#include "launcher_error.h"
-#include "run_command.h"
-#include "say.h"
-#include "torch_adapter.h"
+#include "launcher/command_line.h"
+#include "launcher/kernel_commands.h"
+#include "launcher/kernel_session.h"
+#include "launcher/launcher_error.h"
+#include "launcher/run_command.h"
+#include "launcher/say.h"
+#include "launcher/torch_adapter.h"
 
 int main(int argc, char** argv) {
     using namespace gpuleak::launcher;

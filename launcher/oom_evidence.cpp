@@ -1,6 +1,6 @@
-#include "oom_evidence.h"
+#include "launcher/oom_evidence.h"
 
-#include "cgroup_paths.h"
+#include "common/cgroup_paths.h"
 
 #include <cerrno>
 #include <fcntl.h>

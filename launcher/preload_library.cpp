@@ -1,11 +1,11 @@
-#include "preload_library.h"
+#include "launcher/preload_library.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <system_error>
 
-#include "launcher_error.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

@@ -1,9 +1,9 @@
-#include "python_package.h"
+#include "launcher/python_package.h"
 
 #include <fmt/format.h>
 
-#include "launcher_error.h"
-#include "shared_files.h"
+#include "launcher/launcher_error.h"
+#include "launcher/shared_files.h"
 
 namespace gpuleak::launcher {
 

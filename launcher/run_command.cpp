@@ -1,4 +1,4 @@
-#include "run_command.h"
+#include "launcher/run_command.h"
 
 #include <chrono>
 #include <cstdio>
@@ -8,20 +8,20 @@
 #include <optional>
 #include <unistd.h>
 
-#include "child_environment.h"
-#include "child_process.h"
-#include "child_trace_end.h"
-#include "diagnosis_text.h"
-#include "launcher_error.h"
-#include "preload_library.h"
-#include "printable.h"
-#include "python_package.h"
-#include "run_directory.h"
-#include "run_summary.h"
-#include "say.h"
-#include "signal_forwarding.h"
-#include "torch_adapter.h"
-#include "trace_error.h"
+#include "common/printable.h"
+#include "launcher/child_environment.h"
+#include "launcher/child_process.h"
+#include "launcher/child_trace_end.h"
+#include "launcher/launcher_error.h"
+#include "launcher/preload_library.h"
+#include "launcher/python_package.h"
+#include "launcher/run_directory.h"
+#include "launcher/run_summary.h"
+#include "launcher/say.h"
+#include "launcher/signal_forwarding.h"
+#include "launcher/torch_adapter.h"
+#include "read/trace_error.h"
+#include "render/diagnosis_text.h"
 
 namespace gpuleak::launcher {
 

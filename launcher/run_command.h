@@ -3,7 +3,7 @@
 // command's status.
 #pragma once
 
-#include "command_line.h"
+#include "launcher/command_line.h"
 
 namespace gpuleak::launcher {
 

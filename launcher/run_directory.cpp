@@ -1,4 +1,4 @@
-#include "run_directory.h"
+#include "launcher/run_directory.h"
 
 #include <cctype>
 #include <cerrno>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include "directory_trust.h"
-#include "launcher_error.h"
+#include "common/directory_trust.h"
+#include "launcher/launcher_error.h"
 
 namespace gpuleak::launcher {
 

@@ -5,7 +5,7 @@
 #include <ctime>
 #include <string>
 
-#include "file_descriptor.h"
+#include "common/file_descriptor.h"
 
 namespace gpuleak::launcher {
 

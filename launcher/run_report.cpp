@@ -1,4 +1,4 @@
-#include "run_report.h"
+#include "launcher/run_report.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,13 +11,13 @@
 #include <thread>
 #include <unistd.h>
 
-#include "file_bytes.h"
-#include "launcher_error.h"
-#include "renderers.h"
-#include "report_builder.h"
-#include "say.h"
-#include "symbol_cache.h"
-#include "trace_set.h"
+#include "common/file_bytes.h"
+#include "launcher/launcher_error.h"
+#include "launcher/say.h"
+#include "read/trace_set.h"
+#include "render/renderers.h"
+#include "report/report_builder.h"
+#include "symbols/symbol_cache.h"
 
 namespace gpuleak::launcher {
 

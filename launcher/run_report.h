@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
-#include "run_directory.h"
+#include "launcher/run_directory.h"
+#include "report/report.h"
 
 namespace gpuleak::launcher {
 

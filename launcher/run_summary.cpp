@@ -1,4 +1,4 @@
-#include "run_summary.h"
+#include "launcher/run_summary.h"
 
 #include <algorithm>
 #include <csignal>
@@ -7,8 +7,8 @@
 #include <fmt/ranges.h>
 #include <sys/wait.h>
 
-#include "diagnosis.h"
-#include "diagnosis_text.h"
+#include "model/diagnosis.h"
+#include "render/diagnosis_text.h"
 
 namespace gpuleak::launcher {
 

@@ -9,8 +9,8 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "oom_evidence.h"
-#include "run_report.h"
+#include "launcher/oom_evidence.h"
+#include "launcher/run_report.h"
 
 namespace gpuleak::launcher {
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <string>
 
-#include "printable.h"
-#include "wrapped_text.h"
+#include "common/printable.h"
+#include "render/wrapped_text.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "shared_files.h"
+#include "launcher/shared_files.h"
 
 #include <filesystem>
 #include <fmt/format.h>

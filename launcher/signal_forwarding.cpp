@@ -1,4 +1,4 @@
-#include "signal_forwarding.h"
+#include "launcher/signal_forwarding.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "file_bytes.h"
+#include "common/file_bytes.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "torch_adapter.h"
+#include "launcher/torch_adapter.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -16,12 +16,12 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "captured_run.h"
-#include "file_descriptor.h"
+#include "common/file_descriptor.h"
 #include "gpuleak/torch_adapter_path.h"
-#include "launcher_error.h"
-#include "say.h"
-#include "shared_files.h"
+#include "launcher/captured_run.h"
+#include "launcher/launcher_error.h"
+#include "launcher/say.h"
+#include "launcher/shared_files.h"
 
 namespace gpuleak::launcher {
 

@@ -1,4 +1,4 @@
-#include "diagnosis.h"
+#include "model/diagnosis.h"
 
 #include <algorithm>
 #include <cmath>

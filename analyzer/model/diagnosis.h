@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "process_model.h"
+#include "model/process_model.h"
 
 namespace gpuleak::analyzer {
 

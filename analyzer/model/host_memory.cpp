@@ -1,4 +1,4 @@
-#include "host_memory.h"
+#include "model/host_memory.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "live_objects.h"
+#include "model/live_objects.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "process_model.h"
+#include "model/process_model.h"
 
 #include <algorithm>
 #include <array>
@@ -12,15 +12,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "live_objects.h"
-#include "named_sources.h"
-#include "program_files.h"
-#include "repetition.h"
-#include "retainers.h"
-#include "site_keys.h"
-#include "thread_starts.h"
-#include "timeline_thinning.h"
-#include "trace_set.h"
+#include "model/live_objects.h"
+#include "model/repetition.h"
+#include "model/retainers.h"
+#include "model/site_keys.h"
+#include "model/thread_starts.h"
+#include "model/timeline_thinning.h"
+#include "python/named_sources.h"
+#include "python/program_files.h"
+#include "read/trace_set.h"
 
 namespace gpuleak::analyzer {
 

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "host_memory.h"
-#include "trace_reader.h"
+#include "model/host_memory.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

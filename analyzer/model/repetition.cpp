@@ -1,4 +1,4 @@
-#include "repetition.h"
+#include "model/repetition.h"
 
 #include <algorithm>
 #include <array>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "process_model.h"
-#include "thread_starts.h"
+#include "model/process_model.h"
+#include "model/thread_starts.h"
 
 namespace gpuleak::analyzer {
 

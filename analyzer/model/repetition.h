@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

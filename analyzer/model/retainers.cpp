@@ -1,4 +1,4 @@
-#include "retainers.h"
+#include "model/retainers.h"
 
 #include <algorithm>
 #include <fmt/format.h>

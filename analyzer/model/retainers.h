@@ -3,9 +3,9 @@
 // the model and tied to its failures and sites.
 #pragma once
 
-#include "process_model.h"
-#include "site_keys.h"
-#include "trace_reader.h"
+#include "model/process_model.h"
+#include "model/site_keys.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

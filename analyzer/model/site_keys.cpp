@@ -1,10 +1,10 @@
-#include "site_keys.h"
+#include "model/site_keys.h"
 
 #include <algorithm>
 #include <map>
 #include <vector>
 
-#include "python_stacks.h"
+#include "python/python_stacks.h"
 
 namespace gpuleak::analyzer {
 

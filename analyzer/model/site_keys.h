@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,6 +1,6 @@
-#include "thread_starts.h"
+#include "model/thread_starts.h"
 
-#include "process_model.h"
+#include "model/process_model.h"
 
 namespace gpuleak::analyzer {
 

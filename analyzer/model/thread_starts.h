@@ -6,7 +6,7 @@
 #include <map>
 #include <utility>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "timeline_thinning.h"
+#include "model/timeline_thinning.h"
 
 #include <algorithm>
 #include <utility>

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "process_model.h"
+#include "model/process_model.h"
 
 namespace gpuleak::analyzer {
 

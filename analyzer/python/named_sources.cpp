@@ -1,6 +1,6 @@
-#include "named_sources.h"
+#include "python/named_sources.h"
 
-#include "source_files.h"
+#include "python/source_files.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "program_files.h"
+#include "python/program_files.h"
 
 #include <filesystem>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "python_line_table.h"
+#include "python/python_line_table.h"
 
 #include <limits>
 

@@ -1,9 +1,9 @@
-#include "python_stacks.h"
+#include "python/python_stacks.h"
 
 #include <unordered_map>
 #include <utility>
 
-#include "python_line_table.h"
+#include "python/python_line_table.h"
 
 namespace gpuleak::analyzer {
 

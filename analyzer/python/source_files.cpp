@@ -1,10 +1,10 @@
-#include "source_files.h"
+#include "python/source_files.h"
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
-#include "printable.h"
+#include "common/printable.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "event_ring.h"
+#include "read/event_ring.h"
 
 #include <utility>
 

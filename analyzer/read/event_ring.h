@@ -11,8 +11,8 @@
 #include <memory>
 #include <span>
 
-#include "event_record.h"
-#include "mapped_file.h"
+#include "read/event_record.h"
+#include "read/mapped_file.h"
 
 namespace gpuleak::analyzer {
 

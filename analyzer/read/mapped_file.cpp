@@ -1,4 +1,4 @@
-#include "mapped_file.h"
+#include "read/mapped_file.h"
 
 #include <atomic>
 #include <cerrno>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_descriptor.h"
-#include "trace_error.h"
+#include "common/file_descriptor.h"
+#include "read/trace_error.h"
 
 namespace gpuleak::analyzer {
 

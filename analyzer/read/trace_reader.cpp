@@ -1,13 +1,13 @@
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
 
-#include "event_record.h"
-#include "mapped_file.h"
-#include "trace_set.h"
+#include "read/event_record.h"
+#include "read/mapped_file.h"
+#include "read/trace_set.h"
 
 namespace gpuleak::analyzer {
 

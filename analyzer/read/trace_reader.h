@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "event_ring.h"
 #include "gpuleak/trace_format.h"
-#include "mapped_file.h"
-#include "trace_error.h"
+#include "read/event_ring.h"
+#include "read/mapped_file.h"
+#include "read/trace_error.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "trace_set.h"
+#include "read/trace_set.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "gpuleak/trace_format.h"
-#include "trace_error.h"
+#include "read/trace_error.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,12 +1,12 @@
-#include "diagnosis_text.h"
+#include "render/diagnosis_text.h"
 
 #include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <fmt/format.h>
 
-#include "printable.h"
-#include "stack_view.h"
+#include "common/printable.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
+#include "report/report.h"
 
 namespace gpuleak::analyzer {
 

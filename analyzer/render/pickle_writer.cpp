@@ -1,4 +1,4 @@
-#include "pickle_writer.h"
+#include "render/pickle_writer.h"
 
 #include <limits>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "render_html.h"
+#include "render/render_html.h"
 
 #include <algorithm>
 #include <map>
@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "html_assets.h"
-#include "render_json.h"
-#include "render_text.h"
-#include "site_changes.h"
-#include "stack_view.h"
-#include "timeline_thinning.h"
+#include "model/timeline_thinning.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
+#include "report/site_changes.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

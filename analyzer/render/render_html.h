@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
-#include "site_changes.h"
+#include "report/report.h"
+#include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,8 +1,8 @@
-#include "render_json.h"
+#include "render/render_json.h"
 
-#include "diagnosis_text.h"
-#include "program_files.h"
-#include "stack_view.h"
+#include "python/program_files.h"
+#include "render/diagnosis_text.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "report.h"
-#include "site_changes.h"
+#include "report/report.h"
+#include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "render_pprof.h"
+#include "render/render_pprof.h"
 
 #include <algorithm>
 #include <array>
@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "render/profile.pb.h"
-#include "stack_view.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

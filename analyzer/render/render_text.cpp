@@ -1,4 +1,4 @@
-#include "render_text.h"
+#include "render/render_text.h"
 
 #include <algorithm>
 #include <csignal>
@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "diagnosis_text.h"
-#include "printable.h"
-#include "stack_view.h"
-#include "wrapped_text.h"
+#include "common/printable.h"
+#include "render/diagnosis_text.h"
+#include "render/wrapped_text.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

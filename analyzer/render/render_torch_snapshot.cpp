@@ -1,4 +1,4 @@
-#include "render_torch_snapshot.h"
+#include "render/render_torch_snapshot.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "pickle_writer.h"
-#include "stack_view.h"
+#include "render/pickle_writer.h"
+#include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,15 +1,15 @@
-#include "renderers.h"
+#include "render/renderers.h"
 
 #include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
 
-#include "render_html.h"
-#include "render_json.h"
-#include "render_pprof.h"
-#include "render_text.h"
-#include "render_torch_snapshot.h"
+#include "render/render_html.h"
+#include "render/render_json.h"
+#include "render/render_pprof.h"
+#include "render/render_text.h"
+#include "render/render_torch_snapshot.h"
 
 namespace gpuleak::analyzer {
 

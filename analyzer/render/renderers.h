@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "process_model.h"
-#include "report.h"
-#include "site_changes.h"
+#include "model/process_model.h"
+#include "report/report.h"
+#include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 

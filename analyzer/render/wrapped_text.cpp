@@ -1,4 +1,4 @@
-#include "wrapped_text.h"
+#include "render/wrapped_text.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "python_interleave.h"
+#include "report/python_interleave.h"
 
 #include <algorithm>
 #include <string_view>

@@ -18,7 +18,7 @@
 
 #include <vector>
 
-#include "report.h"
+#include "report/report.h"
 
 namespace gpuleak::analyzer {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "diagnosis.h"
-#include "process_model.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
 
 namespace gpuleak::analyzer {
 

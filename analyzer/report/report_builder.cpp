@@ -1,4 +1,4 @@
-#include "report_builder.h"
+#include "report/report_builder.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,10 +7,10 @@
 #include <system_error>
 #include <thread>
 
-#include "stack_view.h"
-#include "symbolized_stacks.h"
-#include "trace_error.h"
-#include "trace_reader.h"
+#include "read/trace_error.h"
+#include "read/trace_reader.h"
+#include "report/stack_view.h"
+#include "report/symbolized_stacks.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "site_changes.h"
+#include "report/site_changes.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "stack_view.h"
+#include "report/stack_view.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "program_files.h"
-#include "python_interleave.h"
+#include "python/program_files.h"
+#include "report/python_interleave.h"
 
 namespace gpuleak::analyzer {
 

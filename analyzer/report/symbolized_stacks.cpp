@@ -1,9 +1,9 @@
-#include "symbolized_stacks.h"
+#include "report/symbolized_stacks.h"
 
 #include <filesystem>
 
-#include "program_files.h"
-#include "python_interleave.h"
+#include "python/program_files.h"
+#include "report/python_interleave.h"
 
 namespace gpuleak::analyzer {
 

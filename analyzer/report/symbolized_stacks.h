@@ -6,12 +6,12 @@
 #include <memory>
 #include <stop_token>
 
-#include "named_sources.h"
-#include "python_stacks.h"
-#include "report.h"
-#include "source_files.h"
-#include "symbolizer.h"
-#include "trace_reader.h"
+#include "python/named_sources.h"
+#include "python/python_stacks.h"
+#include "python/source_files.h"
+#include "read/trace_reader.h"
+#include "report/report.h"
+#include "symbols/symbolizer.h"
 
 namespace gpuleak::analyzer {
 

@@ -1,4 +1,4 @@
-#include "debug_module.h"
+#include "symbols/debug_module.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -17,10 +17,10 @@
 
 #include <elfutils/libdwfl.h>
 
-#include "source_frame.h"
-#include "symbol_table.h"
-#include "trace_reader.h"
-#include "unit_scopes.h"
+#include "read/trace_reader.h"
+#include "symbols/source_frame.h"
+#include "symbols/symbol_table.h"
+#include "symbols/unit_scopes.h"
 
 namespace gpuleak::analyzer {
 

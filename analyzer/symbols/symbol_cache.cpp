@@ -1,4 +1,4 @@
-#include "symbol_cache.h"
+#include "symbols/symbol_cache.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "source_frame.h"
+#include "symbols/source_frame.h"
 
 namespace gpuleak::analyzer {
 

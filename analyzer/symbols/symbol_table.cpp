@@ -1,4 +1,4 @@
-#include "symbol_table.h"
+#include "symbols/symbol_table.h"
 
 namespace gpuleak::analyzer {
 

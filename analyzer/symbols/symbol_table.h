@@ -8,7 +8,7 @@
 
 #include <elfutils/libdwfl.h>
 
-#include "address_index.h"
+#include "symbols/address_index.h"
 
 namespace gpuleak::analyzer {
 

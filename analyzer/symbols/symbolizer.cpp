@@ -1,11 +1,11 @@
-#include "symbolizer.h"
+#include "symbols/symbolizer.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <numeric>
 
-#include "debug_module.h"
-#include "symbol_cache.h"
+#include "symbols/debug_module.h"
+#include "symbols/symbol_cache.h"
 
 namespace gpuleak::analyzer {
 

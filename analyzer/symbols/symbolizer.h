@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "address_index.h"
-#include "source_frame.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
+#include "symbols/address_index.h"
+#include "symbols/source_frame.h"
 
 namespace gpuleak::analyzer {
 

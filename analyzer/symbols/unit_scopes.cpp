@@ -1,4 +1,4 @@
-#include "unit_scopes.h"
+#include "symbols/unit_scopes.h"
 
 #include <dwarf.h>
 

@@ -11,7 +11,7 @@
 
 #include <elfutils/libdw.h>
 
-#include "address_index.h"
+#include "symbols/address_index.h"
 
 namespace gpuleak::analyzer {
 

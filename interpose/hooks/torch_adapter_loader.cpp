@@ -7,10 +7,10 @@
 #include <link.h>
 #include <unistd.h>
 
+#include "common/warning.h"
 #include "gpuleak/torch_adapter_path.h"
 #include "hooks/real_functions.h"
 #include "recording/loaded_object.h"
-#include "warning.h"
 
 namespace gpuleak {
 

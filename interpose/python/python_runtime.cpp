@@ -3,9 +3,9 @@
 #include <atomic>
 #include <dlfcn.h>
 
+#include "common/warning.h"
 #include "python/python_debug_offsets.h"
 #include "python/python_offsets_generated.h"
-#include "warning.h"
 
 namespace gpuleak {
 

@@ -7,8 +7,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "common/warning.h"
 #include "gpuleak/gpuleak.h"
-#include "warning.h"
 
 namespace gpuleak {
 

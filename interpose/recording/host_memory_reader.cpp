@@ -1,7 +1,7 @@
 #include "recording/host_memory_reader.h"
 
-#include "cgroup_paths.h"
-#include "file_bytes.h"
+#include "common/cgroup_paths.h"
+#include "common/file_bytes.h"
 
 #include <algorithm>
 #include <cstdio>

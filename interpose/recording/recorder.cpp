@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unistd.h>
 
+#include "common/warning.h"
 #include "gpuleak/gpuleak.h"
 #include "python/python_code_object.h"
 #include "python/python_frames.h"
@@ -34,7 +35,6 @@
 #include "recording/stack_table.h"
 #include "recording/timeline_sampler.h"
 #include "recording/trace_writer.h"
-#include "warning.h"
 
 namespace gpuleak {
 

@@ -1,10 +1,10 @@
 #include "recording/trace_writer.h"
 
-#include "directory_trust.h"
-#include "file_bytes.h"
-#include "file_descriptor.h"
+#include "common/directory_trust.h"
+#include "common/file_bytes.h"
+#include "common/file_descriptor.h"
+#include "common/warning.h"
 #include "recording/monotonic_clock.h"
-#include "warning.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,6 @@
 // The simulated CUDA device (simdevice), loaded the way a CUDA program loads the real libraries.
-// ctest runs these with GPULEAK_SIM_DEVICES=2 and GPULEAK_SIM_CAPACITY=64MiB (simdevice/tests/CMakeLists.txt).
+// ctest runs these with GPULEAK_SIM_DEVICES=2 and GPULEAK_SIM_CAPACITY=64MiB
+// (simdevice/tests/CMakeLists.txt).
 #include <catch2/catch.hpp>
 
 #include "driver_api.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "python_line_table.h"
-#include "trace_reader.h"
+#include "python/python_line_table.h"
+#include "read/trace_reader.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "allocation_views.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 #include "traced_run.h"
 
 // One logged call. A value with spaces (a dlerror() message) is the line's last field.

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 struct Held {
     uint64_t size = 0;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "allocation_views.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 #include "traced_run.h"
 
 using gpuleak::analyzer::Event;

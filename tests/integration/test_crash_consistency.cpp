@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "allocation_views.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 #include "traced_run.h"
 
 using gpuleak::analyzer::TraceReader;

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 #include "traced_run.h"
 
 using gpuleak::analyzer::TraceReader;

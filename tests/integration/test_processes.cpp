@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 
 #include "allocation_views.h"
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 #include "traced_run.h"
 
 using gpuleak::analyzer::Event;

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "render_json.h"
-#include "render_text.h"
-#include "report_builder.h"
-#include "trace_error.h"
+#include "read/trace_error.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
+#include "report/report_builder.h"
 #include "traced_run.h"
 
 using gpuleak::analyzer::build_reports;

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "kernel_death.h"
-#include "kernel_session.h"
-#include "kernelspec.h"
-#include "python_package.h"
+#include "launcher/kernel_death.h"
+#include "launcher/kernel_session.h"
+#include "launcher/kernelspec.h"
+#include "launcher/python_package.h"
 
 using namespace gpuleak::launcher;
 using gpuleak::analyzer::Marker;

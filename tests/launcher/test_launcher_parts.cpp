@@ -15,19 +15,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "child_environment.h"
-#include "command_line.h"
-#include "directory_trust.h"
-#include "file_bytes.h"
-#include "file_descriptor.h"
-#include "launcher_error.h"
-#include "oom_evidence.h"
-#include "preload_library.h"
-#include "run_directory.h"
-#include "run_summary.h"
-#include "signal_forwarding.h"
+#include "common/directory_trust.h"
+#include "common/file_bytes.h"
+#include "common/file_descriptor.h"
+#include "launcher/child_environment.h"
+#include "launcher/command_line.h"
+#include "launcher/launcher_error.h"
+#include "launcher/oom_evidence.h"
+#include "launcher/preload_library.h"
+#include "launcher/run_directory.h"
+#include "launcher/run_summary.h"
+#include "launcher/signal_forwarding.h"
+#include "launcher/torch_adapter.h"
 #include "temp_dir.h"
-#include "torch_adapter.h"
 
 using namespace gpuleak::launcher;
 namespace fs = std::filesystem;

@@ -12,8 +12,8 @@
 
 #include "python/python_code_object.h"
 #include "python/python_frames.h"
+#include "python/python_line_table.h"
 #include "python/python_runtime.h"
-#include "python_line_table.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
+#include "read/trace_reader.h"
 #include "recording/recorder.h"
 #include "temp_dir.h"
-#include "trace_reader.h"
 
 namespace recorder_test {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cgroup_paths.h"
+#include "common/cgroup_paths.h"
 #include "recording/host_memory_reader.h"
 #include "temp_dir.h"
 

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "read/trace_reader.h"
 #include "recording/live_table.h"
 #include "recording/trace_writer.h"
 #include "temp_dir.h"
-#include "trace_reader.h"
 
 using gpuleak::LiveTable;
 using gpuleak::SpillSites;

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include "read/trace_reader.h"
 #include "recording/driver_view.h"
 #include "recording/timeline_sampler.h"
 #include "temp_dir.h"
-#include "trace_reader.h"
 
 using gpuleak::TimelineSampler;
 using gpuleak::TraceWriter;

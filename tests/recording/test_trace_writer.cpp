@@ -6,9 +6,9 @@
 #include <unistd.h>
 #include <vector>
 
+#include "read/trace_reader.h"
 #include "recording/trace_writer.h"
 #include "temp_dir.h"
-#include "trace_reader.h"
 
 using gpuleak::TraceWriter;
 using gpuleak::analyzer::TraceReader;

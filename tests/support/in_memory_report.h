@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "diagnosis.h"
-#include "process_model.h"
-#include "report.h"
-#include "report_builder.h"
-#include "symbolized_stacks.h"
-#include "trace_reader.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "report/report.h"
+#include "report/report_builder.h"
+#include "report/symbolized_stacks.h"
 
 namespace gpuleak::test {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 namespace {
 

@@ -2,8 +2,8 @@
 // which leak is one at any size, and how long the free memory would last.
 #include <catch2/catch.hpp>
 
-#include "diagnosis.h"
-#include "process_model.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
 
 using namespace gpuleak;
 using namespace gpuleak::analyzer;

@@ -4,11 +4,11 @@
 // beside the figures.
 #include <catch2/catch.hpp>
 
-#include "diagnosis.h"
-#include "diagnosis_text.h"
-#include "process_model.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::TraceBuilder;

@@ -2,13 +2,13 @@
 // its thread gave up after, and only of those.
 #include <catch2/catch.hpp>
 
-#include "diagnosis_text.h"
 #include "in_memory_report.h"
-#include "process_model.h"
-#include "render_json.h"
-#include "render_text.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 namespace format = gpuleak::format;
 using gpuleak::analyzer::build_model;

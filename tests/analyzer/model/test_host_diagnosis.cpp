@@ -7,13 +7,13 @@
 #include <optional>
 #include <vector>
 
-#include "diagnosis.h"
-#include "diagnosis_text.h"
 #include "in_memory_report.h"
-#include "render_json.h"
-#include "render_text.h"
+#include "model/diagnosis.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 #include <fmt/format.h>
 
 using namespace gpuleak::analyzer;

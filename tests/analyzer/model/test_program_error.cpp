@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "diagnosis_text.h"
 #include "in_memory_report.h"
-#include "process_model.h"
-#include "render_json.h"
-#include "render_text.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::TraceBuilder;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "process_model.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::TraceBuilder;

@@ -5,14 +5,14 @@
 
 #include <sstream>
 
-#include "diagnosis.h"
-#include "diagnosis_text.h"
 #include "in_memory_report.h"
-#include "process_model.h"
-#include "render_json.h"
-#include "render_text.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 namespace format = gpuleak::format;
 using gpuleak::analyzer::ProcessReport;

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "live_objects.h"
-#include "timeline_thinning.h"
+#include "model/live_objects.h"
+#include "model/timeline_thinning.h"
 
 namespace {
 

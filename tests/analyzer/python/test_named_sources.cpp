@@ -2,10 +2,10 @@
 // latest naming of a file kept, and how the report shows a frame of a named source.
 #include <catch2/catch.hpp>
 
-#include "named_sources.h"
-#include "stack_view.h"
+#include "python/named_sources.h"
+#include "read/trace_reader.h"
+#include "report/stack_view.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using gpuleak::analyzer::NamedSources;
 using gpuleak::analyzer::ReportFrame;

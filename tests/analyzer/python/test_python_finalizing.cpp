@@ -2,16 +2,16 @@
 // torn one ignored, growth judged on the events before it, and how the reports show it.
 #include <catch2/catch.hpp>
 
-#include "diagnosis.h"
-#include "diagnosis_text.h"
 #include "in_memory_report.h"
-#include "process_model.h"
-#include "render_json.h"
-#include "render_text.h"
-#include "report.h"
-#include "symbolized_stacks.h"
+#include "model/diagnosis.h"
+#include "model/process_model.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
+#include "report/report.h"
+#include "report/symbolized_stacks.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 #include <map>
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "gpuleak/trace_format.h"
-#include "python_line_table.h"
+#include "python/python_line_table.h"
 
 using gpuleak::analyzer::python_line_at;
 using gpuleak::format::kPythonOffsetBeforeFirstInstruction;

@@ -7,21 +7,21 @@
 #include <map>
 #include <string>
 
-#include "diagnosis_text.h"
+#include "common/printable.h"
 #include "in_memory_report.h"
-#include "printable.h"
-#include "process_model.h"
-#include "python_interleave.h"
-#include "python_stacks.h"
-#include "render_json.h"
-#include "render_text.h"
-#include "report.h"
-#include "site_keys.h"
-#include "stack_view.h"
-#include "symbolized_stacks.h"
+#include "model/process_model.h"
+#include "model/site_keys.h"
+#include "python/python_stacks.h"
+#include "read/trace_reader.h"
+#include "render/diagnosis_text.h"
+#include "render/render_json.h"
+#include "render/render_text.h"
+#include "render/wrapped_text.h"
+#include "report/python_interleave.h"
+#include "report/report.h"
+#include "report/stack_view.h"
+#include "report/symbolized_stacks.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
-#include "wrapped_text.h"
 
 using namespace gpuleak::analyzer;
 using gpuleak::test::report_of;

@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <vector>
 
+#include "read/trace_reader.h"
 #include "temp_dir.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using gpuleak::analyzer::Event;
 using gpuleak::analyzer::TraceError;

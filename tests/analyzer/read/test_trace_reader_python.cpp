@@ -4,8 +4,8 @@
 #include <random>
 #include <string>
 
+#include "read/trace_reader.h"
 #include "trace_builder.h"
-#include "trace_reader.h"
 
 using gpuleak::analyzer::CodeObject;
 using gpuleak::analyzer::PythonFrame;

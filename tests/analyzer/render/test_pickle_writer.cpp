@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "pickle_writer.h"
+#include "render/pickle_writer.h"
 
 using gpuleak::analyzer::PickleWriter;
 using namespace std::string_literals;

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "report.h"
-#include "source_files.h"
-#include "stack_view.h"
+#include "python/source_files.h"
+#include "render/wrapped_text.h"
+#include "report/report.h"
+#include "report/stack_view.h"
 #include "temp_dir.h"
-#include "wrapped_text.h"
 
 using namespace gpuleak::analyzer;
 

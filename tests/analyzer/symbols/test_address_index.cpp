@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "address_index.h"
+#include "symbols/address_index.h"
 
 using gpuleak::analyzer::AddressIndex;
 

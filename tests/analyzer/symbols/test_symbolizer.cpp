@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "recording/loaded_object.h"
-#include "symbol_cache.h"
-#include "symbolizer.h"
 #include "symbolizer_fixture.h"
+#include "symbols/symbol_cache.h"
+#include "symbols/symbolizer.h"
 #include "temp_dir.h"
 
 using Catch::Matchers::EndsWith;
