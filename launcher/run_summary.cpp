@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <sys/wait.h>
 
+#include "byte_sizes.h"
 #include "diagnosis.h"
 #include "diagnosis_text.h"
 

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "byte_sizes.h"
+#include "cuda_errors.h"
 #include "diagnosis_text.h"
 #include "printable.h"
 #include "stack_view.h"
