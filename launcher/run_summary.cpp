@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "model/diagnosis.h"
+#include "render/byte_sizes.h"
 #include "render/diagnosis_text.h"
 
 namespace gpuleak::launcher {

@@ -1,11 +1,10 @@
 #include "model/diagnosis.h"
 
 #include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <functional>
 
-#include <fmt/format.h>
+#include "common/name_table.h"
 
 namespace gpuleak::analyzer {
 
@@ -249,55 +248,30 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
 } // namespace
 
 const char* host_growth_cause_name(HostGrowthCause cause) {
-    switch (cause) {
-    case HostGrowthCause::CopyOnWrite:
-        return "copy_on_write";
-    case HostGrowthCause::SharedMemory:
-        return "shared_memory";
-    case HostGrowthCause::Allocations:
-        break;
-    }
-    return "allocations";
+    static constexpr NameTable kNames({{HostGrowthCause::CopyOnWrite, "copy_on_write"},
+                                       {HostGrowthCause::Allocations, "allocations"},
+                                       {HostGrowthCause::SharedMemory, "shared_memory"}},
+                                      HostGrowthCause::Allocations);
+    return kNames[cause];
 }
 
 const char* leak_cause_name(LeakCause cause) {
-    switch (cause) {
-    case LeakCause::SpentGraphs:
-        return "spent_graphs";
-    case LeakCause::KeptForBackward:
-        return "kept_for_backward";
-    case LeakCause::Growth:
-        break;
-    }
-    return "growth";
+    static constexpr NameTable kNames({{LeakCause::Growth, "growth"},
+                                       {LeakCause::SpentGraphs, "spent_graphs"},
+                                       {LeakCause::KeptForBackward, "kept_for_backward"}},
+                                      LeakCause::Growth);
+    return kNames[cause];
 }
 
 const char* diagnosis_kind_name(DiagnosisKind kind) {
-    switch (kind) {
-    case DiagnosisKind::Leak:
-        return "leak";
-    case DiagnosisKind::CacheGrowth:
-        return "cache_growth";
-    case DiagnosisKind::OutsideAllocators:
-        return "outside_allocators";
-    case DiagnosisKind::HostRamGrowth:
-        return "host_ram_growth";
-    case DiagnosisKind::Incomplete:
-        return "incomplete";
-    case DiagnosisKind::Stable:
-        break;
-    }
-    return "stable";
-}
-
-std::string human_bytes(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (std::fabs(bytes) >= 1024.0 && unit < 4) {
-        bytes /= 1024.0;
-        ++unit;
-    }
-    return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
+    static constexpr NameTable kNames({{DiagnosisKind::Leak, "leak"},
+                                       {DiagnosisKind::CacheGrowth, "cache_growth"},
+                                       {DiagnosisKind::OutsideAllocators, "outside_allocators"},
+                                       {DiagnosisKind::HostRamGrowth, "host_ram_growth"},
+                                       {DiagnosisKind::Incomplete, "incomplete"},
+                                       {DiagnosisKind::Stable, "stable"}},
+                                      DiagnosisKind::Stable);
+    return kNames[kind];
 }
 
 namespace {

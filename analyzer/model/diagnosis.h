@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "model/process_model.h"
@@ -171,8 +170,5 @@ void diagnose_run(const std::vector<const ProcessModel*>& models, const std::vec
 // The process was killed by a signal it could not record (SIGKILL): no end record, and not running when
 // the trace was opened; or the launcher wrote its SIGKILL.
 [[nodiscard]] bool killed_unseen(const ProcessEnd& end);
-
-// "1.5 GiB", "512 B": the sizes the report prints.
-std::string human_bytes(double bytes);
 
 } // namespace gpuleak::analyzer

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/name_table.h"
+
 namespace gpuleak::analyzer {
 
 using format::HostField;
@@ -39,39 +41,25 @@ void leave_out_simulated_device(HostPoint& point, const TimelineSample& sample) 
 } // namespace
 
 const char* role_kind_name(RoleKind kind) {
-    switch (kind) {
-    case RoleKind::DataLoaderWorker:
-        return "dataloader_worker";
-    case RoleKind::ForkedWorker:
-        return "forked_worker";
-    case RoleKind::ForkedChild:
-        return "forked_child";
-    case RoleKind::SpawnedChild:
-        return "spawned_child";
-    case RoleKind::ResourceTracker:
-        return "resource_tracker";
-    case RoleKind::ForkServer:
-        return "fork_server";
-    case RoleKind::Rank:
-        return "rank";
-    case RoleKind::Program:
-        break;
-    }
-    return "program";
+    static constexpr NameTable kNames({{RoleKind::Program, "program"},
+                                       {RoleKind::DataLoaderWorker, "dataloader_worker"},
+                                       {RoleKind::ForkedWorker, "forked_worker"},
+                                       {RoleKind::ForkedChild, "forked_child"},
+                                       {RoleKind::SpawnedChild, "spawned_child"},
+                                       {RoleKind::ResourceTracker, "resource_tracker"},
+                                       {RoleKind::ForkServer, "fork_server"},
+                                       {RoleKind::Rank, "rank"}},
+                                      RoleKind::Program);
+    return kNames[kind];
 }
 
 const char* start_method_name(StartMethod method) {
-    switch (method) {
-    case StartMethod::Fork:
-        return "fork";
-    case StartMethod::Spawn:
-        return "spawn";
-    case StartMethod::Forkserver:
-        return "forkserver";
-    case StartMethod::Unknown:
-        break;
-    }
-    return nullptr;
+    static constexpr NameTable kNames({{StartMethod::Unknown, nullptr},
+                                       {StartMethod::Fork, "fork"},
+                                       {StartMethod::Spawn, "spawn"},
+                                       {StartMethod::Forkserver, "forkserver"}},
+                                      StartMethod::Unknown);
+    return kNames[method];
 }
 
 HostMemory build_host_memory(const TraceReader& trace) {
@@ -109,13 +97,10 @@ HostMemory build_host_memory(const TraceReader& trace) {
 std::vector<ForkRecord> fork_records(const TraceReader& trace) {
     std::vector<ForkRecord> forks;
     for (const Event& event : trace.notable_events().events) {
-        if (event.type != format::EventType::Fork || event.address > INT32_MAX)
+        if (event.type != format::EventType::Fork)
             continue;
-        const bool known = event.result == static_cast<int32_t>(format::ForkOrigin::DataLoader) ||
-                           event.result == static_cast<int32_t>(format::ForkOrigin::Multiprocessing);
-        forks.push_back(
-            ForkRecord{static_cast<int32_t>(event.address), event.time_ns, event.stack_id,
-                       known ? static_cast<format::ForkOrigin>(event.result) : format::ForkOrigin::Unknown});
+        if (const std::optional<int32_t> child = event.fork_child_pid())
+            forks.push_back(ForkRecord{*child, event.time_ns, event.stack_id, event.fork_origin()});
     }
     std::sort(forks.begin(), forks.end(),
               [](const ForkRecord& a, const ForkRecord& b) { return a.monotonic_ns < b.monotonic_ns; });

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/name_table.h"
 #include "model/live_objects.h"
 #include "model/repetition.h"
 #include "model/retainers.h"
@@ -284,7 +285,7 @@ std::vector<Marker> collect_markers(const TraceReader& trace) {
     for (const Event& event : trace.notable_events().events) {
         if (event.type != EventType::Marker)
             continue;
-        const std::string* label = trace.string(event.address);
+        const std::string* label = trace.string(event.marker_label());
         markers.push_back(
             {since_start(event.time_ns, trace.header()), label != nullptr ? *label : std::string("?")});
     }
@@ -321,7 +322,7 @@ std::optional<ProgramEnd> python_finalizing(const TraceReader& trace) {
         if (event.type == EventType::PythonFinalizing) {
             const uint64_t time_ns = since_start(event.time_ns, trace.header());
             if (!earliest || time_ns < earliest->time_ns)
-                earliest = ProgramEnd{time_ns, event.size};
+                earliest = ProgramEnd{time_ns, event.finalizing_ring_head()};
         }
     return earliest;
 }
@@ -458,7 +459,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
          {&trace.live_allocations().allocations, &freed_at_exit})
         for (const LiveAllocation& allocation : *allocations)
             if (allocation.kind == MemoryKind::VmmMapping)
-                mapped_at.emplace(allocation.stream,
+                mapped_at.emplace(allocation.mapped_handle(),
                                   Mapping{{allocation.address, allocation.size}, allocation.sequence});
     const auto survivor = [&](const LiveAllocation& allocation, bool freed) {
         if (!is_memory_held(allocation.kind))
@@ -580,7 +581,7 @@ void find_program_errors(const TraceReader& trace, ProcessModel& model) {
         if (event.type != EventType::ProgramError)
             continue;
         const uint64_t time_ns = since_start(event.time_ns, model.header);
-        const std::string* document = trace.string(event.address);
+        const std::string* document = trace.string(event.error_document());
         const nlohmann::json root =
             document != nullptr ? nlohmann::json::parse(*document, nullptr, false) : nlohmann::json();
         const auto text = [&](const char* name) -> const std::string* {
@@ -654,26 +655,25 @@ std::vector<FailureSummary> collect_failures(const TraceReader& trace, const Tra
         FailureSummary failure;
         failure.bytes = event.size;
         failure.error = event.result;
-        if (event.address != UINT64_MAX)
-            failure.free_bytes = event.address;
+        failure.free_bytes = event.free_bytes_then();
         failure.device = event.device;
         failure.kind = event.kind;
         failure.time_ns = since_start(event.time_ns, header);
         failure.stack_id = event.stack_id;
         failure.thread_id = event.thread_id;
-        if (event.kind == MemoryKind::Block) {
+        if (event.refused_by_allocator()) {
             failure.allocator_refused = true;
-            failure.failed_cuda_allocations = event.stream;
+            failure.failed_cuda_allocations = event.failures_given_up_after();
             // The thread's failures since its last refusal or failure on another device, as the
             // recorder counts them.
-            uint64_t to_take = event.stream;
+            uint64_t to_take = event.failures_given_up_after();
             for (size_t i = failures.size(); i-- > 0 && to_take > 0;) {
                 const FailureSummary& earlier = failures[i];
                 if (earlier.thread_id != event.thread_id)
                     continue;
                 if (earlier.device != event.device || earlier.allocator_refused)
                     break;
-                if (to_take == event.stream) { // the last of them
+                if (to_take == failure.failed_cuda_allocations) { // the last of them
                     failure.error = earlier.error;
                     if (!failure.free_bytes)
                         failure.free_bytes = earlier.free_bytes;
@@ -697,20 +697,35 @@ struct AllocatedPeak {
     std::optional<uint64_t> after_sequence; // none: the end, after every event
 };
 
+// What replay_backwards finds as it goes back from the end, for its caller to keep.
+struct Replay {
+    Replay(bool reports_blocks, std::vector<Moment>& asked, FailuresByTimeSize& failures_by_time_size)
+        : totals(reports_blocks), moments(asked), failures(failures_by_time_size) {}
+
+    // The totals the replay leaves, whose peaks count.
+    Totals totals;
+    // Moments whose sites the replay takes (Moment::reached says which it reached).
+    std::vector<Moment>& moments;
+    // The failures whose moments it reaches, by the time and size of their events: it says what was live
+    // then (FailureSummary::reserved_then, top_sites_then).
+    FailuresByTimeSize& failures;
+    // Where the allocated total was highest.
+    AllocatedPeak peak;
+};
+
 // An event that changed no device's memory, as replay_backwards tells add_point.
 constexpr int kNoDevice = std::numeric_limits<int>::min();
 
 // Reconstructs the past from the exact live set at the end by undoing ring events newest first: the
 // totals after every event in the ring (passed to add_point(time_ns, totals, device), newest first, while
-// it returns true; `device` the ordinal whose memory the event changed, kNoDevice for none), the peaks,
-// and what was live at each failure. Returns the points passed, or nothing when add_point stopped the
-// replay. `asked`: moments whose sites the replay takes
-// (Moment::reached says which it reached); `peak`: where the allocated total was highest.
+// it returns true; `device` the ordinal whose memory the event changed, kNoDevice for none), and what
+// `replay` asks and keeps. Returns the points passed, or nothing when add_point stopped the replay.
 template <class AddPoint>
 std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessModel& model,
-                                       const SiteKeys& site_keys, FailuresByTimeSize& failures_by_time_size,
-                                       Totals& totals, std::vector<Moment>& asked, AllocatedPeak& peak,
-                                       AddPoint&& add_point) {
+                                       const SiteKeys& site_keys, Replay& replay, AddPoint&& add_point) {
+    // Every replay starts from the live set at the end, whatever an earlier one left.
+    replay.totals = Totals(model.reports_blocks);
+    Totals& totals = replay.totals;
     LiveObjects objects(trace.live_allocations().allocations.size());
     for (const LiveAllocation& allocation : trace.live_allocations().allocations) {
         LiveObject object{allocation.size, allocation.kind, allocation.device, allocation.stack_id};
@@ -725,7 +740,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     // The moments asked about, the latest first: each is taken once the replay has undone every event
     // after it.
     std::vector<Moment*> moments;
-    for (Moment& moment : asked) {
+    for (Moment& moment : replay.moments) {
         moment.reached = false;
         moment.sites.clear();
         if (moment.time_ns)
@@ -746,6 +761,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             (*next_moment)->reached = true;
         }
     };
+    AllocatedPeak& peak = replay.peak;
     peak = {totals.allocated(), model.duration_ns, std::nullopt};
     trace.visit_events_newest_first([&](const Event& event) {
         const uint64_t time_ns = since_start(event.time_ns, model.header);
@@ -773,8 +789,8 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             objects.assign(format::key_space_of(event.kind), event.address, object);
             totals.change(object, true);
         } else if (event.type == EventType::AllocFailed && snapshots < kMaxFailureSnapshots) {
-            auto failure = failures_by_time_size.find({event.time_ns, event.size});
-            if (failure != failures_by_time_size.end()) {
+            auto failure = replay.failures.find({event.time_ns, event.size});
+            if (failure != replay.failures.end()) {
                 failure->second->reserved_then = totals.reserved_on(event.device);
                 failure->second->top_sites_then =
                     top_sites(objects, tallies, site_keys, model.reports_blocks);
@@ -822,29 +838,26 @@ class DeviceTimelines {
 
 // The timeline from the replay and the samples, each device's from the replay into `devices`
 // (null where one device held all the memory: its timeline is the process's; the caller adds the
-// samples), and the totals the replay leaves, whose peaks count. Thinned as the replay goes when it
-// can be (see StreamingThinner): that needs the number of points up front, which the ring's torn events
-// make uncertain until it is replayed; the first replay assumes none, and a second knows. Otherwise all
-// the points are kept and then sorted and thinned.
-std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel& model,
+// samples), and what `replay` keeps. Thinned as the replay goes when it can be (see StreamingThinner):
+// that needs the number of points up front, which the ring's torn events make uncertain until it is
+// replayed; the first replay assumes none, and a second knows. Otherwise all the points are kept and then
+// sorted and thinned.
+std::vector<TimelinePoint> build_timeline(const TraceReader& trace, const ProcessModel& model,
                                           const SiteKeys& site_keys,
-                                          const std::vector<TimelinePoint>& samples,
-                                          FailuresByTimeSize& failures_by_time_size, Totals& totals,
-                                          AllocatedPeak& peak, DeviceTimelines* devices) {
+                                          const std::vector<TimelinePoint>& samples, Replay& replay,
+                                          DeviceTimelines* devices) {
     const size_t zero_point = trace.events_dropped() == 0 ? 1 : 0;
     size_t expected = trace.ring_slots_present() + zero_point + samples.size();
     for (int attempt = 0; attempt < 2; ++attempt) {
         StreamingThinner thinner(expected, samples);
-        totals = Totals(model.reports_blocks);
         if (devices != nullptr)
             devices->clear();
-        const std::optional<size_t> produced =
-            replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
-                             [&](uint64_t time_ns, const Totals& now, int device) {
-                                 if (devices != nullptr)
-                                     devices->add(time_ns, now, device);
-                                 return thinner.add(time_ns, now.reserved(), now.allocated());
-                             });
+        const std::optional<size_t> produced = replay_backwards(
+            trace, model, site_keys, replay, [&](uint64_t time_ns, const Totals& now, int device) {
+                if (devices != nullptr)
+                    devices->add(time_ns, now, device);
+                return thinner.add(time_ns, now.reserved(), now.allocated());
+            });
         if (!produced)
             break;
         if (std::optional<std::vector<TimelinePoint>> timeline = thinner.finish())
@@ -853,34 +866,22 @@ std::vector<TimelinePoint> build_timeline(const TraceReader& trace, ProcessModel
     }
     std::vector<TimelinePoint> points;
     points.reserve(trace.ring_slots_present() + zero_point + samples.size());
-    totals = Totals(model.reports_blocks);
     if (devices != nullptr)
         devices->clear();
-    replay_backwards(trace, model, site_keys, failures_by_time_size, totals, model.moments, peak,
-                     [&](uint64_t time_ns, const Totals& now, int device) {
-                         if (devices != nullptr)
-                             devices->add(time_ns, now, device);
-                         points.push_back(TimelinePoint{time_ns, now.reserved(), now.allocated(), {}, {}});
-                         return true;
-                     });
+    replay_backwards(trace, model, site_keys, replay, [&](uint64_t time_ns, const Totals& now, int device) {
+        if (devices != nullptr)
+            devices->add(time_ns, now, device);
+        points.push_back(TimelinePoint{time_ns, now.reserved(), now.allocated(), {}, {}});
+        return true;
+    });
     const size_t ring_points = points.size();
     points.insert(points.end(), samples.begin(), samples.end());
     return sort_and_thin(std::move(points), ring_points);
 }
 
-} // namespace
-
-uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
-    const auto site = model.site_of_stack.find(stack_id);
-    return site != model.site_of_stack.end() ? site->second : stack_id;
-}
-
-bool program_holds(const ProcessModel& model, MemoryKind kind) {
-    return is_memory_held(kind) && !(model.reports_blocks && is_segment_kind(kind));
-}
-
-ProcessModel build_model(const std::string& path, const TraceReader& trace, ModelDetail detail,
-                         const std::vector<std::string>& moments) {
+// A model of the process's header, how long it ran, where its own code ended, and whether a
+// sub-allocator reported its blocks.
+ProcessModel start_model(const std::string& path, const TraceReader& trace) {
     ProcessModel model;
     model.path = path;
     model.header = trace.header();
@@ -894,16 +895,26 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     model.freed_blocks = model.reports_blocks && program_freed_blocks(trace, model.program_events);
     model.events = model.header.counters.ring_head;
     model.events_overwritten = trace.events_dropped();
-    model.markers = collect_markers(trace);
-    for (const std::string& label : moments) {
-        Moment& moment = model.moments.emplace_back();
+    return model;
+}
+
+// The moments of `labels`, each at the first marker of its label.
+std::vector<Moment> moments_asked(const std::vector<std::string>& labels,
+                                  const std::vector<Marker>& markers) {
+    std::vector<Moment> moments;
+    for (const std::string& label : labels) {
+        Moment& moment = moments.emplace_back();
         moment.label = label;
-        const auto marker = std::find_if(model.markers.begin(), model.markers.end(),
-                                         [&](const Marker& m) { return m.label == label; });
-        if (marker != model.markers.end())
+        const auto marker =
+            std::find_if(markers.begin(), markers.end(), [&](const Marker& m) { return m.label == label; });
+        if (marker != markers.end())
             moment.time_ns = marker->time_ns;
     }
+    return moments;
+}
 
+// Pinned host and managed memory, as the recorder counted them.
+void count_pinned_and_managed(ProcessModel& model) {
     const format::Accounting& accounting = model.header.accounting;
     const auto pinned = static_cast<size_t>(MemoryKind::PinnedHost);
     const auto managed = static_cast<size_t>(MemoryKind::Managed);
@@ -912,14 +923,18 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
         model.final_pinned_host += accounting.live_bytes[slot][pinned];
         model.peak_managed = std::max(model.peak_managed, accounting.peak_bytes[slot][managed]);
     }
+}
 
-    model.failures = collect_failures(trace, model.header);
-    model.failed_allocations = model.failures.size();
-    FailuresByTimeSize failures_by_time_size;
-    for (FailureSummary& failure : model.failures)
-        failures_by_time_size[{failure.time_ns + model.header.start_monotonic_ns, failure.bytes}] = &failure;
+// The failures by the time (the trace's clock) and size of their events, as the replay meets them.
+FailuresByTimeSize by_time_and_size(std::vector<FailureSummary>& failures, const TraceHeader& header) {
+    FailuresByTimeSize by_time_size;
+    for (FailureSummary& failure : failures)
+        by_time_size[{failure.time_ns + header.start_monotonic_ns, failure.bytes}] = &failure;
+    return by_time_size;
+}
 
-    // Samples cover the time before the ring's oldest event, and carry host RSS.
+// The timeline's samples, which cover the time before the ring's oldest event and carry host RSS.
+std::vector<TimelinePoint> sampled_points(const TraceReader& trace, const ProcessModel& model) {
     std::vector<TimelinePoint> samples;
     samples.reserve(trace.timeline().size());
     for (const TimelineSample& sample : trace.timeline()) {
@@ -935,12 +950,12 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
                 point.driver_used = point.driver_used.value_or(0) + said->used_bytes;
         samples.push_back(point);
     }
-    model.host = build_host_memory(trace);
-    model.forks = fork_records(trace);
-    const SiteKeys site_keys(trace);
-    Totals totals(model.reports_blocks);
-    AllocatedPeak peak;
-    // Each device's own timeline where several held memory; one that held all of it has the process's.
+    return samples;
+}
+
+// Whether more than one device ever held memory: each then has a timeline of its own, where one that held
+// all of it has the process's.
+bool several_devices_held_memory(const format::Accounting& accounting) {
     uint64_t slots_holding = 0;
     for (uint32_t slot = 0; slot < format::kAccountingSlots; ++slot) {
         bool holds = accounting.peak_bytes[slot][static_cast<size_t>(MemoryKind::Block)] != 0;
@@ -949,72 +964,91 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
                 counts_as_reserved(static_cast<MemoryKind>(kind)) && accounting.peak_bytes[slot][kind] != 0;
         slots_holding += holds ? 1 : 0;
     }
-    const bool several_devices = slots_holding > 1;
-    DeviceTimelines device_timelines(model.duration_ns);
-    model.timeline = build_timeline(trace, model, site_keys, samples, failures_by_time_size, totals, peak,
-                                    several_devices ? &device_timelines : nullptr);
-    // After the replay: the ring's torn count, among the reader's warnings, comes from it.
-    model.warnings = trace.warnings();
-    find_program_errors(trace, model);
+    return slots_holding > 1;
+}
 
-    // Devices: every ordinal that ever held reserved or allocated memory.
-    for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot) {
-        DeviceSummary device;
-        device.device = static_cast<int>(slot);
-        uint64_t any = 0;
-        for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
-            const auto memory_kind = static_cast<MemoryKind>(kind);
-            if (counts_as_reserved(memory_kind)) {
-                device.peak_reserved = std::max(device.peak_reserved, accounting.peak_bytes[slot][kind]);
-                device.final_reserved += accounting.live_bytes[slot][kind];
-            }
-            any |= accounting.peak_bytes[slot][kind];
+// What the recorder counted of the device of ordinal `slot` and what its driver said; none where it never
+// held memory and its driver was never asked.
+std::optional<DeviceSummary> counted_on_device(const TraceHeader& header, uint32_t slot) {
+    const format::Accounting& accounting = header.accounting;
+    DeviceSummary device;
+    device.device = static_cast<int>(slot);
+    uint64_t any = 0;
+    for (uint32_t kind = 0; kind < format::kKindCount; ++kind) {
+        if (counts_as_reserved(static_cast<MemoryKind>(kind))) {
+            device.peak_reserved = std::max(device.peak_reserved, accounting.peak_bytes[slot][kind]);
+            device.final_reserved += accounting.live_bytes[slot][kind];
         }
-        const format::DeviceMemoryView& view = model.header.device_memory[slot];
-        if (view.total_bytes != 0) {
-            device.capacity = view.total_bytes;
-            device.lowest_free = view.lowest_free_bytes;
-            device.peak_used_by_driver = view.total_bytes - view.lowest_free_bytes;
-        }
-        if (any == 0 && view.total_bytes == 0)
-            continue;
-        device.peak_reserved = std::max(device.peak_reserved, totals.peak_reserved(device.device));
-        DeviceThinner* memory = several_devices ? &device_timelines.thinner(slot) : nullptr;
-        TimeThinner<DriverUsedPoint, &DriverUsedPoint::bytes> driver_used(model.duration_ns);
-        for (const TimelineSample& sample : trace.timeline()) {
-            const uint64_t reserved = sample.device_bytes[slot];
-            device.peak_reserved = std::max(device.peak_reserved, reserved);
-            if (memory != nullptr)
-                memory->add({since_start(sample.time_ns, model.header), reserved,
-                             model.reports_blocks ? sample.device_block_bytes[slot] : reserved});
-            if (const std::optional<TimelineSample::DriverSaid>& said = sample.driver_said[slot])
-                driver_used.add({since_start(said->time_ns, model.header), said->used_bytes});
-        }
-        if (memory != nullptr) {
-            device.timeline = memory->finish();
-        } else {
-            for (const TimelinePoint& point : model.timeline)
-                device.timeline.push_back({point.time_ns, point.reserved, point.allocated});
-        }
-        const auto block = static_cast<size_t>(MemoryKind::Block);
-        if (model.reports_blocks) {
-            device.peak_allocated = accounting.peak_bytes[slot][block];
-            device.final_allocated = accounting.live_bytes[slot][block];
-        } else {
-            device.peak_allocated = device.peak_reserved;
-            device.final_allocated = device.final_reserved;
-        }
-        device.driver_used = driver_used.finish();
-        model.devices.push_back(device);
+        any |= accounting.peak_bytes[slot][kind];
     }
+    const format::DeviceMemoryView& view = header.device_memory[slot];
+    if (view.total_bytes != 0) {
+        device.capacity = view.total_bytes;
+        device.lowest_free = view.lowest_free_bytes;
+        device.peak_used_by_driver = view.total_bytes - view.lowest_free_bytes;
+    }
+    if (any == 0 && view.total_bytes == 0)
+        return std::nullopt;
+    return device;
+}
 
-    find_leak_sites(trace, site_keys, model);
-    model.thread_start_stacks = collect_thread_start_stacks(trace, model.failures);
-    // leak_sites is in the order growth_sites keeps: most bytes first.
-    for (size_t i = 0; i < model.leak_sites.size(); ++i)
-        if (model.leak_sites[i].growing && !model.leak_sites[i].segments)
-            model.growth_sites.push_back(i);
-    add_retainers(trace, site_keys, model);
+// The timeline's samples of the device of ordinal `slot`: its peak, its own timeline into `memory` where
+// it has one, and what its driver said was used.
+void add_device_samples(const TraceReader& trace, const ProcessModel& model, uint32_t slot,
+                        DeviceThinner* memory, DeviceSummary& device) {
+    TimeThinner<DriverUsedPoint, &DriverUsedPoint::bytes> driver_used(model.duration_ns);
+    for (const TimelineSample& sample : trace.timeline()) {
+        const uint64_t reserved = sample.device_bytes[slot];
+        device.peak_reserved = std::max(device.peak_reserved, reserved);
+        if (memory != nullptr)
+            memory->add({since_start(sample.time_ns, model.header), reserved,
+                         model.reports_blocks ? sample.device_block_bytes[slot] : reserved});
+        if (const std::optional<TimelineSample::DriverSaid>& said = sample.driver_said[slot])
+            driver_used.add({since_start(said->time_ns, model.header), said->used_bytes});
+    }
+    device.driver_used = driver_used.finish();
+}
+
+// A device that ever held reserved or allocated memory, or whose driver was asked: `totals` those the
+// replay left, `own_timelines` each device's from the replay (null: the process's is the device's).
+std::optional<DeviceSummary> summarize_device(const TraceReader& trace, const ProcessModel& model,
+                                              uint32_t slot, const Totals& totals,
+                                              DeviceTimelines* own_timelines) {
+    std::optional<DeviceSummary> device = counted_on_device(model.header, slot);
+    if (!device)
+        return std::nullopt;
+    DeviceThinner* memory = own_timelines != nullptr ? &own_timelines->thinner(slot) : nullptr;
+    device->peak_reserved = std::max(device->peak_reserved, totals.peak_reserved(device->device));
+    add_device_samples(trace, model, slot, memory, *device);
+    if (memory != nullptr) {
+        device->timeline = memory->finish();
+    } else {
+        for (const TimelinePoint& point : model.timeline)
+            device->timeline.push_back({point.time_ns, point.reserved, point.allocated});
+    }
+    const format::Accounting& accounting = model.header.accounting;
+    const auto block = static_cast<size_t>(MemoryKind::Block);
+    if (model.reports_blocks) {
+        device->peak_allocated = accounting.peak_bytes[slot][block];
+        device->final_allocated = accounting.live_bytes[slot][block];
+    } else {
+        device->peak_allocated = device->peak_reserved;
+        device->final_allocated = device->final_reserved;
+    }
+    return device;
+}
+
+// The growing sites the program holds, in the order of leak_sites: most bytes first.
+std::vector<size_t> growth_sites_of(const std::vector<LeakSite>& leak_sites) {
+    std::vector<size_t> growth;
+    for (size_t i = 0; i < leak_sites.size(); ++i)
+        if (leak_sites[i].growing && !leak_sites[i].segments)
+            growth.push_back(i);
+    return growth;
+}
+
+// What makes the figures less than exact, and the ring's wrapping among the warnings.
+void measure_exactness(const TraceReader& trace, ProcessModel& model) {
     Exactness& exactness = model.exactness;
     exactness.untracked = model.header.counters.live_untracked;
     exactness.live_capacity = model.header.live_capacity;
@@ -1033,95 +1067,102 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
             fmt::format("the event ring wrapped: the oldest {} of {} events were overwritten "
                         "(the live set and totals are still exact)",
                         model.events_overwritten, model.events));
+}
+
+// ModelDetail::Allocations: every live allocation and ring event, and the site of each of their stacks.
+void keep_allocations(const TraceReader& trace, const SiteKeys& site_keys, ProcessModel& model) {
+    model.live_allocations = trace.live_allocations().allocations;
+    model.spilled_allocations = trace.live_allocations().spilled;
+    model.ring_events = trace.events().events;
+    for (const LiveAllocation& live : model.live_allocations)
+        model.site_of_stack.try_emplace(live.stack_id, site_keys.of(live.stack_id));
+    for (const SpilledSite& spilled : model.spilled_allocations)
+        model.site_of_stack.try_emplace(spilled.stack_id, site_keys.of(spilled.stack_id));
+    for (const Event& event : model.ring_events)
+        model.site_of_stack.try_emplace(event.stack_id, site_keys.of(event.stack_id));
+}
+
+// The sites at the peak the replay found: a second replay, as far back as the peak. Where the ring wrapped,
+// the highest total it reaches may not be the peak the accounting counted.
+std::optional<Moment> sites_at_peak(const TraceReader& trace, const SiteKeys& site_keys,
+                                    const ProcessModel& model, const AllocatedPeak& peak) {
+    uint64_t counted_peak = 0;
+    for (const DeviceSummary& device : model.devices)
+        counted_peak = std::max(counted_peak, device.peak_allocated);
+    if (peak.bytes == 0 || (model.events_overwritten > 0 && peak.bytes < counted_peak))
+        return std::nullopt;
+    std::vector<Moment> at_peak(1);
+    at_peak.front().label = "the peak";
+    at_peak.front().time_ns = peak.time_ns;
+    at_peak.front().after_sequence = peak.after_sequence;
+    FailuresByTimeSize no_failures;
+    Replay replay(model.reports_blocks, at_peak, no_failures);
+    replay_backwards(trace, model, site_keys, replay,
+                     [&](uint64_t time_ns, const Totals&, int) { return time_ns >= peak.time_ns; });
+    if (!at_peak.front().reached)
+        return std::nullopt;
+    // Of what it held then, what the peak counts: allocated device memory.
+    std::erase_if(at_peak.front().sites, [&](const LiveSiteAt& site) {
+        return model.reports_blocks ? site.kind != MemoryKind::Block : !counts_as_reserved(site.kind);
+    });
+    return std::move(at_peak.front());
+}
+
+} // namespace
+
+uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
+    const auto site = model.site_of_stack.find(stack_id);
+    return site != model.site_of_stack.end() ? site->second : stack_id;
+}
+
+bool program_holds(const ProcessModel& model, MemoryKind kind) {
+    return is_memory_held(kind) && !(model.reports_blocks && is_segment_kind(kind));
+}
+
+ProcessModel build_model(const std::string& path, const TraceReader& trace, ModelDetail detail,
+                         const std::vector<std::string>& moments) {
+    ProcessModel model = start_model(path, trace);
+    model.markers = collect_markers(trace);
+    model.moments = moments_asked(moments, model.markers);
+    count_pinned_and_managed(model);
+    model.failures = collect_failures(trace, model.header);
+    model.failed_allocations = model.failures.size();
+    FailuresByTimeSize failures_by_time_size = by_time_and_size(model.failures, model.header);
+    const std::vector<TimelinePoint> samples = sampled_points(trace, model);
+    model.host = build_host_memory(trace);
+    model.forks = fork_records(trace);
+    const SiteKeys site_keys(trace);
+    const bool several_devices = several_devices_held_memory(model.header.accounting);
+    DeviceTimelines device_timelines(model.duration_ns);
+    Replay replay(model.reports_blocks, model.moments, failures_by_time_size);
+    model.timeline = build_timeline(trace, model, site_keys, samples, replay,
+                                    several_devices ? &device_timelines : nullptr);
+    // After the replay: the ring's torn count, among the reader's warnings, comes from it.
+    model.warnings = trace.warnings();
+    find_program_errors(trace, model);
+    for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot)
+        if (std::optional<DeviceSummary> device = summarize_device(
+                trace, model, slot, replay.totals, several_devices ? &device_timelines : nullptr))
+            model.devices.push_back(std::move(*device));
+    find_leak_sites(trace, site_keys, model);
+    model.thread_start_stacks = collect_thread_start_stacks(trace, model.failures);
+    model.growth_sites = growth_sites_of(model.leak_sites);
+    add_retainers(trace, site_keys, model);
+    measure_exactness(trace, model);
     if (detail == ModelDetail::Allocations) {
-        model.live_allocations = trace.live_allocations().allocations;
-        model.spilled_allocations = trace.live_allocations().spilled;
-        model.ring_events = trace.events().events;
-        for (const LiveAllocation& live : model.live_allocations)
-            model.site_of_stack.try_emplace(live.stack_id, site_keys.of(live.stack_id));
-        for (const SpilledSite& spilled : model.spilled_allocations)
-            model.site_of_stack.try_emplace(spilled.stack_id, site_keys.of(spilled.stack_id));
-        for (const Event& event : model.ring_events)
-            model.site_of_stack.try_emplace(event.stack_id, site_keys.of(event.stack_id));
-        // The sites at the peak: a second replay, as far back as the peak. Where the ring wrapped, the
-        // highest total it reaches may not be the peak the accounting counted.
-        uint64_t counted_peak = 0;
-        for (const DeviceSummary& device : model.devices)
-            counted_peak = std::max(counted_peak, device.peak_allocated);
-        if (peak.bytes > 0 && (model.events_overwritten == 0 || peak.bytes >= counted_peak)) {
-            std::vector<Moment> at_peak(1);
-            at_peak.front().label = "the peak";
-            at_peak.front().time_ns = peak.time_ns;
-            at_peak.front().after_sequence = peak.after_sequence;
-            Totals scratch(model.reports_blocks);
-            FailuresByTimeSize no_failures;
-            AllocatedPeak again;
-            replay_backwards(trace, model, site_keys, no_failures, scratch, at_peak, again,
-                             [&](uint64_t time_ns, const Totals&, int) { return time_ns >= peak.time_ns; });
-            if (at_peak.front().reached) {
-                // Of what it held then, what the peak counts: allocated device memory.
-                std::erase_if(at_peak.front().sites, [&](const LiveSiteAt& site) {
-                    return model.reports_blocks ? site.kind != MemoryKind::Block
-                                                : !counts_as_reserved(site.kind);
-                });
-                model.peak = std::move(at_peak.front());
-            }
-        }
+        keep_allocations(trace, site_keys, model);
+        model.peak = sites_at_peak(trace, site_keys, model, replay.peak);
     }
     return model;
 }
 
 const char* retainer_moment_name(RetainerMoment moment) {
-    switch (moment) {
-    case RetainerMoment::OutOfMemory:
-        return "out_of_memory";
-    case RetainerMoment::PhaseEnd:
-        return "phase_end";
-    case RetainerMoment::Exit:
-        return "exit";
-    case RetainerMoment::OnDemand:
-        break;
-    }
-    return "on_demand";
-}
-
-std::string cuda_error_meaning(int32_t error) {
-    // cudaError_t and CUresult agree on these (driver_types.h, cuda.h); 201 is the runtime's
-    // cudaErrorDeviceUninitialized and the driver's CUDA_ERROR_INVALID_CONTEXT, the same thing.
-    switch (error) {
-    case 1:
-        return "invalid value";
-    case FailureSummary::kOutOfMemoryError:
-        return "out of memory";
-    case 3:
-        return "CUDA not initialized";
-    case 4:
-        return "CUDA shutting down";
-    case 34:
-        return "no CUDA driver: the stub library answered";
-    case 35:
-        return "the CUDA driver is older than the runtime";
-    case 46:
-        return "device busy or unavailable";
-    case 100:
-        return "no CUDA device";
-    case 101:
-        return "invalid device";
-    case 201:
-        return "invalid or destroyed context";
-    case 401:
-        return "illegal state";
-    case 700:
-        return "illegal memory access: a kernel faulted earlier, and the context is unusable";
-    case 800:
-        return "not permitted";
-    case 801:
-        return "not supported";
-    case 999:
-        return "unknown error";
-    default:
-        return {};
-    }
+    static constexpr NameTable kNames({{RetainerMoment::OutOfMemory, "out_of_memory"},
+                                       {RetainerMoment::PhaseEnd, "phase_end"},
+                                       {RetainerMoment::Exit, "exit"},
+                                       {RetainerMoment::OnDemand, "on_demand"}},
+                                      RetainerMoment::OnDemand);
+    return kNames[moment];
 }
 
 const HostPoint* code_end_host_point(const ProcessModel& model) {
@@ -1261,17 +1302,12 @@ void assign_roles(std::vector<ProcessModel*>& models) {
 }
 
 const char* pool_owner_name(PoolOwner owner) {
-    switch (owner) {
-    case PoolOwner::Jax:
-        return "jax";
-    case PoolOwner::TensorFlow:
-        return "tensorflow";
-    case PoolOwner::Unknown:
-        return "unknown";
-    case PoolOwner::None:
-        break;
-    }
-    return "none";
+    static constexpr NameTable kNames({{PoolOwner::None, "none"},
+                                       {PoolOwner::Jax, "jax"},
+                                       {PoolOwner::TensorFlow, "tensorflow"},
+                                       {PoolOwner::Unknown, "unknown"}},
+                                      PoolOwner::None);
+    return kNames[owner];
 }
 
 void mark_framework_pools(ProcessModel& model, const std::function<PoolOwner(uint32_t stack_id)>& owner_of) {

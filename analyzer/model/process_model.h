@@ -188,10 +188,6 @@ struct FailureSummary {
     static constexpr int32_t kOutOfMemoryError = 2;
 };
 
-// What a CUDA error code of a failed allocation means, the same in the runtime and the driver API for
-// the codes an allocation returns ("invalid value", "no driver"); empty for others.
-std::string cuda_error_meaning(int32_t error);
-
 struct TimelinePoint {
     uint64_t time_ns = 0;
     uint64_t reserved = 0;  // all devices

@@ -332,8 +332,8 @@ void add_retainers(const TraceReader& trace, const SiteKeys& site_keys, ProcessM
         if (event.type != format::EventType::Retainers)
             continue;
         const uint64_t time_ns = since_start(event.time_ns, model.header);
-        const std::string* label = trace.string(event.address);
-        const std::string* document = trace.string(event.size);
+        const std::string* label = trace.string(event.retainers_label());
+        const std::string* document = trace.string(event.retainers_document());
         if (label == nullptr || document == nullptr) {
             model.warnings.push_back(
                 fmt::format("a record of what held the memory at {:.2f} s lost its text in the trace",

@@ -8,12 +8,12 @@ NamedSources::NamedSources(const TraceReader& trace) {
     for (const Event& event : trace.notable_events().events) {
         if (event.type != format::EventType::SourceName)
             continue;
-        const std::string* file = trace.string(event.address);
-        const std::string* name = trace.string(event.size);
+        const std::string* file = trace.string(event.source_file());
+        const std::string* name = trace.string(event.source_name());
         // A record whose strings were lost (a torn strings region) names nothing.
         if (file == nullptr || name == nullptr)
             continue;
-        const std::string* text = trace.string(event.stream);
+        const std::string* text = trace.string(event.source_text());
         by_file_[*file] = Source{*name, text != nullptr ? split_lines(*text) : std::vector<std::string>{}};
     }
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gpuleak/trace_format.h"
+#include "read/event_record.h"
 #include "read/event_ring.h"
 #include "read/mapped_file.h"
 #include "read/trace_error.h"
@@ -151,13 +152,18 @@ struct LiveAllocation {
     uint64_t address = 0;
     uint64_t size = 0;
     uint64_t time_ns = 0;
-    uint64_t stream = 0;   // a VmmMapping's: the handle it maps (format::EventRecord::stream)
+    uint64_t stream = 0;   // as its Alloc event's: read through call_stream() and mapped_handle()
     uint32_t stack_id = 0; // may name a stack that was dropped or torn: look it up, never index
     uint32_t thread_id = 0;
     int16_t device = 0; // ordinal, -1 host, -2 unknown
     format::MemoryKind kind = format::MemoryKind::None;
     uint8_t api = 0;
     uint64_t sequence = 0; // of its Alloc event in the ring (format::LiveSlot::sequence)
+
+    // The stream of an asynchronous allocation (0: none); a mapping's field holds the handle it maps.
+    [[nodiscard]] uint64_t call_stream() const { return kind == format::MemoryKind::VmmMapping ? 0 : stream; }
+    // A VmmMapping's: the handle of the physical memory (VmmPhysical) it maps.
+    [[nodiscard]] uint64_t mapped_handle() const { return stream; }
 };
 
 // Live allocations that had no slot of their own, counted by site (format::SpillSite). Kind None: those
@@ -227,10 +233,11 @@ class TraceReader {
     [[nodiscard]] const TraceHeader& header() const { return header_; }
     [[nodiscard]] const std::vector<Module>& modules() const { return modules_; }
     [[nodiscard]] const std::map<uint32_t, std::string>& strings() const { return strings_; }
-    // The string a record names by `id` (an event's field, 64 bits wide); nullptr when the trace has none of
-    // that id (lost with a torn strings region, or not an id at all).
-    [[nodiscard]] const std::string* string(uint64_t id) const {
-        const auto found = id <= UINT32_MAX ? strings_.find(static_cast<uint32_t>(id)) : strings_.end();
+    // The string an event names (its field is 64 bits wide); nullptr when the trace has none of that id
+    // (lost with a torn strings region, or not an id at all).
+    [[nodiscard]] const std::string* string(StringId id) const {
+        const auto found =
+            id.value <= UINT32_MAX ? strings_.find(static_cast<uint32_t>(id.value)) : strings_.end();
         return found == strings_.end() ? nullptr : &found->second;
     }
     // Each stack's native return addresses, innermost first.

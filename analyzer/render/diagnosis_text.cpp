@@ -5,7 +5,10 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "common/name_table.h"
 #include "common/printable.h"
+#include "render/byte_sizes.h"
+#include "render/cuda_errors.h"
 #include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -287,17 +290,16 @@ std::string human_duration(double seconds) {
 }
 
 std::string pool_purpose(PoolOwner owner) {
-    switch (owner) {
-    case PoolOwner::Jax:
-        return "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight";
-    case PoolOwner::TensorFlow:
-        return "TensorFlow's pool for its tensors, which it hands out inside it, out of gpuleak's sight";
-    case PoolOwner::Unknown:
-        return "a BFC allocator's pool, whose arrays are handed out inside it, out of gpuleak's sight";
-    case PoolOwner::None:
-        break;
-    }
-    return {};
+    static constexpr NameTable kPurposes(
+        {{PoolOwner::None, ""},
+         {PoolOwner::Jax,
+          "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight"},
+         {PoolOwner::TensorFlow,
+          "TensorFlow's pool for its tensors, which it hands out inside it, out of gpuleak's sight"},
+         {PoolOwner::Unknown,
+          "a BFC allocator's pool, whose arrays are handed out inside it, out of gpuleak's sight"}},
+        PoolOwner::None);
+    return kPurposes[owner];
 }
 
 std::string site_purpose(const LeakSite& site, StackFrames& stacks) {

@@ -1,6 +1,8 @@
 #include "render/render_json.h"
 
+#include "common/name_table.h"
 #include "python/program_files.h"
+#include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
 #include "report/stack_view.h"
 
@@ -15,21 +17,14 @@ json optional_json(const std::optional<uint64_t>& value) {
 }
 
 const char* sender_kind_name(format::SenderKind kind) {
-    switch (kind) {
-    case format::SenderKind::Kernel:
-        return "kernel";
-    case format::SenderKind::Itself:
-        return "itself";
-    case format::SenderKind::Process:
-        return "process";
-    case format::SenderKind::OomKiller:
-        return "oom_killer";
-    case format::SenderKind::Notebook:
-        return "notebook";
-    case format::SenderKind::Unknown:
-        break;
-    }
-    return "unknown";
+    static constexpr NameTable kNames({{format::SenderKind::Unknown, "unknown"},
+                                       {format::SenderKind::Kernel, "kernel"},
+                                       {format::SenderKind::Itself, "itself"},
+                                       {format::SenderKind::Process, "process"},
+                                       {format::SenderKind::OomKiller, "oom_killer"},
+                                       {format::SenderKind::Notebook, "notebook"}},
+                                      format::SenderKind::Unknown);
+    return kNames[kind];
 }
 
 json sender_json(const ProcessModel& model) {

@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "common/printable.h"
+#include "render/byte_sizes.h"
+#include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
 #include "render/wrapped_text.h"
 #include "report/stack_view.h"

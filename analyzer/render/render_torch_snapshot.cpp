@@ -47,11 +47,6 @@ int64_t int64_of(uint64_t value) {
     return static_cast<int64_t>(std::min<uint64_t>(value, std::numeric_limits<int64_t>::max()));
 }
 
-// A mapping is made on no stream: the trace's stream field holds the handle it maps.
-uint64_t stream_of(MemoryKind kind, uint64_t stream) {
-    return kind == MemoryKind::VmmMapping ? 0 : stream;
-}
-
 class SnapshotWriter {
   public:
     SnapshotWriter(ProcessReport& report, const ReportOptions& options)
@@ -108,9 +103,8 @@ class SnapshotWriter {
         for (const LiveAllocation& live : model_.live_allocations) {
             if (live.device < 0)
                 continue;
-            const Segment segment{live.device,   live.address,
-                                  live.size,     stream_of(live.kind, live.stream),
-                                  live.stack_id, live.kind == MemoryKind::VmmMapping};
+            const Segment segment{live.device,        live.address,  live.size,
+                                  live.call_stream(), live.stack_id, live.kind == MemoryKind::VmmMapping};
             if (live.kind == MemoryKind::Device)
                 segments.push_back(segment);
             else if (live.kind == MemoryKind::VmmMapping)
@@ -157,8 +151,7 @@ class SnapshotWriter {
             if (event.device < 0)
                 continue;
             // A refusal that gave up after failed cudaMallocs has their "oom" entries already.
-            const bool refused_alone =
-                event.type == EventType::AllocFailed && event.kind == MemoryKind::Block && event.stream == 0;
+            const bool refused_alone = event.refused_by_allocator() && event.failures_given_up_after() == 0;
             if ((alloc_or_free && (segment || event.kind == MemoryKind::Block)) ||
                 (event.type == EventType::AllocFailed && event.kind == MemoryKind::Device) || refused_alone)
                 by_device[event.device].push_back(&event);
@@ -276,15 +269,15 @@ class SnapshotWriter {
         if (has_address) {
             key("addr");
         } else {
-            // UINT64_MAX: the driver was not asked. _memory_viz reads the field unconditionally.
+            // 0 where the driver was not asked: _memory_viz reads the field unconditionally.
             key("device_free");
-            value = event.address == UINT64_MAX ? 0 : event.address;
+            value = event.free_bytes_then().value_or(0);
         }
         out_.integer(int64_of(value));
         key("size");
         out_.integer(int64_of(event.size));
         key("stream");
-        out_.integer(int64_of(stream_of(event.kind, event.stream)));
+        out_.integer(int64_of(event.call_stream()));
         key("time_us");
         const TraceHeader& header = model_.header;
         out_.integer(int64_of((header.start_realtime_ns + since_start(event.time_ns, header)) / 1000));

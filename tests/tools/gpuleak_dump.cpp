@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/name_table.h"
 #include "read/trace_reader.h"
 
 namespace {
@@ -13,6 +14,7 @@ namespace {
 using gpuleak::analyzer::Event;
 using gpuleak::analyzer::EventLog;
 using gpuleak::analyzer::ProcessEnd;
+using gpuleak::analyzer::StringId;
 using gpuleak::analyzer::TraceError;
 using gpuleak::analyzer::TraceReader;
 namespace format = gpuleak::format;
@@ -41,17 +43,12 @@ std::string end_description(const ProcessEnd& end) {
 }
 
 const char* end_state_name(format::EndState state) {
-    switch (state) {
-    case format::EndState::Exited:
-        return "exited";
-    case format::EndState::Signaled:
-        return "signaled";
-    case format::EndState::Exec:
-        return "exec";
-    case format::EndState::Running:
-        break;
-    }
-    return "running";
+    static constexpr gpuleak::NameTable kNames({{format::EndState::Running, "running"},
+                                                {format::EndState::Exited, "exited"},
+                                                {format::EndState::Signaled, "signaled"},
+                                                {format::EndState::Exec, "exec"}},
+                                               format::EndState::Running);
+    return kNames[state];
 }
 
 std::string hex_bytes(const std::vector<uint8_t>& bytes) {
@@ -86,14 +83,15 @@ void print_events(const char* title, const EventLog& log) {
 
 // SourceName records with their strings resolved: the event lines show only their ids.
 void print_source_names(const TraceReader& trace) {
-    const auto string_of = [&](uint64_t id) {
+    const auto string_of = [&](StringId id) {
         const std::string* text = trace.string(id);
         return text != nullptr ? *text : std::string("?");
     };
     for (const Event& e : trace.notable_events().events)
         if (e.type == format::EventType::SourceName)
-            fmt::print("source name: {} is {} ({} bytes of text)\n", string_of(e.address), string_of(e.size),
-                       e.stream == 0 ? 0 : string_of(e.stream).size());
+            fmt::print("source name: {} is {} ({} bytes of text)\n", string_of(e.source_file()),
+                       string_of(e.source_name()),
+                       e.source_text().value == 0 ? 0 : string_of(e.source_text()).size());
 }
 
 void print_text(const TraceReader& trace) {
