@@ -606,64 +606,33 @@ inline uint64_t device_memory_live(const Accounting& accounting, uint32_t device
     return bytes;
 }
 
+// The names of the MemoryKind values, indexed by them: JSON's and gpuleak-dump's spelling.
+inline constexpr const char* kKindNames[] = {
+    "none",       "device",       "managed",     "pinned_host",    "host_registered",
+    "async_pool", "vmm_physical", "vmm_mapping", "va_reservation", "block"};
+static_assert(sizeof kKindNames / sizeof kKindNames[0] == kKindCount);
+
 constexpr const char* kind_name(MemoryKind kind) {
-    switch (kind) {
-    case MemoryKind::Device:
-        return "device";
-    case MemoryKind::Managed:
-        return "managed";
-    case MemoryKind::PinnedHost:
-        return "pinned_host";
-    case MemoryKind::HostRegistered:
-        return "host_registered";
-    case MemoryKind::AsyncPool:
-        return "async_pool";
-    case MemoryKind::VmmPhysical:
-        return "vmm_physical";
-    case MemoryKind::VmmMapping:
-        return "vmm_mapping";
-    case MemoryKind::VaReservation:
-        return "va_reservation";
-    case MemoryKind::Block:
-        return "block";
-    case MemoryKind::None:
-        break;
-    }
-    return "none";
+    const auto index = static_cast<uint32_t>(kind);
+    return index < kKindCount ? kKindNames[index] : "none";
 }
 
 constexpr bool readable_format_version(uint32_t version) {
     return version >= kOldestReadableFormatVersion && version <= kFormatVersion;
 }
 
+// The names of the EventType values, from Alloc (1) on.
+inline constexpr const char* kEventTypeNames[] = {
+    "alloc", "free",        "free_unknown",      "alloc_failed", "pool_trim",    "marker",
+    "fork",  "source_name", "python_finalizing", "retainers",    "thread_start", "program_error"};
+static_assert(sizeof kEventTypeNames / sizeof kEventTypeNames[0] ==
+              static_cast<uint32_t>(EventType::ProgramError));
+
 constexpr const char* event_type_name(EventType type) {
-    switch (type) {
-    case EventType::Alloc:
-        return "alloc";
-    case EventType::Free:
-        return "free";
-    case EventType::FreeUnknown:
-        return "free_unknown";
-    case EventType::AllocFailed:
-        return "alloc_failed";
-    case EventType::PoolTrim:
-        return "pool_trim";
-    case EventType::Marker:
-        return "marker";
-    case EventType::Fork:
-        return "fork";
-    case EventType::SourceName:
-        return "source_name";
-    case EventType::PythonFinalizing:
-        return "python_finalizing";
-    case EventType::Retainers:
-        return "retainers";
-    case EventType::ThreadStart:
-        return "thread_start";
-    case EventType::ProgramError:
-        return "program_error";
-    }
-    return "unknown";
+    const auto index = static_cast<uint32_t>(type);
+    return index >= 1 && index <= sizeof kEventTypeNames / sizeof kEventTypeNames[0]
+               ? kEventTypeNames[index - 1]
+               : "unknown";
 }
 
 } // namespace gpuleak::format

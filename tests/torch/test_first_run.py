@@ -16,7 +16,7 @@ import pytest
 from test_workloads import (
     CAPACITY,
     CORRECT_OF,
-    COUNTERS,
+    COUNTERS_MODULE,
     DEFAULT_CAPACITY,
     WORKLOADS,
     main_process,
@@ -73,7 +73,7 @@ def test_a_leaking_script_cut_off_after_its_set_up_has_no_leak(tmp_path, adapter
     skip_without_its_packages(workload)
     script = tmp_path / workload
     script.write_text(cut_after_set_up(workload, ENDINGS[ending]))
-    shutil.copy(os.path.join(WORKLOADS, COUNTERS), tmp_path)
+    shutil.copy(os.path.join(WORKLOADS, COUNTERS_MODULE), tmp_path)
     run = run_script(tmp_path, str(script), adapter_cache, True, CAPACITY.get(workload, DEFAULT_CAPACITY))
     assert run.returncode != 0, "the cut script ends as it was cut"
     process = main_process(tmp_path)

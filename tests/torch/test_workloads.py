@@ -116,8 +116,8 @@ HOLDERS = {
     ),
 }
 # What every script imports to print PyTorch's counters last; not a workload itself.
-COUNTERS = "memory_counters.py"
-ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py") and name != COUNTERS)
+COUNTERS_MODULE = "memory_counters.py"
+ALL = sorted(name for name in os.listdir(WORKLOADS) if name.endswith(".py") and name != COUNTERS_MODULE)
 # What the workloads of code someone else wrote import besides PyTorch. scripts/setup-torch.sh installs
 # them; a GPU machine's own PyTorch environment may lack them, and there such a workload is skipped.
 THIRD_PARTY = {
