@@ -23,7 +23,6 @@ import pickle
 import threading
 import time
 import traceback
-import warnings
 from typing import Any, Callable, Optional
 
 from multiprocessing.reduction import ForkingPickler
