@@ -16,11 +16,8 @@ namespace gpuleak::launcher {
 namespace {
 
 using analyzer::DiagnosisKind;
+using analyzer::human_bytes;
 using analyzer::ProcessReport;
-
-std::string bytes(uint64_t value) {
-    return analyzer::human_bytes(static_cast<double>(value));
-}
 
 std::string plural(uint64_t count, const std::string& noun) {
     const bool sibilant = noun.back() == 's';
@@ -105,9 +102,10 @@ std::optional<std::string> last_samples(const CommandEnd& end, const std::vector
     if (own == nullptr || own->model.timeline.empty())
         return std::nullopt;
     const analyzer::TimelinePoint& last = own->model.timeline.back();
-    const std::string rss = last.rss ? fmt::format("host RSS {}, ", bytes(*last.rss)) : std::string();
+    const std::string rss = last.rss ? fmt::format("host RSS {}, ", human_bytes(*last.rss)) : std::string();
     return fmt::format("last samples, at {:.1f} s: {}device memory reserved {}, allocated {}",
-                       analyzer::seconds_of(last.time_ns), rss, bytes(last.reserved), bytes(last.allocated));
+                       analyzer::seconds_of(last.time_ns), rss, human_bytes(last.reserved),
+                       human_bytes(last.allocated));
 }
 
 // What the program's exit freed was still held as its code ended (ProcessModel::code_end_ns).
@@ -115,8 +113,8 @@ std::string site_text(ProcessReport& process, const analyzer::LeakSite& site) {
     const std::string pool = site.pool != analyzer::PoolOwner::None
                                  ? " (" + analyzer::pool_purpose(site.pool) + ")"
                                  : std::string();
-    return fmt::format("{}{}: {} in {} {}", process.stacks->describe(site.stack_id), pool, bytes(site.bytes),
-                       plural(site.count, "allocation"),
+    return fmt::format("{}{}: {} in {} {}", process.stacks->describe(site.stack_id), pool,
+                       human_bytes(site.bytes), plural(site.count, "allocation"),
                        process.model.code_end_ns ? "still held as its code ended" : "still alive");
 }
 
@@ -233,7 +231,7 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
     lines.push_back(
         fmt::format("{} traced{}; peak reserved {}, allocated {}{}", plural(processes.size(), "process"),
                     simulated ? " (simulated CUDA device: no real GPU was used)" : "",
-                    bytes(peak_reserved(largest)), bytes(peak_allocated(largest)),
+                    human_bytes(peak_reserved(largest)), human_bytes(peak_allocated(largest)),
                     several ? fmt::format(" (pid {}, the most of any)", largest.model.header.pid) : ""));
 
     ProcessReport& focus = focus_process(processes);

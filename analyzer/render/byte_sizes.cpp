@@ -16,4 +16,8 @@ std::string human_bytes(double bytes) {
     return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
 }
 
+std::string human_bytes(uint64_t bytes) {
+    return human_bytes(static_cast<double>(bytes));
+}
+
 } // namespace gpuleak::analyzer

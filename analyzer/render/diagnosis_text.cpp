@@ -15,10 +15,6 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-std::string bytes(uint64_t value) {
-    return human_bytes(static_cast<double>(value));
-}
-
 // The allocations that failed for another reason than memory, a sentence of their own.
 std::string other_failures_sentence(const ProcessModel& model) {
     std::vector<int32_t> errors;
@@ -50,10 +46,10 @@ std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnos
         std::count_if(model.failures.begin(), model.failures.end(),
                       [](const FailureSummary& failure) { return failure.out_of_memory(); }));
     const std::string free_then =
-        largest.free_bytes ? fmt::format(" with {} free", bytes(*largest.free_bytes)) : std::string();
-    const std::string held = largest.reserved_then
-                                 ? fmt::format(" while {} was reserved there", bytes(*largest.reserved_then))
-                                 : std::string();
+        largest.free_bytes ? fmt::format(" with {} free", human_bytes(*largest.free_bytes)) : std::string();
+    const std::string held = largest.reserved_then ? fmt::format(" while {} was reserved there",
+                                                                 human_bytes(*largest.reserved_then))
+                                                   : std::string();
     // A cap of the allocator's own (PyTorch's set_per_process_memory_fraction) with the device not full.
     const char* refused =
         largest.allocator_refused && largest.failed_cuda_allocations == 0
@@ -61,8 +57,8 @@ std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnos
             : "";
     return fmt::format(
         " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.{}",
-        out_of_memory, out_of_memory == 1 ? "" : "s", bytes(largest.bytes), largest.device, free_then, held,
-        refused, other_failures_sentence(model));
+        out_of_memory, out_of_memory == 1 ? "" : "s", human_bytes(largest.bytes), largest.device, free_then,
+        held, refused, other_failures_sentence(model));
 }
 
 // When the survivors were made: through which markers, or which share of the program's work.
@@ -91,10 +87,10 @@ std::string rough_count(double count) {
 
 std::string fill_sentence(const LeakSite& site, const FillEstimate& fill) {
     if (site.bytes_per_second <= 0)
-        return fmt::format(" The {} free on device {} would last {} more of them.", bytes(fill.free_bytes),
-                           fill.device, rough_count(fill.allocations));
+        return fmt::format(" The {} free on device {} would last {} more of them.",
+                           human_bytes(fill.free_bytes), fill.device, rough_count(fill.allocations));
     return fmt::format(" It grew {}/s: the {} free on device {} would be gone in {}.",
-                       human_bytes(site.bytes_per_second), bytes(fill.free_bytes), fill.device,
+                       human_bytes(site.bytes_per_second), human_bytes(fill.free_bytes), fill.device,
                        human_duration(fill.seconds));
 }
 
@@ -123,7 +119,7 @@ std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
     const Retainer& holder = snapshot.holders[by.holder];
     const std::string advice =
         holder.advice.empty() ? std::string() : " " + sentence(printable(holder.advice.front())) + ".";
-    return fmt::format("{} found {} of it held by {}.{}{}", why_record(snapshot), bytes(by.bytes),
+    return fmt::format("{} found {} of it held by {}.{}{}", why_record(snapshot), human_bytes(by.bytes),
                        retainer_name(holder), advice, kNoCacheHelps);
 }
 
@@ -134,14 +130,14 @@ std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& l
     const std::string sites =
         leak.sites.size() == 1 ? std::string() : fmt::format(" at {} sites", leak.sites.size());
     const std::string of_it =
-        leak.sites.size() == 1 ? std::string("It was") : fmt::format("{} of it was", bytes(kept.bytes));
+        leak.sites.size() == 1 ? std::string("It was") : fmt::format("{} of it was", human_bytes(kept.bytes));
     return fmt::format(
         "As the program ended, the autograd graphs of {} forward passes held {}{}: tensors saved for a "
         "backward() that never ran. {} made at {} and held by {}. Outputs of forward passes run outside "
         "torch.no_grad() keep their activations, one pass per batch. Compute what is only read (validation, "
         "metrics, predictions) under `with torch.no_grad():` or `torch.inference_mode()`, or keep "
         "`.detach()`ed results. Emptying the allocator's cache will not help.",
-        holder.graph->passes, bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)),
+        holder.graph->passes, human_bytes(leak.bytes), sites, of_it, printable(stacks.describe(top.stack_id)),
         retainer_name(holder));
 }
 
@@ -158,7 +154,7 @@ std::string spent_graphs_text(const ProcessModel& model, StackFrames& stacks) {
         "each step, in host memory, however little device memory the tensor holds ({} at `{}`, made at {}). "
         "Add `loss.item()` (a number) or `loss.detach()`, not `loss`.",
         retainer_name(holder), graph.spent_passes, graph.nodes, "per " + why_record(snapshot),
-        bytes(graph.bytes), printable(graph.path), printable(stacks.describe(site.stack_id)));
+        human_bytes(graph.bytes), printable(graph.path), printable(stacks.describe(site.stack_id)));
 }
 
 std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
@@ -175,11 +171,11 @@ std::string leak_text(const ProcessModel& model, const LeakFacts& leak, StackFra
     const std::string what =
         leak.sites.size() == 1
             ? fmt::format("Memory kept growing at {}: {} ({}), made {}, {} {}.",
-                          printable(stacks.describe(top.stack_id)), made, bytes(top.bytes),
+                          printable(stacks.describe(top.stack_id)), made, human_bytes(top.bytes),
                           made_through(model, top), top.count == 1 ? "was" : "were", alive)
             : fmt::format("Memory kept growing at {} sites: {} made {} was {}. The most, {}, is {} at {}.",
-                          leak.sites.size(), bytes(leak.bytes), made_through(model, top), alive,
-                          bytes(top.bytes), made, printable(stacks.describe(top.stack_id)));
+                          leak.sites.size(), human_bytes(leak.bytes), made_through(model, top), alive,
+                          human_bytes(top.bytes), made, printable(stacks.describe(top.stack_id)));
     return what + (leak.fill ? fill_sentence(top, *leak.fill) : std::string()) + " " +
            keeper_sentence(model, top);
 }
@@ -193,7 +189,7 @@ std::string incomplete_text(const Exactness& exactness) {
     if (const SpilledCount unattributed = exactness.unattributed(); unattributed.count > 0)
         lost += fmt::format("{}{} of the allocations live at the end ({}) were counted without the line that "
                             "made them (more sites than the trace has room for)",
-                            lost.empty() ? "" : "; ", unattributed.count, bytes(unattributed.bytes));
+                            lost.empty() ? "" : "; ", unattributed.count, human_bytes(unattributed.bytes));
     if (exactness.reentry_dropped > 0)
         lost += fmt::format("{}{} allocations, frees or failures made from a signal handler that interrupted "
                             "gpuleak were dropped",
@@ -216,7 +212,7 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
     for (const auto& [kind, spilled] : exactness.spilled_by_kind)
         if (kind != format::MemoryKind::None)
             which += fmt::format("{}{} ({})", which.empty() ? "" : ", ", allocations_of(kind, spilled.count),
-                                 bytes(spilled.bytes));
+                                 human_bytes(spilled.bytes));
     if (!which.empty())
         notes.push_back(fmt::format(
             "{} live at the end found no slot of their own in the trace's live table ({} slots): they are "
@@ -228,7 +224,7 @@ std::vector<std::string> exactness_notes(const ProcessModel& model) {
         notes.push_back(
             fmt::format("{} allocations ({}) live at the end are in the totals but in no site and "
                         "not in the timeline: more sites spilled than the trace has room for.",
-                        unattributed.count, bytes(unattributed.bytes)));
+                        unattributed.count, human_bytes(unattributed.bytes)));
     if (exactness.stacks_dropped > 0)
         notes.push_back(
             fmt::format("{} call stack{} did not fit in the trace: the allocations made there are "
@@ -337,14 +333,14 @@ std::string pool_text(const PoolFacts& pool) {
         pool.capacity && *pool.capacity > 0
             ? fmt::format(", {:.0f}% of device {}'s {},",
                           100.0 * static_cast<double>(pool.bytes) / static_cast<double>(*pool.capacity),
-                          pool.device, bytes(*pool.capacity))
+                          pool.device, human_bytes(*pool.capacity))
             : fmt::format(" on device {},", pool.device);
     const std::string reserved =
         pool.regions == 1
-            ? fmt::format("{} reserved {}{} as its own pool at {:.1f} s", owner, bytes(pool.bytes), share,
-                          seconds_of(pool.first_ns))
+            ? fmt::format("{} reserved {}{} as its own pool at {:.1f} s", owner, human_bytes(pool.bytes),
+                          share, seconds_of(pool.first_ns))
             : fmt::format("{} grew its own pool to {}{} in {} regions, from {:.1f} s to {:.1f} s", owner,
-                          bytes(pool.bytes), share, pool.regions, seconds_of(pool.first_ns),
+                          human_bytes(pool.bytes), share, pool.regions, seconds_of(pool.first_ns),
                           seconds_of(pool.last_ns));
     return fmt::format(
         "{}, and hands out its arrays inside it itself: the figures above count the whole pool, and which "
@@ -368,8 +364,9 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
             "fragmented, blocks. This is not a leak. torch.cuda.empty_cache() gives unused cached memory "
             "back; "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation.{}",
-            bytes(cache.peak_allocated), bytes(cache.final_allocated), bytes(cache.peak_reserved),
-            cache.device, bytes(cache.final_reserved - cache.final_allocated), failures);
+            human_bytes(cache.peak_allocated), human_bytes(cache.final_allocated),
+            human_bytes(cache.peak_reserved), cache.device,
+            human_bytes(cache.final_reserved - cache.final_allocated), failures);
     }
     case DiagnosisKind::OutsideAllocators: {
         const OutsideFacts& outside = *diagnosis.outside;
@@ -381,8 +378,8 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
             "hundreds of MiB), libraries that allocate by other means (cuBLAS and cuDNN workspaces, NCCL "
             "buffers), or other processes on the same GPU, such as DataLoader workers that initialised CUDA. "
             "Look for other processes in nvidia-smi and keep CUDA out of worker processes.{}",
-            bytes(outside.used_by_driver), outside.device, bytes(outside.obtained),
-            bytes(outside.used_by_driver - outside.obtained), failures);
+            human_bytes(outside.used_by_driver), outside.device, human_bytes(outside.obtained),
+            human_bytes(outside.used_by_driver - outside.obtained), failures);
     }
     case DiagnosisKind::HostRamGrowth:
         return (model.header.host_only() ? std::string() : std::string("GPU memory is steady. ")) +
@@ -393,20 +390,20 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
         break;
     }
     if (model.header.host_only()) {
-        const std::string uss =
-            model.host.peak_uss ? fmt::format(", its unique memory (USS) at {}", bytes(*model.host.peak_uss))
-                                : "";
+        const std::string uss = model.host.peak_uss ? fmt::format(", its unique memory (USS) at {}",
+                                                                  human_bytes(*model.host.peak_uss))
+                                                    : "";
         return fmt::format("No sign of growth in host memory: its resident memory (RSS) peaked at {}{}.{}",
-                           bytes(model.host.peak_rss), uss, failures);
+                           human_bytes(model.host.peak_rss), uss, failures);
     }
     const std::string cached = diagnosis.cached_at_end > 0
                                    ? fmt::format(" ({} of it held in the allocator's cache for reuse)",
-                                                 bytes(diagnosis.cached_at_end))
+                                                 human_bytes(diagnosis.cached_at_end))
                                    : std::string();
     return fmt::format(
         "No sign of a leak{}: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
-        diagnosis.pool ? " outside the framework's pool" : "", bytes(diagnosis.peak_allocated),
-        bytes(diagnosis.final_allocated), bytes(diagnosis.final_reserved), cached, failures);
+        diagnosis.pool ? " outside the framework's pool" : "", human_bytes(diagnosis.peak_allocated),
+        human_bytes(diagnosis.final_allocated), human_bytes(diagnosis.final_reserved), cached, failures);
 }
 
 } // namespace
@@ -447,13 +444,13 @@ std::string role_text(const ProcessRole& role) {
 }
 
 std::string host_point_text(const HostPoint& point) {
-    std::string text = fmt::format("RSS {}", bytes(point.rss));
+    std::string text = fmt::format("RSS {}", human_bytes(point.rss));
     if (point.has(format::HostField::Proportional))
-        text += fmt::format(", USS {}, PSS {}", bytes(point.sample.uss), bytes(point.sample.pss));
+        text += fmt::format(", USS {}, PSS {}", human_bytes(point.sample.uss), human_bytes(point.sample.pss));
     if (point.has(format::HostField::Status) && point.sample.rss_shmem > 0)
-        text += fmt::format(", shared memory {}", bytes(point.sample.rss_shmem));
+        text += fmt::format(", shared memory {}", human_bytes(point.sample.rss_shmem));
     if (point.has(format::HostField::Status) && point.sample.swap > 0)
-        text += fmt::format(", swap {}", bytes(point.sample.swap));
+        text += fmt::format(", swap {}", human_bytes(point.sample.swap));
     return text;
 }
 
@@ -618,17 +615,19 @@ std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
     std::string text = fmt::format("{} Its last sample, at {:.1f} s: {}.", how,
                                    seconds_of(killed.last.time_ns), host_point_text(killed.last));
     if (killed.last.has(format::HostField::CgroupLimit))
-        text +=
-            fmt::format(" Its memory cgroup held {} of its limit of {} then.",
-                        bytes(killed.last.sample.cgroup_bytes), bytes(killed.last.sample.cgroup_limit_bytes));
+        text += fmt::format(" Its memory cgroup held {} of its limit of {} then.",
+                            human_bytes(killed.last.sample.cgroup_bytes),
+                            human_bytes(killed.last.sample.cgroup_limit_bytes));
     else if (killed.last.has(format::HostField::Available) && model.header.host_memory_bytes != 0)
         text += fmt::format(" The machine had {} of its {} available then.",
-                            bytes(killed.last.sample.available_bytes), bytes(model.header.host_memory_bytes));
+                            human_bytes(killed.last.sample.available_bytes),
+                            human_bytes(model.header.host_memory_bytes));
     if (killed.largest_pid != model.header.pid) {
         const std::string role = role_text(killed.largest_role);
-        text += fmt::format(
-            " The process of the run with the most resident memory then was pid {}{}, with {}.",
-            killed.largest_pid, role.empty() ? std::string() : " (" + role + ")", bytes(killed.largest_rss));
+        text +=
+            fmt::format(" The process of the run with the most resident memory then was pid {}{}, with {}.",
+                        killed.largest_pid, role.empty() ? std::string() : " (" + role + ")",
+                        human_bytes(killed.largest_rss));
     } else {
         text += " No other process of the run held more resident memory then.";
     }
@@ -639,10 +638,10 @@ namespace {
 
 std::string memory_held(bool cgroup, uint64_t used, uint64_t limit) {
     const double share = 100.0 * static_cast<double>(used) / static_cast<double>(limit);
-    return cgroup ? fmt::format("the run's memory cgroup held {} of its limit of {} ({:.0f} %)", bytes(used),
-                                bytes(limit), share)
-                  : fmt::format("the machine had {} of its {} in use ({:.0f} %)", bytes(used), bytes(limit),
-                                share);
+    return cgroup ? fmt::format("the run's memory cgroup held {} of its limit of {} ({:.0f} %)",
+                                human_bytes(used), human_bytes(limit), share)
+                  : fmt::format("the machine had {} of its {} in use ({:.0f} %)", human_bytes(used),
+                                human_bytes(limit), share);
 }
 
 } // namespace
@@ -660,12 +659,13 @@ std::string pressure_text(const MemoryPressureFacts& pressure) {
         "(SIGKILL: no exception, no traceback; a DataLoader reports `worker ... is killed by signal: "
         "Killed`). Make the processes that grow hold less (see their host memory), run fewer workers, or "
         "give the run more memory.",
-        seconds_of(pressure.time_ns), held, bytes(pressure.rss));
+        seconds_of(pressure.time_ns), held, human_bytes(pressure.rss));
 }
 
 std::string host_growth_brief(const HostRamFacts& host) {
     const auto grew = [](uint64_t before, uint64_t after) {
-        return after >= before ? "grew by " + bytes(after - before) : "fell by " + bytes(before - after);
+        return after >= before ? "grew by " + human_bytes(after - before)
+                               : "fell by " + human_bytes(before - after);
     };
     switch (host.cause) {
     case HostGrowthCause::CopyOnWrite:
@@ -701,14 +701,14 @@ std::string host_growth_paragraph(const ProcessModel& model, const HostRamFacts&
             "(a list of tuples, dicts or strings) that the worker reads (pytorch/pytorch#13246); each worker "
             "ends up with a copy of what it read. Hold the data in numpy arrays or tensors, not in lists of "
             "Python objects.",
-            bytes(host.from.sample.uss), bytes(host.to.sample.uss), span, finalized, bytes(host.from.rss),
-            bytes(host.to.rss));
+            human_bytes(host.from.sample.uss), human_bytes(host.to.sample.uss), span, finalized,
+            human_bytes(host.from.rss), human_bytes(host.to.rss));
     case HostGrowthCause::SharedMemory:
         return fmt::format(
             "Its resident shared memory grew from {} to {} {}{}: shared-memory tensors (in /dev/shm: the "
             "batches DataLoader workers pass to the main process, tensors moved with share_memory_()) that "
             "are not released. Keep no references to received batches beyond the step that uses them.",
-            bytes(host.from.sample.rss_shmem), bytes(host.to.sample.rss_shmem), span, finalized);
+            human_bytes(host.from.sample.rss_shmem), human_bytes(host.to.sample.rss_shmem), span, finalized);
     case HostGrowthCause::Allocations:
         break;
     }
@@ -721,15 +721,15 @@ std::string host_growth_paragraph(const ProcessModel& model, const HostRamFacts&
         return fmt::format(
             "Host memory (RSS) grew from {} to {} through its work, {}{}: the process allocates "
             "and keeps it, {}.",
-            bytes(host.from.rss), bytes(host.to.rss), span, finalized, where);
+            human_bytes(host.from.rss), human_bytes(host.to.rss), span, finalized, where);
     const char* measure =
         host.to.has(format::HostField::HeapFree)
             ? "anonymous memory, resident and swapped, less what malloc keeps free for reuse"
             : "anonymous memory, resident and swapped";
     return fmt::format("The memory it allocated ({}) grew from {} to {} through its work, {}{} (its RSS from "
                        "{} to {}): the process allocates and keeps it, {}.",
-                       measure, bytes(host.from.allocated()), bytes(host.to.allocated()), span, finalized,
-                       bytes(host.from.rss), bytes(host.to.rss), where);
+                       measure, human_bytes(host.from.allocated()), human_bytes(host.to.allocated()), span,
+                       finalized, human_bytes(host.from.rss), human_bytes(host.to.rss), where);
 }
 
 } // namespace
@@ -738,7 +738,7 @@ std::string host_growth_text(const ProcessModel& model, const HostRamFacts& host
     return host_growth_paragraph(model, host) +
            (host.while_importing > 0
                 ? fmt::format(" Of that, {} came while it imported modules and is not counted as growth.",
-                              bytes(host.while_importing))
+                              human_bytes(host.while_importing))
                 : "");
 }
 

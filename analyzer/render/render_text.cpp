@@ -47,10 +47,6 @@ class Style {
     bool color_;
 };
 
-std::string bytes(uint64_t value) {
-    return human_bytes(static_cast<double>(value));
-}
-
 std::string command(const ProcessModel& model) {
     std::string text;
     for (const std::string& argument : model.header.command_line)
@@ -288,7 +284,7 @@ void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackF
         return;
     }
     for (const Retainer& holder : snapshot.holders) {
-        out += wrapped(fmt::format("{} made at {}: held by {}", bytes(holder.bytes),
+        out += wrapped(fmt::format("{} made at {}: held by {}", human_bytes(holder.bytes),
                                    sites_of(snapshot, holder.sites, stacks), retainer_name(holder)),
                        indent);
         append_chain(out, holder, holder.path, indent + "  ", advice_shown);
@@ -297,11 +293,12 @@ void append_retainers(std::string& out, const RetainerSnapshot& snapshot, StackF
         const std::string where = sites_of(snapshot, {share}, stacks);
         // The report's words for the site end with what a library keeps it for.
         if (!snapshot.stopped && !library_purpose(stacks.frames(snapshot.sites[share.site].stack_id)).empty())
-            out += wrapped(fmt::format("{} made at {}: not the program's to free", bytes(share.bytes), where),
-                           indent);
+            out += wrapped(
+                fmt::format("{} made at {}: not the program's to free", human_bytes(share.bytes), where),
+                indent);
         else
             out += wrapped(fmt::format("{} made at {}: not reached from the program's objects{}",
-                                       bytes(share.bytes), where,
+                                       human_bytes(share.bytes), where,
                                        snapshot.stopped
                                            ? fmt::format(" (the search stopped after {:.1f} s and {} "
                                                          "objects)",
@@ -361,7 +358,7 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
             : purpose_leads ? purpose
                             : printable(stacks.describe(site.stack_id, false))) +
            "\n";
-    out += wrapped(fmt::format("{} in {}, {}", bytes(site.bytes), allocations_of(site.kind, site.count),
+    out += wrapped(fmt::format("{} in {}, {}", human_bytes(site.bytes), allocations_of(site.kind, site.count),
                                when_made(report.model, site)),
                    "          ", "        ");
     // What the line called comes with it; a stack shown by its frames, last.
@@ -379,7 +376,7 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
                                         "ended)")
                           : fmt::format("        ({} of it freed only as the process exited, after the "
                                         "program's code ended)",
-                                        bytes(site.freed_at_exit))) +
+                                        human_bytes(site.freed_at_exit))) +
             "\n";
     if (site.spilled > 0)
         out += style.dim(fmt::format("        ({} of them counted by site only: when each was made is known "
@@ -391,7 +388,8 @@ void append_site(std::string& out, ProcessReport& report, const LeakSite& site, 
         const RetainerSnapshot& snapshot = report.model.retainers[site.held_by.front().snapshot];
         std::vector<std::string> holders;
         for (size_t i = 0; i < site.held_by.size() && i < kHoldersShown; ++i)
-            holders.push_back(fmt::format("{} {} {}", bytes(site.held_by[i].bytes), i == 0 ? "held by" : "by",
+            holders.push_back(fmt::format("{} {} {}", human_bytes(site.held_by[i].bytes),
+                                          i == 0 ? "held by" : "by",
                                           holder_name(snapshot.holders[site.held_by[i].holder], said)));
         if (site.held_by.size() > kHoldersShown)
             holders.push_back(fmt::format("and {} more holders", site.held_by.size() - kHoldersShown));
@@ -456,9 +454,11 @@ void append_host_timeline(std::string& out, const std::vector<HostPoint>& points
     for (const HostPoint* point : timeline_rows(points, kRows)) {
         const bool proportional = point->has(format::HostField::Proportional);
         const bool status = point->has(format::HostField::Status);
-        const auto shown = [](bool read, uint64_t value) { return read ? bytes(value) : std::string("-"); };
+        const auto shown = [](bool read, uint64_t value) {
+            return read ? human_bytes(value) : std::string("-");
+        };
         std::string figures =
-            fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", bytes(point->rss),
+            fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}", human_bytes(point->rss),
                         shown(proportional, point->sample.uss), shown(proportional, point->sample.pss),
                         shown(status, point->allocated()), shown(status, point->sample.rss_shmem),
                         shown(status, point->sample.swap));
@@ -502,35 +502,36 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     for (const DeviceSummary& device : model.devices) {
         out += wrapped(
             fmt::format("reserved peak {}, final {}; allocated peak {}, final {}{}",
-                        bytes(device.peak_reserved), bytes(device.final_reserved),
-                        bytes(device.peak_allocated), bytes(device.final_allocated),
+                        human_bytes(device.peak_reserved), human_bytes(device.final_reserved),
+                        human_bytes(device.peak_allocated), human_bytes(device.final_allocated),
                         model.reports_blocks ? "" : " (no allocator reported blocks: allocated = reserved)"),
             "             ", fmt::format("  device {:<3} ", device.device));
         if (device.capacity)
-            out += fmt::format(
-                "             capacity {}, lowest free seen {} ({} in use per the driver then)\n",
-                bytes(*device.capacity), bytes(*device.lowest_free), bytes(*device.peak_used_by_driver));
+            out +=
+                fmt::format("             capacity {}, lowest free seen {} ({} in use per the driver then)\n",
+                            human_bytes(*device.capacity), human_bytes(*device.lowest_free),
+                            human_bytes(*device.peak_used_by_driver));
     }
     if (model.peak_pinned_host > 0)
-        out += fmt::format("  pinned     host memory peak {}, final {}\n", bytes(model.peak_pinned_host),
-                           bytes(model.final_pinned_host));
+        out += fmt::format("  pinned     host memory peak {}, final {}\n",
+                           human_bytes(model.peak_pinned_host), human_bytes(model.final_pinned_host));
     if (model.peak_managed > 0)
-        out += fmt::format("  managed    peak {}\n", bytes(model.peak_managed));
+        out += fmt::format("  managed    peak {}\n", human_bytes(model.peak_managed));
     if (const HostPoint* first = model.host.first()) {
         // One line: the samples over time, after the sites, have the rest.
         const HostPoint* end = code_end_host_point(model);
         const std::string then = end == first
                                      ? std::string()
-                                     : fmt::format(", {} {}", bytes(end->rss),
+                                     : fmt::format(", {} {}", human_bytes(end->rss),
                                                    end == model.host.last() ? "at the end" : "before exit");
         const std::string uss =
-            model.host.peak_uss ? fmt::format(", USS {}", bytes(*model.host.peak_uss)) : std::string();
-        out += wrapped(fmt::format("RSS {} at start{}; peak RSS {}{}", bytes(first->rss), then,
-                                   bytes(model.host.peak_rss), uss),
+            model.host.peak_uss ? fmt::format(", USS {}", human_bytes(*model.host.peak_uss)) : std::string();
+        out += wrapped(fmt::format("RSS {} at start{}; peak RSS {}{}", human_bytes(first->rss), then,
+                                   human_bytes(model.host.peak_rss), uss),
                        "             ", "  host       ");
         if (model.host.cgroup_limit && model.host.peak_cgroup)
             out += fmt::format("  cgroup     memory peak {} of its limit {}\n",
-                               bytes(*model.host.peak_cgroup), bytes(*model.host.cgroup_limit));
+                               human_bytes(*model.host.peak_cgroup), human_bytes(*model.host.cgroup_limit));
     }
     for (const std::string& note : exactness_notes(model))
         out += style.bold("  not exact  ") + wrapped(note, "             ").substr(13);
@@ -605,7 +606,7 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                               "above and its cache):") +
                    "\n";
         ++segments;
-        out += wrapped(fmt::format("{} in {} {} segment{}, for {}", bytes(site.bytes), site.count,
+        out += wrapped(fmt::format("{} in {} {} segment{}, for {}", human_bytes(site.bytes), site.count,
                                    format::kind_name(site.kind), site.count == 1 ? "" : "s",
                                    printable(report.stacks->describe(site.stack_id))),
                        "    ", "  ");
@@ -618,19 +619,20 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         if (i == 0)
             out += style.bold("Failed allocations:") + "\n";
         std::string then = failure.reserved_then ? fmt::format("; {} reserved on the device then",
-                                                               bytes(*failure.reserved_then))
+                                                               human_bytes(*failure.reserved_then))
                                                  : "; what was live then is older than the event ring";
         std::string free_then =
-            failure.free_bytes ? fmt::format(", {} free", bytes(*failure.free_bytes)) : "";
-        out += wrapped(fmt::format("#{} {} of {} memory on device {} at {:.2f} s, {}{}{}", i + 1,
-                                   bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
-                                   seconds_of(failure.time_ns), failure_cause(failure), free_then, then),
-                       "      ", "  ");
+            failure.free_bytes ? fmt::format(", {} free", human_bytes(*failure.free_bytes)) : "";
+        out +=
+            wrapped(fmt::format("#{} {} of {} memory on device {} at {:.2f} s, {}{}{}", i + 1,
+                                human_bytes(failure.bytes), format::kind_name(failure.kind), failure.device,
+                                seconds_of(failure.time_ns), failure_cause(failure), free_then, then),
+                    "      ", "  ");
         append_frames(out, *report.stacks, failure.stack_id,
                       text_view(*report.stacks, failure.stack_id, options), options, style,
                       model.header.python_version != 0);
         for (const LiveSiteAt& site : failure.top_sites_then) {
-            out += wrapped(fmt::format("held then: {} in {} allocation{} from {}", bytes(site.bytes),
+            out += wrapped(fmt::format("held then: {} in {} allocation{} from {}", human_bytes(site.bytes),
                                        site.count, site.count == 1 ? "" : "s",
                                        printable(report.stacks->describe(site.stack_id))),
                            "        ", "      ");
@@ -694,12 +696,12 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         if (report.target && is_program_frame(*report.target))
             who += " running " + printable(report.target->function);
         const bool sampled = model.host.first() != nullptr;
-        const std::string rss = sampled ? bytes(model.host.peak_rss) : std::string("-");
+        const std::string rss = sampled ? human_bytes(model.host.peak_rss) : std::string("-");
         const std::string uss =
-            sampled && model.host.peak_uss ? bytes(*model.host.peak_uss) : std::string("-");
+            sampled && model.host.peak_uss ? human_bytes(*model.host.peak_uss) : std::string("-");
         out += fmt::format(
             fmt::runtime(kRow), model.header.pid, end,
-            model.header.host_only() ? std::string("-") : bytes(peak), rss, uss,
+            model.header.host_only() ? std::string("-") : human_bytes(peak), rss, uss,
             diagnosis_kind_name(report.diagnosis.kind),
             report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-", who);
     }
@@ -715,7 +717,7 @@ void append_run_memory(std::string& out, std::vector<ProcessReport>& reports) {
             fmt::format("Run memory at its fullest, {:.1f} s into the run: {}. The process with the most "
                         "resident memory then was pid {}{}, with {}.",
                         seconds_of(peak->run_time_ns), run_memory_held(*peak), peak->largest_pid,
-                        role.empty() ? std::string() : ", " + role, bytes(peak->largest_rss)),
+                        role.empty() ? std::string() : ", " + role, human_bytes(peak->largest_rss)),
             "");
     }
 }
@@ -732,15 +734,15 @@ std::string state_name(const MemoryState& state) {
 
 // "+1.2 GiB", "-20.0 MiB".
 std::string signed_bytes(int64_t change) {
-    return (change < 0 ? "-" : "+") + bytes(static_cast<uint64_t>(change < 0 ? -change : change));
+    return (change < 0 ? "-" : "+") + human_bytes(static_cast<uint64_t>(change < 0 ? -change : change));
 }
 
 // "0, now 1.2 GiB in 300 blocks", "20.0 MiB in 2 device allocations, now 0".
 std::string then_and_now(const SiteChange& change) {
     const auto held = [&](const std::optional<LiveSiteAt>& site) {
-        return site && site->count > 0
-                   ? fmt::format("{} in {}", bytes(site->bytes), allocations_of(change.kind, site->count))
-                   : std::string("nothing");
+        return site && site->count > 0 ? fmt::format("{} in {}", human_bytes(site->bytes),
+                                                     allocations_of(change.kind, site->count))
+                                       : std::string("nothing");
     };
     return fmt::format("{} then, {} now", held(change.before), held(change.after));
 }
@@ -774,7 +776,7 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
     const auto grown = static_cast<size_t>(std::count_if(comparison.changes.begin(), comparison.changes.end(),
                                                          [](const SiteChange& c) { return c.change() > 0; }));
     out += wrapped(fmt::format("The program held {}, then {} ({}). {} site{} grew and {} shrank{}.",
-                               bytes(comparison.before_bytes), bytes(comparison.after_bytes),
+                               human_bytes(comparison.before_bytes), human_bytes(comparison.after_bytes),
                                signed_bytes(change), grown, grown == 1 ? "" : "s",
                                comparison.changes.size() - grown,
                                comparison.changes.empty() ? "" : "; the largest changes first"),
