@@ -40,7 +40,7 @@ class IsolatedError(RuntimeError):
     trace, which is complete up to the moment it died.
     """
 
-    def __init__(self, message: str, run: Optional["IsolatedRun"] = None):
+    def __init__(self, message: str, run: Optional[IsolatedRun] = None):
         super().__init__(message)
         self.run = run
 
@@ -67,24 +67,27 @@ class IsolatedRun:
     """What one ``gpuleak.isolated`` call left behind; ``gpuleak.last_isolated()`` returns it.
 
     Attributes:
-      function: the qualified name of the function that ran.
-      pid: the child's process id.
-      exitcode: its exit status as multiprocessing reports it (0; a negative number -N when it was
-        killed by signal N).
-      returned: True when ``fn`` returned (the call's result was handed back), False when it raised
-        or the child died.
-      duration_s: wall-clock seconds from starting the child to its exit.
-      trace_path: the child's trace file (absolute), or None when the child was not recorded
-        (libgpuleak.so not loaded).
+
+    - ``function``: the qualified name of the function that ran.
+    - ``pid``: the child's process id.
+    - ``exitcode``: its exit status as multiprocessing reports it (0; a negative number -N when it was
+      killed by signal N).
+    - ``returned``: True when ``fn`` returned (the call's result was handed back), False when it raised
+      or the child died.
+    - ``duration_s``: wall-clock seconds from starting the child to its exit.
+    - ``trace_path``: the child's trace file (absolute), or None when the child was not recorded
+      (libgpuleak.so not loaded).
 
     Computed on first access, by running ``gpuleak-report --format json`` on the child's trace (the
     report is looked for in ``GPULEAK_REPORT``, beside libgpuleak.so, then on ``PATH``):
-      report: the whole parsed JSON document (``{"schema": ..., "processes": [...]}``), or None.
-      process: the child's own entry of ``report["processes"]`` (``summary``, ``diagnosis``,
-        ``leaks``, ``markers``, ...: the JSON schema in README.md), or None.
-      summary: one line of text: peak reserved and allocated, what was still reserved at the end,
-        the diagnosis; or the trace path and why there is no report.
-      report_error: why ``report`` is None ("" when there is one).
+
+    - ``report``: the whole parsed JSON document (``{"schema": ..., "processes": [...]}``), or None.
+    - ``process``: the child's own entry of ``report["processes"]`` (``summary``, ``diagnosis``,
+      ``leaks``, ``markers``, ...: the JSON report, docs/reference/json.md), or None.
+    - ``summary``: one line of text: peak reserved and allocated, what was still reserved at the end,
+      the diagnosis; or the trace path and why there is no report.
+    - ``report_error``: why ``report`` is None ("" when there is one).
+
     ``str(run)`` is ``summary``.
     """
 

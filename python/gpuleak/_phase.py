@@ -14,7 +14,7 @@ class phase(ContextDecorator):
     Entering records the marker ``"epoch 3"``, leaving records ``"end of epoch 3"``; a block left by an
     exception records ``"end of epoch 3 (raised ValueError)"`` instead (the exception propagates).
     Also usable as a decorator, ``@gpuleak.phase("validation")``, marking each call. Phases may nest
-    and the object may be reused. With ``GPULEAK_WHY=phase`` (see :func:`gpuleak._native.why_moments`),
+    and the object may be reused. With ``GPULEAK_WHY=phase`` (see ``gpuleak._native.why_moments``),
     leaving also runs :func:`gpuleak.why` and records what keeps the device memory alive under the end's
     label. ``__enter__`` returns the phase object, whose ``label`` is the start label. Without libgpuleak.so
     loaded, it does nothing.

@@ -53,7 +53,7 @@ def why(time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> Why:
     is also recorded in the trace, where the report shows it beside the sites it names.
 
     Needs libgpuleak.so loaded (``gpuleak run``, the gpuleak Jupyter kernel) and gpuleak-report (see
-    :mod:`gpuleak._report`). Searches for at most ``time_limit_s`` seconds, then says what it did not
+    ``gpuleak._report``). Searches for at most ``time_limit_s`` seconds, then says what it did not
     reach.
     """
     result = _find(time_limit_s)
