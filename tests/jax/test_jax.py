@@ -11,10 +11,14 @@ scripts/setup-jax.sh made), GPULEAK_CUDA_LIB_DIR (the CUDA 13 toolkit's librarie
 import json
 import os
 import subprocess
+import sys
 import textwrap
 
 import pytest
 from torch_environment import jax_python, simulated_device_environment
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "analyzer", "render", "json"))
+from report_schema import assert_valid_report  # noqa: E402
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -78,6 +82,7 @@ def run_traced(directory, name, **settings):
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
+    assert_valid_report(directory / "report.json")
     with open(directory / "report.json") as report:
         (process,) = json.load(report)["processes"]
     with open(directory / "report.txt") as text:
@@ -248,6 +253,7 @@ def test_isolated_trials_take_xla_s_pool_with_them(tmp_path):
         assert os.path.dirname(trial["trace"]) == str(tmp_path)
         assert trial["diagnosis"]["framework_pool"]["framework"] == "jax"
         assert trial["diagnosis"]["kind"] == "stable"
+    assert_valid_report(tmp_path / "report.json")
     with open(tmp_path / "report.json") as report:
         processes = {process["pid"]: process for process in json.load(report)["processes"]}
     children = {trial["pid"] for trial in trials}

@@ -22,7 +22,9 @@ import textwrap
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from devtools_browser import Browser  # noqa: E402
+from scenario_traces import program, report, setting, traced, traced_environment  # noqa: E402
 
 MiB = 1 << 20
 
@@ -43,45 +45,6 @@ PYTHON_SCRIPT = textwrap.dedent(
         train_step(step)
     """
 )
-
-
-def setting(name):
-    value = os.environ.get(name)
-    if not value:
-        pytest.skip("%s is not set (ctest sets it)" % name)
-    return value
-
-
-def traced_environment(directory, **extra):
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("GPULEAK_")}
-    environment.update(
-        LD_PRELOAD=setting("GPULEAK_TEST_LIBRARY"),
-        LD_LIBRARY_PATH=setting("GPULEAK_TEST_SIMDEVICE_DIR"),
-        SIMDEVICE_DIR=setting("GPULEAK_TEST_SIMDEVICE_DIR"),
-        GPULEAK_OUTPUT=str(directory / "trace.%p"),
-        GPULEAK_QUIET="1",
-        GPULEAK_SIM_QUIET="1",
-        **extra,
-    )
-    return environment
-
-
-def traced(directory, command, **extra):
-    completed = subprocess.run(command, env=traced_environment(directory, **extra), cwd=directory,
-                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
-    assert completed.returncode == 0, completed.stderr
-    return sorted(directory.glob("trace.*"))
-
-
-def report(*arguments):
-    completed = subprocess.run([setting("GPULEAK_TEST_REPORT"), *map(str, arguments)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout
-
-
-def program(name):
-    return os.path.join(setting("GPULEAK_TEST_PROGRAMS"), name)
 
 
 SCENARIOS = {
