@@ -200,15 +200,22 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
     const HostPoint& middle = points[from + half];
     const bool status = first.has(format::HostField::Status) && last.has(format::HostField::Status) &&
                         middle.has(format::HostField::Status);
-    // USS and PSS are read less often and carried over: they say something about the stretch only when
-    // read again after its start.
-    const bool proportional = first.has(format::HostField::Proportional) &&
-                              last.has(format::HostField::Proportional) &&
-                              middle.has(format::HostField::Proportional) &&
-                              last.sample.proportional_time_ns > first.sample.proportional_time_ns;
+    // USS and PSS are not read as a process starts (a forked child's first sample is taken inside fork()):
+    // their stretch starts at their first reading.
+    const auto stretch_end = points.begin() + static_cast<std::ptrdiff_t>(to);
+    const auto proportional_start =
+        std::find_if(points.begin() + static_cast<std::ptrdiff_t>(from), stretch_end,
+                     [](const HostPoint& point) { return point.has(format::HostField::Proportional); });
+    const HostPoint& first_proportional = proportional_start == stretch_end ? first : *proportional_start;
+    // They are read less often and carried over: they say something about the stretch only when read
+    // again after its start.
+    const bool proportional =
+        first_proportional.has(format::HostField::Proportional) &&
+        last.has(format::HostField::Proportional) && middle.has(format::HostField::Proportional) &&
+        last.sample.proportional_time_ns > first_proportional.sample.proportional_time_ns;
     const auto growth = [](uint64_t before, uint64_t after) { return after > before ? after - before : 0; };
-    const uint64_t rss_growth = growth(first.rss, last.rss);
-    const uint64_t uss_growth = proportional ? growth(first.sample.uss, last.sample.uss) : 0;
+    const uint64_t rss_growth = growth(first_proportional.rss, last.rss);
+    const uint64_t uss_growth = proportional ? growth(first_proportional.sample.uss, last.sample.uss) : 0;
     // A forked child's copies are its own however they came about, at once or over its work: what it
     // copied is memory each worker holds (it starts from its parent's pages, not from an import).
     const auto copied = [&]() -> std::optional<uint64_t> {
@@ -229,6 +236,7 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
         raw_growth = growth(first.sample.rss_shmem, last.sample.rss_shmem);
     } else if (const auto unique = copied()) {
         facts.cause = HostGrowthCause::CopyOnWrite;
+        facts.from = first_proportional;
         facts.growth = raw_growth = *unique;
     } else if (const auto kept = status ? grows(allocated) : std::nullopt) {
         facts.growth = *kept;

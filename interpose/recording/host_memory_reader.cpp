@@ -228,8 +228,9 @@ void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t 
             sample.fields |= static_cast<uint32_t>(HostField::Status);
         }
     }
-    if ((moment == SampleMoment::Exit && proportional_.last_cost_ns() <= kMostLastProportionalNs) ||
-        proportional_.due(now_ns)) {
+    if (moment != SampleMoment::Fork &&
+        ((moment == SampleMoment::Exit && proportional_.last_cost_ns() <= kMostLastProportionalNs) ||
+         proportional_.due(now_ns))) {
         proportional_.take(now_ns, [&] {
             uint64_t clean = 0;
             uint64_t dirty = 0;
@@ -254,7 +255,9 @@ void HostMemoryReader::read(format::HostSample& sample, uint64_t& rss, uint64_t 
         sample.heap_time_ns = heap_time_ns;
         sample.fields |= static_cast<uint32_t>(HostField::HeapFree);
     }
-    if (const SimulatedResidency residency = __atomic_load_n(&g_simulated_residency, __ATOMIC_ACQUIRE)) {
+    const SimulatedResidency residency =
+        moment == SampleMoment::Fork ? nullptr : __atomic_load_n(&g_simulated_residency, __ATOMIC_ACQUIRE);
+    if (residency != nullptr) {
         const std::size_t resident = residency();
         if (resident != SIZE_MAX)
             simulated_resident_ = resident;

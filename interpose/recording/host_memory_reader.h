@@ -57,7 +57,10 @@ class PacedReading {
 // When a sample is taken: on the sampler's schedule (or the first, as a trace starts), as the image is
 // replaced by another (exec: perhaps from a signal handler, perhaps one of several tried along PATH), or
 // as the process exits (perhaps from a signal handler too).
-enum class SampleMoment { Periodic, Exec, Exit };
+// Fork: a forked child's first sample, taken inside fork(), which reads neither what walks the memory it
+// shares with its parent (USS, PSS) nor the simulated device (whose locks a thread of the parent may have
+// held as it forked).
+enum class SampleMoment { Fork, Periodic, Exec, Exit };
 
 // The simulated device's reading of its resident device memory (gpuleak_sim_device_resident_bytes),
 // once the module map has found the simulated driver; SIZE_MAX when it could not be read then.

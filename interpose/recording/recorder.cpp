@@ -173,7 +173,7 @@ void on_process_exit(int status, void*) {
     record_process_exit(status);
 }
 
-bool start_recording(bool host_only);
+bool start_recording(TraceStart how);
 format::ForkOrigin fork_origin();
 
 // An interpreter started for a multiprocessing Process by spawn: spawn's command lines end with this
@@ -219,7 +219,7 @@ void start_over_after_fork(bool record_child) {
         // next, on this thread.
         if (g_config.python_stacks && fork_origin() != format::ForkOrigin::Unknown)
             g_target_samples_left.store(kTargetSearchSamples, std::memory_order_relaxed);
-        start_recording(true);
+        start_recording(TraceStart::Fork);
     }
 }
 
@@ -232,7 +232,7 @@ void start_recording_if_python() {
     State idle = State::Idle;
     if (!g_state.compare_exchange_strong(idle, State::Starting, std::memory_order_acq_rel))
         return;
-    start_recording(true);
+    start_recording(TraceStart::ProcessStart);
     if (g_config.python_stacks && started_by_multiprocessing())
         g_target_samples_left.store(kTargetSearchSamples, std::memory_order_relaxed);
 }
@@ -343,9 +343,10 @@ void announce() {
              g_writer.path());
 }
 
-// With the state Starting: creates this process's trace, whole, or host-only (sampled host memory,
-// until the first event promotes it). True when events can be recorded.
-bool start_recording(bool host_only) {
+// With the state Starting: creates this process's trace, whole at a first event, else host-only (sampled
+// host memory, until the first event promotes it). True when events can be recorded.
+bool start_recording(TraceStart how) {
+    const bool host_only = how != TraceStart::FirstEvent;
     t_starting = true;
     g_config = read_config();
     init_monotonic_clock();
@@ -364,7 +365,7 @@ bool start_recording(bool host_only) {
         ok = attach_tables();
     if (ok) {
         install_process_hooks();
-        g_sampler.start(g_writer, after_each_sample, count_python_modules, host_only);
+        g_sampler.start(g_writer, after_each_sample, count_python_modules, how);
         if (!host_only)
             announce();
     }
@@ -411,7 +412,7 @@ bool ensure_active() {
             if (t_starting)
                 return false;
             if (g_state.compare_exchange_strong(state, State::Starting, std::memory_order_acq_rel))
-                return start_recording(false);
+                return start_recording(TraceStart::FirstEvent);
             break;
         case State::Sampling:
             if (t_starting || g_promotion_failed.load(std::memory_order_relaxed))

@@ -28,14 +28,16 @@ void copy_sample(TimelineSample& slot, const TimelineSample& sample) {
 } // namespace
 
 void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*python_modules)(),
-                            bool first_on_thread) {
+                            TraceStart how) {
     writer_ = &writer;
     on_wake_ = on_wake;
     python_modules_ = python_modules;
-    first_on_thread_ = first_on_thread;
+    first_on_thread_ = how != TraceStart::FirstEvent;
     stored_ = 0;
     lock_.reset_after_fork();
     host_.open();
+    if (how == TraceStart::Fork)
+        sample_now(SampleMoment::Fork);
     // The thread must never take a signal meant for the program.
     sigset_t all;
     sigset_t previous;
@@ -58,7 +60,7 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*p
     }
     pthread_attr_destroy(&attributes);
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    if (!first_on_thread)
+    if (!first_on_thread_)
         sample_now();
 }
 

@@ -12,14 +12,21 @@
 
 namespace gpuleak {
 
+// How a trace begins, which decides how its first sample is taken.
+enum class TraceStart {
+    FirstEvent,   // at the process's first CUDA call: here, before the event is accounted
+    ProcessStart, // as a Python program starts, for its host memory: by the thread, once it runs
+    // In a forked child, inside fork(): a Fork sample here, the baseline of what the child goes on to hold
+    // however soon it works, and a whole one by the thread at once (reading USS walks the page tables of
+    // everything the child shares with its parent, too long to hold up fork()).
+    Fork,
+};
+
 class TimelineSampler {
   public:
     // Starts the sampling thread for this process's trace; the thread calls `on_wake` after each of its
-    // samples, and each sample holds what `python_modules` counts. The first sample is taken here, before the
-    // event that started the trace is accounted, unless `first_on_thread`: then the thread takes it (a forked
-    // child's trace starts inside fork(), and reading USS walks the page tables of everything the child
-    // shares with its parent).
-    void start(TraceWriter& writer, void (*on_wake)(), uint64_t (*python_modules)(), bool first_on_thread);
+    // samples, and each sample holds what `python_modules` counts.
+    void start(TraceWriter& writer, void (*on_wake)(), uint64_t (*python_modules)(), TraceStart how);
     // Takes one sample now. Thread-safe. What is read depends on the moment (HostMemoryReader::read);
     // at Exit the sample is skipped when one is being taken already (a signal handler that exits,
     // interrupting one on its own thread).

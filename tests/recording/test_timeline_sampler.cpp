@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include "read/trace_reader.h"
 #include "recording/driver_view.h"
@@ -26,10 +27,11 @@ uint64_t seven_modules() {
 
 // A sampler started on such a trace, as the recorder starts it, with the interpreter's module count.
 struct SampledTrace {
-    explicit SampledTrace(uint64_t (*python_modules)() = seven_modules) {
+    explicit SampledTrace(uint64_t (*python_modules)() = seven_modules,
+                          gpuleak::TraceStart how = gpuleak::TraceStart::FirstEvent) {
         REQUIRE(writer.create(config_in(dir), {1, 0, ""}));
         sampler.start(
-            writer, [] {}, python_modules, false);
+            writer, [] {}, python_modules, how);
     }
     TempDir dir;
     TraceWriter writer;
@@ -72,6 +74,28 @@ TEST_CASE("the timeline is thinned to cover the whole run when it fills") {
         REQUIRE(samples[i].time_ns >= samples[i - 1].time_ns);
         REQUIRE(samples[i].sample - samples[i - 1].sample <= growth);
     }
+}
+
+TEST_CASE("a trace begun inside fork() has its baseline before the child runs on, and USS from the thread") {
+    using gpuleak::format::HostField;
+    SampledTrace trace(seven_modules, gpuleak::TraceStart::Fork);
+    // What the child holds when fork() returns into it: whatever it allocates afterwards is growth,
+    // however soon the sampler's thread gets to run.
+    const TraceReader at_fork = TraceReader::open(trace.writer.path());
+    REQUIRE(!at_fork.timeline().empty());
+    const auto& baseline = at_fork.timeline().front();
+    CHECK(baseline.rss_bytes > 0);
+    CHECK(baseline.has(HostField::Status));
+    CHECK_FALSE(baseline.has(HostField::Proportional));
+    // The thread's first sample, taken at once, walks the page tables for USS and PSS.
+    const auto taken = [&] {
+        return __atomic_load_n(&trace.writer.header()->timeline_samples, __ATOMIC_ACQUIRE);
+    };
+    for (int waited_ms = 0; taken() < 2 && waited_ms < 30000; waited_ms += 10)
+        usleep(10000);
+    const TraceReader later = TraceReader::open(trace.writer.path());
+    REQUIRE(later.timeline().size() >= 2);
+    CHECK(later.timeline()[1].has(HostField::Proportional));
 }
 
 TEST_CASE("a sample holds each device's allocated blocks and what its driver last said was used, and when") {
