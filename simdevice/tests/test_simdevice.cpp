@@ -298,10 +298,8 @@ TEST_CASE("the runtime built as libcudart.so.12 speaks CUDA 12 and withholds wha
     const Simulator& s = sim();
     void* cuda12 = dlopen(GPULEAK_SIM_CUDART12, RTLD_NOW | RTLD_LOCAL);
     REQUIRE(cuda12 != nullptr);
-    // Its definition of `name`, typed after our declaration `declared`.
-    auto in_cuda12 = [&](auto declared, const char* name) {
-        return reinterpret_cast<decltype(declared)>(dlsym(cuda12, name));
-    };
+    // Its definition of `name`, typed as CUDA 13's header declares it.
+#define IN_CUDA12(name) reinterpret_cast<decltype(&name)>(dlsym(cuda12, #name))
     // Programs linked against CUDA 12's runtime ask for cudaMalloc@@libcudart.so.12.
     CHECK(dlvsym(cuda12, "cudaMalloc", "libcudart.so.12") != nullptr);
     CHECK(dlvsym(cuda12, "cudaMalloc", "libcudart.so.13") == nullptr);
@@ -321,17 +319,18 @@ TEST_CASE("the runtime built as libcudart.so.12 speaks CUDA 12 and withholds wha
     }
 
     int version = 0;
-    CHECK(in_cuda12(&cudaRuntimeGetVersion, "cudaRuntimeGetVersion")(&version) == cudaSuccess);
+    CHECK(IN_CUDA12(cudaRuntimeGetVersion)(&version) == cudaSuccess);
     CHECK(version == 12080);
     // It asks the driver for CUDA 12's functions: cuCtxSynchronize without CUDA 13's context parameter.
     void* found = nullptr;
     cudaDriverEntryPointQueryResult status = kNotSet;
-    CHECK(in_cuda12(&cudaGetDriverEntryPoint, "cudaGetDriverEntryPoint")(
-              "cuCtxSynchronize", &found, cudaEnableDefault, &status) == cudaSuccess);
+    CHECK(IN_CUDA12(cudaGetDriverEntryPoint)("cuCtxSynchronize", &found, cudaEnableDefault, &status) ==
+          cudaSuccess);
     CHECK(found == driver_symbol("cuCtxSynchronize"));
     CHECK(RT(cudaGetDriverEntryPoint)("cuCtxSynchronize", &found, cudaEnableDefault, &status) == cudaSuccess);
     CHECK(found == driver_symbol("cuCtxSynchronize_v2"));
-    CHECK(in_cuda12(&cudaDeviceSynchronize, "cudaDeviceSynchronize")() == cudaSuccess);
+    CHECK(IN_CUDA12(cudaDeviceSynchronize)() == cudaSuccess);
+#undef IN_CUDA12
 }
 
 TEST_CASE("exceeding a device's capacity fails like a GPU, leaving the out-parameter untouched") {
