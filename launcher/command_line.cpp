@@ -14,10 +14,13 @@ namespace {
 
 constexpr const char* kRunUsage = "gpuleak run [options] -- command args...";
 constexpr const char* kKernelUsage = "gpuleak kernel install|list|uninstall NAME";
-void add_run_options(CLI::App& run, RunRequest& request) {
-    run.add_option("-o,--output", request.output_directory,
-                   "directory for the traces and the report (created if missing, must be empty); default: "
-                   "a new gpuleak-<command>-<date>-<time> in the current directory");
+// A kernel's traces go to its state directory (kernel_session.cpp): `kernel run` has no --output.
+void add_run_options(CLI::App& run, RunRequest& request, bool with_output_directory) {
+    if (with_output_directory)
+        run.add_option(
+            "-o,--output", request.output_directory,
+            "directory for the traces and the report (created if missing, must be empty); default: "
+            "a new gpuleak-<command>-<date>-<time> in the current directory");
     run.add_option("--max-mb", request.max_mb, "size of each trace file in MiB (GPULEAK_MAX_MB)")
         ->check(CLI::Range(kMinMaxMb, kMaxMaxMb));
     run.add_option("--stack-depth", request.stack_depth,
@@ -65,7 +68,7 @@ void add_kernel_subcommands(CLI::App& kernel, Invocation& invocation) {
         "run",
         "run a Jupyter kernel under gpuleak (what a gpuleak kernelspec starts): kernel run -- python -m "
         "ipykernel_launcher -f {connection_file}");
-    add_run_options(*run, invocation.run);
+    add_run_options(*run, invocation.run, false);
 }
 
 // Where the command starts among the arguments after "run": after "--", or at the first argument that is
@@ -99,7 +102,7 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         "run", fmt::format("run a command with every process it starts recorded, then report on the run: {}",
                            kRunUsage));
     Invocation invocation;
-    add_run_options(*run, invocation.run);
+    add_run_options(*run, invocation.run, true);
     CLI::App* kernel =
         app.add_subcommand("kernel", fmt::format("Jupyter kernels under gpuleak: {}", kKernelUsage));
     add_kernel_subcommands(*kernel, invocation);

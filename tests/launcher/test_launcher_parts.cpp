@@ -125,7 +125,9 @@ TEST_CASE("kernel list and uninstall search an interpreter's sys.prefix, and tor
 TEST_CASE("usage errors are one line each") {
     for (const Strings& arguments :
          {Strings{}, Strings{"run"}, Strings{"run", "--"}, Strings{"run", "--bogus", "ls"},
-          Strings{"run", "--max-mb", "65537", "ls"}, Strings{"run", "-o"}, Strings{"walk", "ls"}}) {
+          Strings{"run", "--max-mb", "65537", "ls"}, Strings{"run", "-o"}, Strings{"walk", "ls"},
+          // A kernel's traces go to its state directory: an --output would be ignored, so it is refused.
+          Strings{"kernel", "run", "-o", "d", "--", "python"}}) {
         INFO(arguments.size());
         try {
             parse_command_line(arguments);
