@@ -8,6 +8,8 @@
 #      build-wheel/ by build-wheel.sh, its wheel installed into fresh environments of each CPython, the
 #      same build packed by pack-build.sh and run by gpu-validate.sh from the tarball on the simulated device
 #   6. formatting: every tracked C/C++ file as clang-format makes it
+#   7. the documentation site, built by docs.sh with every warning an error (a broken link, an unknown
+#      reference, a page in no table of contents); tier 1 checked its reference against the code
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -103,4 +105,6 @@ package_tier
 
 echo "== formatting (at ${SECONDS} s)" >&2
 "$root/scripts/check-format.sh"
+echo "== documentation site (at ${SECONDS} s)" >&2
+"$root/scripts/docs.sh" "$root/build-docs"
 echo "== done in ${SECONDS} s" >&2

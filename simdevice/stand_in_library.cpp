@@ -15,7 +15,7 @@ void RefusedLibrary::explain(const char* function) {
         std::fprintf(
             stderr,
             "gpuleak-sim: %s cannot run on the simulated CUDA device; %s returned %s, and so will every "
-            "call that needs it (gpuleak's README: What stays unsupported)\n",
+            "call that needs it (gpuleak's docs/simulated-device.md: What stays unsupported)\n",
             what_, function, status_);
     }
 }

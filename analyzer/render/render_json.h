@@ -1,5 +1,5 @@
-// The report as JSON (schema "gpuleak-report/1", documented in the README): what other tools and later
-// renderers build on.
+// The report as JSON (schema "gpuleak-report/1", documented in docs/reference/json.md): what other tools
+// and later renderers build on.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -83,7 +83,7 @@ void gpuleak_cell_error(const char* cell);
 
 /* Records what keeps the device memory alive at this moment, as gpuleak.why() found it: `label` says when
  * ("out of memory on device 0", "end of epoch 3"), `document` is the JSON that gpuleak.why() writes
- * (README, "Python package"). The report shows it at the failure it was taken at and beside the sites it
+ * (docs/guides/why.md). The report shows it at the failure it was taken at and beside the sites it
  * names. `label` is copied up to 1023 bytes, `document` up to 16383 (a longer one is cut, and then not
  * read). */
 void gpuleak_retainers(const char* label, const char* document);

@@ -3,7 +3,7 @@ script is unchanged; only these three things are, and a sitecustomize further on
 
 - PyTorch runs its own convolution, batch-norm, recurrent and attention kernels instead of cuDNN's, as
   after `torch.backends.cudnn.enabled = False` and `torch.backends.cuda.enable_cudnn_sdp(False)`,
-  because cuDNN cannot run on the simulated device (README, "What stays unsupported").
+  because cuDNN cannot run on the simulated device (docs/simulated-device.md, "What stays unsupported").
 - JAX sees the simulated GPU: it starts its CUDA backend only where a /dev/nvidia* device file exists
   (jax._src.hardware_utils.has_visible_nvidia_gpu), which a machine without a GPU has none of, and which
   the test bed cannot make without root. Nothing else of JAX's is changed; its CUDA plugin then finds

@@ -314,8 +314,8 @@ TEST_CASE("a command line that is not UTF-8 is reported in valid JSON") {
     CHECK(parsed["processes"][0]["command"][2] == "caf\xef\xbf\xbd"); // U+FFFD for the byte that is not UTF-8
 }
 
-// The statuses are CLI11's, as the README's gpuleak-report section lists them; never 2, which means a
-// trace could not be read.
+// The statuses are CLI11's, as docs/reference/command-line.md lists them for gpuleak-report; never 2,
+// which means a trace could not be read.
 TEST_CASE("usage errors exit with the documented status and a message and no report") {
     TempDir dir;
     const Bytes trace = make_trace(dir);

@@ -647,7 +647,7 @@ def test_a_forked_child_ends_as_it_would_and_only_the_parent_records_at_exit(tmp
     environment = preloaded_environment(tmp_path)
     # "0": the child has no trace of its own at all.
     environment["GPULEAK_ALL_PROCESSES"] = all_processes
-    # 3.12's warning that a process with gpuleak's sampler thread forks (README: which processes leave a trace).
+    # 3.12's warning that a process with gpuleak's sampler thread forks (docs/guides/workers-and-host-memory.md).
     environment["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     completed = subprocess.run(
         [sys.executable, str(script)], env=environment, cwd=tmp_path, stdout=subprocess.PIPE,

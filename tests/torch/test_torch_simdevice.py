@@ -285,8 +285,8 @@ def test_stand_ins_define_everything_torch_imports_from_them(library):
     assert not missing, f"run scripts/gen_stand_in_entry_points.py: the stand-in lacks {missing}"
 
 
-# What PyTorch cannot do on the simulated device, each in the way it fails (README, "What stays
-# unsupported"): the program's code, and what the exception or the simulated library's line on stderr
+# What PyTorch cannot do on the simulated device, each in the way it fails (docs/simulated-device.md,
+# "What stays unsupported"): the program's code, and what the exception or the simulated library's line on stderr
 # beside it must say.
 UNSUPPORTED = {
     "fft": (
