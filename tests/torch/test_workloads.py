@@ -31,7 +31,15 @@ from test_torch_adapter import pytestmark as adapter_marks
 from torch_environment import simulated_device_environment
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "analyzer", "render", "json"))
-from report_schema import assert_valid_report  # noqa: E402
+try:
+    from report_schema import assert_valid_report
+except ModuleNotFoundError as missing:
+    # scripts/gpu-validate.sh runs these scenarios without pytest (scenario_runner.py) on a GPU machine where
+    # nothing can be installed beside PyTorch: there the reports go unvalidated. Under pytest, the gate's
+    # set-up has installed jsonschema, and its absence fails.
+    if missing.name != "jsonschema" or not getattr(pytest, "stand_in", False):
+        raise
+    assert_valid_report = None
 
 LAUNCHER = os.environ.get("GPULEAK_TEST_LAUNCHER", "")
 WORKLOADS = os.path.normpath(os.path.join(HERE, "..", "workloads"))
@@ -195,7 +203,8 @@ def check_workload(directory, name, adapter_cache):
 
     counters = dict(COUNTERS.findall(traced.stdout.strip().splitlines()[-1]))
     assert counters.keys() == EXPECTED_COUNTERS, f"{name} must print PyTorch's counters as its last line"
-    assert_valid_report(directory / "run" / "report.json")
+    if assert_valid_report is not None:
+        assert_valid_report(directory / "run" / "report.json")
     process = main_process(directory)
     ended = process["ended"]
     assert (ended["how"], ended["code"], ended["signal"], ended["sender"]) == ("exit", 0, None, None), ended
