@@ -21,6 +21,9 @@
 #   tests/torch/, tests/workloads/      the PyTorch scenarios and their runner, the workload corpus
 #   tests/jax/programs/,                the JAX and TensorFlow programs gpu-validate.sh checks verdicts on
 #   tests/tensorflow/programs/
+#   tests/analyzer/render/json/report_schema.py, docs/reference/report.schema.json
+#                                       the JSON reports' schema, which the scenarios check their reports
+#                                       against where jsonschema is installed
 #   scripts/gpu-validate.sh             the validation itself
 #   BUILD-INFO                          commit, compiler, and the newest glibc symbol versions needed
 # It refuses a build whose programs still need fmt, libunwind or elfutils from the system.
@@ -62,6 +65,9 @@ cp -r "$root/tests/workloads" "$package/tests/"
 mkdir -p "$package/tests/jax" "$package/tests/tensorflow"
 cp -r "$root/tests/jax/programs" "$package/tests/jax/"
 cp -r "$root/tests/tensorflow/programs" "$package/tests/tensorflow/"
+mkdir -p "$package/tests/analyzer/render/json" "$package/docs/reference"
+cp "$root/tests/analyzer/render/json/report_schema.py" "$package/tests/analyzer/render/json/"
+cp "$root/docs/reference/report.schema.json" "$package/docs/reference/"
 cp "$root/scripts/gpu-validate.sh" "$package/scripts/"
 
 # What the packed programs need from the system: none of fmt, libunwind, libdw, libelf, protobuf or zlib, and the
