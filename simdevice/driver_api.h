@@ -111,6 +111,11 @@ GPULEAK_SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const C
                                            size_t count);
 GPULEAK_SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
                                                           const CUmemAllocationProp* prop, int option);
+// The stream-ordered allocator's pools (CUmemPool_attribute is an int): TensorFlow's cuda_malloc_async
+// allocator sets the default pool's release threshold and access through the driver.
+GPULEAK_SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void* value);
+GPULEAK_SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void* value);
+GPULEAK_SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count);
 
 GPULEAK_SIM_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* fname);
 GPULEAK_SIM_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image);

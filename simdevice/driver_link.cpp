@@ -86,6 +86,9 @@ bool load(DriverFunctions& cu) {
     resolve(cu.mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync", kLegacy);
     resolve(cu.mem_alloc_from_pool_async_ptsz, "cuMemAllocFromPoolAsync", kPerThread);
     resolve(cu.mem_pool_trim_to, "cuMemPoolTrimTo", kLegacy);
+    resolve(cu.mem_pool_get_attribute, "cuMemPoolGetAttribute", kLegacy);
+    resolve(cu.mem_pool_set_attribute, "cuMemPoolSetAttribute", kLegacy);
+    resolve(cu.mem_pool_set_access, "cuMemPoolSetAccess", kLegacy);
     resolve(cu.pointer_get_attributes, "cuPointerGetAttributes", kLegacy);
     resolve(cu.memcpy, "cuMemcpy", kLegacy);
     resolve(cu.memcpy_async, "cuMemcpyAsync", kLegacy);

@@ -67,6 +67,9 @@ struct DriverFunctions {
     decltype(&cuMemAllocFromPoolAsync) mem_alloc_from_pool_async;
     decltype(&cuMemAllocFromPoolAsync_ptsz) mem_alloc_from_pool_async_ptsz;
     decltype(&cuMemPoolTrimTo) mem_pool_trim_to;
+    decltype(&cuMemPoolGetAttribute) mem_pool_get_attribute;
+    decltype(&cuMemPoolSetAttribute) mem_pool_set_attribute;
+    decltype(&cuMemPoolSetAccess) mem_pool_set_access;
     decltype(&cuPointerGetAttributes) pointer_get_attributes;
     decltype(&cuMemcpy) memcpy;
     decltype(&cuMemcpyAsync) memcpy_async;

@@ -6,6 +6,7 @@
 #include "pointer_ranges.h"
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -121,6 +122,24 @@ CUresult release_async(CUdeviceptr dptr, CUstream stream) {
     return release(dptr);
 }
 
+// A pool attribute's value: read as 0, or set, changing nothing, since the pool holds nothing back (frees
+// take effect at once).
+CUresult pool_attribute_call(CUmemoryPool pool, int attr, void* value, bool read) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    constexpr int kFirstAttribute = 1;     // CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES
+    constexpr int kFirstWideAttribute = 4; // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: it and those after are 64-bit
+    constexpr int kLastAttribute = 8;      // CU_MEMPOOL_ATTR_USED_MEM_HIGH
+    if (pool_device(pool) < 0 || value == nullptr || attr < kFirstAttribute || attr > kLastAttribute) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (read) {
+        std::memset(value, 0, attr >= kFirstWideAttribute ? sizeof(cuuint64_t) : sizeof(int));
+    }
+    return CUDA_SUCCESS;
+}
+
 } // namespace
 
 std::size_t gpuleak_sim_device_resident_bytes() {
@@ -221,6 +240,22 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBytesToKeep*/) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
     return pool_device(pool) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void* value) {
+    return pool_attribute_call(pool, attr, value, true);
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void* value) {
+    return pool_attribute_call(pool, attr, value, false);
+}
+
+// Every device reaches every other's memory on the simulated device: access is granted already.
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+    if (!devices_initialized()) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return pool_device(pool) < 0 || (map == nullptr && count > 0) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {

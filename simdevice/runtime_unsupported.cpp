@@ -1,10 +1,9 @@
 // Runtime calls PyTorch links against that the simulator does not model: interprocess memory and event
 // handles (torch.multiprocessing's CUDA tensor sharing) fail with cudaErrorNotSupported; the profiler
-// switches and the stream-ordered pool's attributes are accepted and change nothing.
+// switches are accepted and change nothing. The stream-ordered pool's attributes go to the driver, as the
+// real runtime's do.
 #include "runtime_api.h"
 #include "runtime_state.h"
-
-#include <cstring>
 
 using namespace gpuleak::sim;
 
@@ -12,11 +11,6 @@ namespace {
 
 cudaError_t unsupported() {
     return record_error(cudaErrorNotSupported);
-}
-
-// cudaMemPoolAttrReleaseThreshold (4) to cudaMemPoolAttrUsedMemHigh (8) are 64-bit; the rest are ints.
-bool wide_pool_attribute(cudaMemPoolAttr attr) {
-    return attr >= 4 && attr <= 8;
 }
 
 } // namespace
@@ -51,22 +45,21 @@ cudaError_t cudaProfilerStop(void) {
     return cudaSuccess;
 }
 
-// The simulated pool holds nothing back (driver_memory.cpp frees at once), so every counter reads 0.
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr attr, void* value) {
-    if (memPool == nullptr || value == nullptr) {
-        return record_error(cudaErrorInvalidValue);
-    }
-    std::memset(value, 0, wide_pool_attribute(attr) ? sizeof(cuuint64_t) : sizeof(int));
-    return cudaSuccess;
+    return with_context(
+        [&](const DriverFunctions& cu) { return cu.mem_pool_get_attribute(memPool, attr, value); });
 }
 
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr /*attr*/, void* value) {
-    return record_error(memPool == nullptr || value == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, cudaMemPoolAttr attr, void* value) {
+    return with_context(
+        [&](const DriverFunctions& cu) { return cu.mem_pool_set_attribute(memPool, attr, value); });
 }
 
-cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const cudaMemAccessDesc* /*descList*/,
-                                 size_t /*count*/) {
-    return record_error(memPool == nullptr ? cudaErrorInvalidValue : cudaSuccess);
+// cudaMemAccessDesc is CUmemAccessDesc's layout.
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const cudaMemAccessDesc* descList, size_t count) {
+    return with_context([&](const DriverFunctions& cu) {
+        return cu.mem_pool_set_access(memPool, reinterpret_cast<const CUmemAccessDesc*>(descList), count);
+    });
 }
 
 } // extern "C"

@@ -542,6 +542,42 @@ TEST_CASE("stream-ordered allocations are charged at once and freed at once") {
     RT(cudaGetLastError)();
 }
 
+TEST_CASE("a pool's attributes and access are the driver's, as TensorFlow's cuda_malloc_async sets them") {
+    const OnDevice device(0);
+    // CUmemPool_attribute's numbers, as in cuda.h.
+    constexpr int kReuseFollowEventDependencies = 1;
+    constexpr int kReleaseThreshold = 4;
+    constexpr int kUsedMemCurrent = 7;
+    constexpr int kPastTheLast = 9;
+    CUmemoryPool pool = nullptr;
+    REQUIRE(CU(cuDeviceGetDefaultMemPool)(&pool, 0) == CUDA_SUCCESS);
+    cuuint64_t threshold = UINT64_MAX;
+    CHECK(CU(cuMemPoolSetAttribute)(pool, kReleaseThreshold, &threshold) == CUDA_SUCCESS);
+    // Frees take effect at once: the pool holds nothing, every counter reads 0, a 64-bit one whole.
+    cuuint64_t used = UINT64_MAX;
+    CHECK(CU(cuMemPoolGetAttribute)(pool, kUsedMemCurrent, &used) == CUDA_SUCCESS);
+    CHECK(used == 0);
+    struct {
+        int value;
+        int after;
+    } flag{-1, -1};
+    CHECK(CU(cuMemPoolGetAttribute)(pool, kReuseFollowEventDependencies, &flag.value) == CUDA_SUCCESS);
+    CHECK(flag.value == 0);
+    CHECK(flag.after == -1);
+    CHECK(CU(cuMemPoolGetAttribute)(pool, kPastTheLast, &used) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuMemPoolSetAttribute)(nullptr, kReleaseThreshold, &threshold) == CUDA_ERROR_INVALID_VALUE);
+    CUmemAccessDesc access{};
+    access.location = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    access.flags = 3; // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    CHECK(CU(cuMemPoolSetAccess)(pool, &access, 1) == CUDA_SUCCESS);
+    CHECK(CU(cuMemPoolSetAccess)(pool, nullptr, 1) == CUDA_ERROR_INVALID_VALUE);
+
+    // The runtime asks the driver, as the real one does.
+    CHECK(RT(cudaMemPoolSetAttribute)(pool, kReleaseThreshold, &threshold) == cudaSuccess);
+    CHECK(RT(cudaMemPoolGetAttribute)(pool, kPastTheLast, &used) == cudaErrorInvalidValue);
+    RT(cudaGetLastError)();
+}
+
 TEST_CASE("pinned and registered host memory are not charged to a device") {
     const OnDevice device(0);
     void* pinned = nullptr;
