@@ -42,9 +42,9 @@ docs_environment() {
     echo "$dir"
 }
 
+# Builds the site into $2 with the environment $1.
 build_site() {
-    local out=$1 environment
-    environment=$(docs_environment)
+    local environment=$1 out=$2
     # -E: every page read again, so a warning is never hidden by an earlier build's cache.
     "$environment/bin/python" -m sphinx -b html -W --keep-going -n -E -q -d "$out/.doctrees" \
         "$root/docs" "$out"
@@ -55,8 +55,8 @@ case ${1:-} in
 serve)
     port=${2:-8000}
     [[ $port =~ ^[0-9]+$ ]] || { echo "docs: serve takes a port number, not '$port'" >&2; exit 2; }
-    build_site "$root/build-docs"
     environment=$(docs_environment)
+    build_site "$environment" "$root/build-docs"
     echo "docs: serving http://localhost:$port (Ctrl-C stops)" >&2
     exec "$environment/bin/python" -m http.server "$port" --bind 127.0.0.1 --directory "$root/build-docs"
     ;;
@@ -75,6 +75,6 @@ screenshots)
     exit 2
     ;;
 *)
-    build_site "$(realpath -m "${1:-$root/build-docs}")"
+    build_site "$(docs_environment)" "$(realpath -m "${1:-$root/build-docs}")"
     ;;
 esac

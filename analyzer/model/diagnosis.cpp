@@ -206,13 +206,13 @@ std::optional<HostRamFacts> host_ram_growth(const ProcessModel& model) {
     const auto proportional_start =
         std::find_if(points.begin() + static_cast<std::ptrdiff_t>(from), stretch_end,
                      [](const HostPoint& point) { return point.has(format::HostField::Proportional); });
-    const HostPoint& first_proportional = proportional_start == stretch_end ? first : *proportional_start;
     // They are read less often and carried over: they say something about the stretch only when read
     // again after its start.
     const bool proportional =
-        first_proportional.has(format::HostField::Proportional) &&
-        last.has(format::HostField::Proportional) && middle.has(format::HostField::Proportional) &&
-        last.sample.proportional_time_ns > first_proportional.sample.proportional_time_ns;
+        proportional_start != stretch_end && last.has(format::HostField::Proportional) &&
+        middle.has(format::HostField::Proportional) &&
+        last.sample.proportional_time_ns > proportional_start->sample.proportional_time_ns;
+    const HostPoint& first_proportional = proportional ? *proportional_start : first;
     const auto growth = [](uint64_t before, uint64_t after) { return after > before ? after - before : 0; };
     const uint64_t rss_growth = growth(first_proportional.rss, last.rss);
     const uint64_t uss_growth = proportional ? growth(first_proportional.sample.uss, last.sample.uss) : 0;

@@ -48,7 +48,7 @@ def help_subcommands(text):
 
 
 def commands():
-    """Every command of both programs, found through their --help: (title, argv)."""
+    """Every command of both programs, found through their --help: (title, its --help's text)."""
     found, pending = [], [("gpuleak", [LAUNCHER])]
     while pending:
         title, argv = pending.pop(0)
@@ -57,8 +57,8 @@ def commands():
         if subcommands:
             pending.extend(("%s %s" % (title, name), argv + [name]) for name in subcommands)
         else:
-            found.append((title, argv))
-    return found + [("gpuleak-report", [REPORT])]
+            found.append((title, text))
+    return found + [("gpuleak-report", help_of([REPORT]))]
 
 
 def help_of(argv):
@@ -98,11 +98,11 @@ def test_every_option_of_every_command_has_its_row_in_the_command_line_reference
     problems = []
     found = commands()
     assert len(found) >= 7, found
-    for title, argv in found:
+    for title, help_text in found:
         if title not in page:
             problems.append("%s: no section '## %s'" % (title, title))
             continue
-        missing, stale = missing_and_stale(help_options(help_of(argv)), documented_options(page[title]))
+        missing, stale = missing_and_stale(help_options(help_text), documented_options(page[title]))
         problems += ["%s: %s is not in docs/reference/command-line.md" % (title, option) for option in missing]
         problems += ["%s: %s is documented but not in its --help" % (title, option) for option in stale]
     assert not problems, "\n".join(problems)
