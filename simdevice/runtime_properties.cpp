@@ -1,5 +1,7 @@
 // What the runtime says about a device, composed from the driver's answers (cuDeviceGetAttribute, its
-// name, memory size, UUID and PCI address) as the real runtime composes cudaDeviceProp.
+// name, memory size, UUID and PCI address) as the real runtime composes cudaDeviceProp: CUDA 13's, or
+// CUDA 12's in the libcudart.so.12 build.
+#include "runtime_abi12.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 
@@ -30,7 +32,8 @@ class PropertyReader {
     CUresult result_ = CUDA_SUCCESS;
 };
 
-CUresult read_properties(const DriverFunctions& cu, cudaDeviceProp& prop, int device) {
+// `Prop` is CUDA 13's cudaDeviceProp or CUDA 12's: the fields only one of them has are read where present.
+template <typename Prop> CUresult read_properties(const DriverFunctions& cu, Prop& prop, int device) {
     std::memset(&prop, 0, sizeof(prop));
     if (const CUresult result = cu.device_get_name(prop.name, sizeof(prop.name), device);
         result != CUDA_SUCCESS) {
@@ -75,6 +78,16 @@ CUresult read_properties(const DriverFunctions& cu, cudaDeviceProp& prop, int de
     read(prop.asyncEngineCount, 40);
     read(prop.unifiedAddressing, 41);
     read(prop.pciDomainID, 50);
+    if constexpr (requires { prop.clockRate; }) {
+        read(prop.clockRate, 13);
+        read(prop.deviceOverlap, 15);
+        read(prop.kernelExecTimeoutEnabled, 17);
+        read(prop.computeMode, 20);
+        read(prop.memoryClockRate, 36);
+        read(prop.maxTexture1DLinear, 69);
+        read(prop.singleToDoublePrecisionPerfRatio, 87);
+        read(prop.cooperativeMultiDeviceLaunch, 96);
+    }
     read(prop.texturePitchAlignment, 51);
     read(prop.major, 75);
     read(prop.minor, 76);
@@ -112,10 +125,12 @@ CUresult read_properties(const DriverFunctions& cu, cudaDeviceProp& prop, int de
     read(prop.deferredMappingCudaArraySupported, 121);
     read(prop.ipcEventSupported, 125);
     read(prop.unifiedFunctionPointers, 129);
-    read(prop.deviceNumaConfig, 130);
-    read(prop.deviceNumaId, 131);
-    read(prop.mpsEnabled, 133);
-    read(prop.hostNumaId, 134);
+    if constexpr (requires { prop.deviceNumaConfig; }) {
+        read(prop.deviceNumaConfig, 130);
+        read(prop.deviceNumaId, 131);
+        read(prop.mpsEnabled, 133);
+        read(prop.hostNumaId, 134);
+    }
     return read.result();
 }
 
@@ -128,6 +143,15 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
         return prop == nullptr ? CUDA_ERROR_INVALID_VALUE : read_properties(cu, *prop, device);
     });
 }
+
+#if GPULEAK_SIM_CUDA_VERSION < 13000
+// CUDA 12's headers call cudaGetDeviceProperties by this name; CUDA 13 renamed it back with its new layout.
+cudaError_t cudaGetDeviceProperties_v2(cuda12::cudaDeviceProp* prop, int device) {
+    return with_context([&](const DriverFunctions& cu) {
+        return prop == nullptr ? CUDA_ERROR_INVALID_VALUE : read_properties(cu, *prop, device);
+    });
+}
+#endif
 
 // cudaDeviceAttr numbers are those of CUdevice_attribute.
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {

@@ -9,9 +9,13 @@ script is unchanged; only these three things are, and a sitecustomize further on
   the test bed cannot make without root. Nothing else of JAX's is changed; its CUDA plugin then finds
   the simulated libraries through LD_LIBRARY_PATH, as it finds the toolkit's where its own NVIDIA wheels
   are not installed.
-- XLA runs its kernels one by one, never as CUDA graphs (its command buffers, which it may choose for a
-  jitted function and which the simulated device cannot create), as after
-  `XLA_FLAGS=--xla_gpu_enable_command_buffer=`, unless XLA_FLAGS already says which to use."""
+- XLA (JAX's, and TensorFlow's for Keras' compiled steps) runs its kernels one by one, never as CUDA
+  graphs (its command buffers, which it may choose for a jitted function and which the simulated device
+  cannot create), as after `XLA_FLAGS=--xla_gpu_enable_command_buffer=`, and picks its kernels' tile
+  sizes by its own rules instead of timing candidates, as after `--xla_gpu_autotune_level=0`: its
+  autotuner times kernels that compute nothing here, and checks their outputs against each other on
+  the host, which made a Keras step of wide layers ten times as slow. Each unless XLA_FLAGS already
+  names it."""
 
 import importlib.abc
 import importlib.machinery
@@ -70,13 +74,18 @@ def _run_the_next_sitecustomize():
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-def _without_command_buffers():
+def _without_command_buffers_or_autotuning():
     flags = os.environ.get("XLA_FLAGS", "")
-    if "--xla_gpu_enable_command_buffer" not in flags:
-        os.environ["XLA_FLAGS"] = " ".join(["--xla_gpu_enable_command_buffer=", flags]).strip()
+    added = [
+        flag
+        for flag in ("--xla_gpu_enable_command_buffer=", "--xla_gpu_autotune_level=0")
+        if flag.split("=")[0] not in flags
+    ]
+    if added:
+        os.environ["XLA_FLAGS"] = " ".join(added + [flags]).strip()
 
 
-_without_command_buffers()
+_without_command_buffers_or_autotuning()
 sys.meta_path.insert(0, _AfterImport("torch", _switch_cudnn_off))
 sys.meta_path.insert(0, _AfterImport("jax._src.hardware_utils", _see_the_simulated_gpu))
 _run_the_next_sitecustomize()

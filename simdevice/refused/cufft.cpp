@@ -1,4 +1,5 @@
-// libcufft.so.12: cuFFT refuses every call with CUFFT_NOT_SUPPORTED. PyTorch names that status itself
+// libcufft.so.12 (and .11): cuFFT refuses every call with CUFFT_NOT_SUPPORTED. PyTorch names that status
+// itself
 // ("cuFFT error: CUFFT_NOT_SUPPORTED"), so the first refusal's line on stderr is what says why.
 #include <cufft.h>
 #include <cufftXt.h>
@@ -24,13 +25,13 @@ cufftResult cufftGetVersion(int* version) {
     if (version == nullptr) {
         return CUFFT_INVALID_VALUE;
     }
-    *version = CUFFT_VERSION;
+    *version = stand_in_version_number({CUFFT_VER_MAJOR, CUFFT_VER_MINOR, CUFFT_VER_PATCH});
     return CUFFT_SUCCESS;
 }
 
 cufftResult cufftGetProperty(libraryPropertyType type, int* value) {
-    return gpuleak::sim::read_version_property(type, {CUFFT_VER_MAJOR, CUFFT_VER_MINOR, CUFFT_VER_PATCH},
-                                               value)
+    return gpuleak::sim::read_version_property(
+               type, stand_in_release({CUFFT_VER_MAJOR, CUFFT_VER_MINOR, CUFFT_VER_PATCH}), value)
                ? CUFFT_SUCCESS
                : CUFFT_INVALID_VALUE;
 }

@@ -1,5 +1,5 @@
-// libcusolver.so.12: cuSOLVER refuses every call with CUSOLVER_STATUS_NOT_INITIALIZED, as when it cannot
-// initialise on a device (PyTorch has no name for CUSOLVER_STATUS_NOT_SUPPORTED). PyTorch names the
+// libcusolver.so.12 (and .11): cuSOLVER refuses every call with CUSOLVER_STATUS_NOT_INITIALIZED, as when it
+// cannot initialise on a device (PyTorch has no name for CUSOLVER_STATUS_NOT_SUPPORTED). PyTorch names the
 // status itself ("cusolver error: CUSOLVER_STATUS_NOT_INITIALIZED, when calling
 // `cusolverDnCreate(handle)`"), so the first refusal's line on stderr is what says why.
 #include <cusolverDn.h>
@@ -24,7 +24,7 @@ extern "C" {
 
 cusolverStatus_t cusolverGetProperty(libraryPropertyType type, int* value) {
     return gpuleak::sim::read_version_property(
-               type, {CUSOLVER_VER_MAJOR, CUSOLVER_VER_MINOR, CUSOLVER_VER_PATCH}, value)
+               type, stand_in_release({CUSOLVER_VER_MAJOR, CUSOLVER_VER_MINOR, CUSOLVER_VER_PATCH}), value)
                ? CUSOLVER_STATUS_SUCCESS
                : CUSOLVER_STATUS_INVALID_VALUE;
 }
@@ -32,7 +32,7 @@ cusolverStatus_t cusolverGetProperty(libraryPropertyType type, int* value) {
 cusolverStatus_t cusolverGetVersion(int* version) {
     if (version == nullptr)
         return CUSOLVER_STATUS_INVALID_VALUE;
-    *version = CUSOLVER_VERSION;
+    *version = stand_in_version_number({CUSOLVER_VER_MAJOR, CUSOLVER_VER_MINOR, CUSOLVER_VER_PATCH});
     return CUSOLVER_STATUS_SUCCESS;
 }
 

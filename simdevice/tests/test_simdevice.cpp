@@ -312,11 +312,27 @@ TEST_CASE("the runtime built as libcudart.so.12 speaks CUDA 12 and withholds wha
         CHECK(dlsym(s.runtime(), changed) != nullptr);
         CHECK(dlsym(cuda12, changed) == nullptr);
     }
-    for (const char* cuda12_only :
-         {"cudaGetDeviceProperties_v2", "cudaStreamGetCaptureInfo_v2", "cudaGraphNodeGetDependencies_v2"}) {
+    for (const char* cuda12_only : {"cudaStreamGetCaptureInfo_v2", "cudaGraphNodeGetDependencies_v2"}) {
         INFO(cuda12_only);
         CHECK(dlsym(cuda12, cuda12_only) == nullptr);
     }
+    // What CUDA 12's headers call cudaGetDeviceProperties (TensorFlow's Eigen kernels size their launches
+    // from it), filled in CUDA 12's layout; CUDA 13's runtime has no such name.
+    CHECK(dlsym(s.runtime(), "cudaGetDeviceProperties_v2") == nullptr);
+    cuda12::cudaDeviceProp prop12{};
+    CHECK(IN_CUDA12(cudaGetDeviceProperties_v2)(&prop12, 0) == cudaSuccess);
+    cudaDeviceProp prop13{};
+    CHECK(RT(cudaGetDeviceProperties)(&prop13, 0) == cudaSuccess);
+    CHECK(std::string(prop12.name) == prop13.name);
+    CHECK(prop12.totalGlobalMem == prop13.totalGlobalMem);
+    CHECK(prop12.major == 9);
+    CHECK(prop12.multiProcessorCount == prop13.multiProcessorCount);
+    CHECK(prop12.sharedMemPerBlockOptin == prop13.sharedMemPerBlockOptin);
+    CHECK(prop12.memoryPoolsSupported == 1);
+    CHECK(prop12.clockRate > 0);
+    CHECK(prop12.memoryClockRate > 0);
+    CHECK(IN_CUDA12(cudaGetDeviceProperties_v2)(nullptr, 0) == cudaErrorInvalidValue);
+    IN_CUDA12(cudaGetLastError)();
 
     int version = 0;
     CHECK(IN_CUDA12(cudaRuntimeGetVersion)(&version) == cudaSuccess);
@@ -1008,6 +1024,31 @@ namespace {
 void registered_kernel_stub() {}
 
 } // namespace
+
+// XLA loads what it compiles (Triton's kernels among them) by each of these; TensorFlow's autotuner
+// takes a kernel that cannot load as one that cannot run.
+TEST_CASE("compiled kernels load as modules by every loader XLA uses, and their functions launch") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    REQUIRE(RT(cudaFree)(nullptr) == cudaSuccess);
+    static const char image[] = "a cubin";
+    CUmodule modules[3] = {};
+    REQUIRE(CU(cuModuleLoadData)(&modules[0], image) == CUDA_SUCCESS);
+    REQUIRE(CU(cuModuleLoadDataEx)(&modules[1], image, 0, nullptr, nullptr) == CUDA_SUCCESS);
+    REQUIRE(CU(cuModuleLoadFatBinary)(&modules[2], image) == CUDA_SUCCESS);
+    CHECK(CU(cuModuleLoadFatBinary)(nullptr, image) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(CU(cuModuleLoadFatBinary)(&modules[2], nullptr) == CUDA_ERROR_INVALID_VALUE);
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult status = kNotSet;
+    CHECK(RT(cudaGetDriverEntryPoint)("cuModuleLoadFatBinary", &found, cudaEnableDefault, &status) ==
+          cudaSuccess);
+    CHECK(found == driver_symbol("cuModuleLoadFatBinary"));
+    for (CUmodule module : modules) {
+        CUfunction function = nullptr;
+        REQUIRE(CU(cuModuleGetFunction)(&function, module, "fusion") == CUDA_SUCCESS);
+        CHECK(CU(cuLaunchKernel)(function, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == CUDA_SUCCESS);
+        CHECK(CU(cuModuleUnload)(module) == CUDA_SUCCESS);
+    }
+}
 
 TEST_CASE("a registered kernel is a driver function that launches, as XLA launches its own kernels") {
     REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);

@@ -206,6 +206,51 @@ TEST_CASE("version queries answer the toolkit's cuBLAS release") {
           "CUBLAS_STATUS_INVALID_VALUE");
 }
 
+// TensorFlow's CUDA 12 build loads cuBLAS by these sonames: the same table, at their own version nodes,
+// answering CUDA 12.8's cuBLAS, as the libcudart.so.12 beside them answers CUDA 12.8.
+TEST_CASE("the CUDA 12 builds export the table at their own version nodes and answer cuBLAS 12") {
+    libraries(); // the driver, which they find loaded
+    void* cublas12 = dlopen(GPULEAK_SIM_CUBLAS12, RTLD_NOW | RTLD_LOCAL);
+    void* cublas_lt12 = dlopen(GPULEAK_SIM_CUBLASLT12, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(cublas12 != nullptr);
+    REQUIRE(cublas_lt12 != nullptr);
+    for (const Row& row : kRows) {
+        INFO(row.name);
+        if (row.lt) {
+            CHECK(dlvsym(cublas_lt12, row.name, "libcublasLt.so.12") != nullptr);
+            CHECK(dlvsym(cublas_lt12, row.name, "libcublasLt.so.13") == nullptr);
+        } else {
+            CHECK(dlvsym(cublas12, row.name, "libcublas.so.12") != nullptr);
+            CHECK(dlvsym(cublas12, row.name, "libcublas.so.13") == nullptr);
+        }
+    }
+    int version = 0;
+    CHECK(blas_function<decltype(&::cublasGetVersion_v2)>(cublas12, "libcublas.so.12", "cublasGetVersion_v2")(
+              nullptr, &version) == CUBLAS_STATUS_SUCCESS);
+    CHECK(version / 10000 == 12);
+    CHECK(blas_function<decltype(&::cublasLtGetVersion)>(
+              cublas_lt12, "libcublasLt.so.12", "cublasLtGetVersion")() == static_cast<size_t>(version));
+    int major = 0;
+    CHECK(blas_function<decltype(&::cublasGetProperty)>(cublas12, "libcublas.so.12", "cublasGetProperty")(
+              MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS);
+    CHECK(major == 12);
+
+    // And computes like the CUDA 13 build: a product's shapes checked, on a handle of its own.
+    cublasHandle_t handle = nullptr;
+    REQUIRE(blas_function<decltype(&::cublasCreate_v2)>(cublas12, "libcublas.so.12",
+                                                        "cublasCreate_v2")(&handle) == CUBLAS_STATUS_SUCCESS);
+    const auto gemm =
+        blas_function<decltype(&::cublasSgemm_v2)>(cublas12, "libcublas.so.12", "cublasSgemm_v2");
+    const float one = 1.0F;
+    std::vector<float> memory(4096);
+    CHECK(gemm(handle, 0, 0, 8, 8, 8, &one, memory.data(), 8, memory.data(), 8, &one, memory.data(), 8) ==
+          CUBLAS_STATUS_SUCCESS);
+    CHECK(gemm(handle, 0, 0, 8, 8, 8, &one, memory.data(), 4, memory.data(), 8, &one, memory.data(), 8) ==
+          CUBLAS_STATUS_INVALID_VALUE);
+    CHECK(blas_function<decltype(&::cublasDestroy_v2)>(cublas12, "libcublas.so.12",
+                                                       "cublasDestroy_v2")(handle) == CUBLAS_STATUS_SUCCESS);
+}
+
 namespace {
 
 struct Layouts {

@@ -1,11 +1,14 @@
 // What programs ask the simulated device's stand-ins before they start: the libraries that cannot run on
 // it answer their versions as the toolkit's headers give them (JAX's CUDA plugin refuses to start when
-// cuSPARSE or cuSOLVER cannot say theirs), and NVML counts and names the simulated driver's devices
-// (XLA counts no device when NVML cannot start).
+// cuSPARSE or cuSOLVER cannot say theirs), or for TensorFlow's older sonames as CUDA 12.8's releases;
+// cuDNN makes a handle; and NVML counts and names the simulated driver's devices (XLA counts no device
+// when NVML cannot start).
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <cuda.h>
+#include <cudnn.h>
+#include <cufft.h>
 #include <cusolver_common.h>
 #include <cusparse.h>
 #include <dlfcn.h>
@@ -52,6 +55,52 @@ TEST_CASE("cuSOLVER's stand-in answers its version") {
     CHECK(get_version(&version) == CUSOLVER_STATUS_SUCCESS);
     CHECK(version == CUSOLVER_VERSION);
     CHECK(get_version(nullptr) == CUSOLVER_STATUS_INVALID_VALUE);
+}
+
+// TensorFlow's CUDA 12 build loads these sonames; built against the toolkit's newer headers, they answer
+// CUDA 12.8's releases, at their own version nodes.
+TEST_CASE("cuFFT's and cuSOLVER's stand-ins for TensorFlow's sonames answer CUDA 12.8's releases") {
+    int version = 0;
+    CHECK(function_of<decltype(&cufftGetVersion)>(GPULEAK_SIM_CUFFT11, "cufftGetVersion")(&version) ==
+          CUFFT_SUCCESS);
+    CHECK(version == 11303);
+    int major = 0;
+    CHECK(function_of<decltype(&cufftGetProperty)>(GPULEAK_SIM_CUFFT11, "cufftGetProperty")(
+              MAJOR_VERSION, &major) == CUFFT_SUCCESS);
+    CHECK(major == 11);
+    CHECK(function_of<decltype(&cusolverGetVersion)>(GPULEAK_SIM_CUSOLVER11, "cusolverGetVersion")(
+              &version) == CUSOLVER_STATUS_SUCCESS);
+    CHECK(version == 11702);
+    void* cufft11 = dlopen(GPULEAK_SIM_CUFFT11, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(cufft11 != nullptr);
+    CHECK(dlvsym(cufft11, "cufftCreate", "libcufft.so.11") != nullptr);
+    CHECK(dlvsym(cufft11, "cufftCreate", "libcufft.so.12") == nullptr);
+}
+
+// TensorFlow and XLA make a cuDNN handle at their first compiled step, whatever the model: a model of
+// dense layers trains; a convolution fails at its first cuDNN call, saying why.
+TEST_CASE("cuDNN's stand-in makes a handle that keeps its stream, and refuses what would run on it") {
+    cudnnHandle_t handle = nullptr;
+    REQUIRE(function_of<decltype(&cudnnCreate)>(GPULEAK_SIM_CUDNN, "cudnnCreate")(&handle) ==
+            CUDNN_STATUS_SUCCESS);
+    REQUIRE(handle != nullptr);
+    auto* const stream = reinterpret_cast<cudaStream_t>(0x1234);
+    CHECK(function_of<decltype(&cudnnSetStream)>(GPULEAK_SIM_CUDNN, "cudnnSetStream")(handle, stream) ==
+          CUDNN_STATUS_SUCCESS);
+    cudaStream_t kept = nullptr;
+    CHECK(function_of<decltype(&cudnnGetStream)>(GPULEAK_SIM_CUDNN, "cudnnGetStream")(handle, &kept) ==
+          CUDNN_STATUS_SUCCESS);
+    CHECK(kept == stream);
+    cudnnTensorDescriptor_t tensor = nullptr;
+    CHECK(function_of<decltype(&cudnnCreateTensorDescriptor)>(
+              GPULEAK_SIM_CUDNN, "cudnnCreateTensorDescriptor")(&tensor) == CUDNN_STATUS_NOT_SUPPORTED);
+    const std::string why = function_of<decltype(&cudnnGetErrorString)>(
+        GPULEAK_SIM_CUDNN, "cudnnGetErrorString")(CUDNN_STATUS_NOT_SUPPORTED);
+    CHECK(why.find("simulated CUDA device") != std::string::npos);
+    CHECK(function_of<decltype(&cudnnDestroy)>(GPULEAK_SIM_CUDNN, "cudnnDestroy")(handle) ==
+          CUDNN_STATUS_SUCCESS);
+    CHECK(function_of<decltype(&cudnnCreate)>(GPULEAK_SIM_CUDNN, "cudnnCreate")(nullptr) ==
+          CUDNN_STATUS_BAD_PARAM);
 }
 
 #define NVML(name) function_of<decltype(&::name)>(GPULEAK_SIM_NVML, #name)
