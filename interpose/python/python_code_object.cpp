@@ -155,6 +155,26 @@ bool copy_text_checked(const PythonRuntime& python, uintptr_t text, std::span<ch
     return copy_text(python, copy.address(), out, size, truncated);
 }
 
+// Copies the bytes object at `bytes` as copy_bytes does, reading it through copy_checked.
+bool copy_bytes_checked(const PythonRuntime& python, uintptr_t bytes, std::span<uint8_t> out, uint32_t& size,
+                        bool& truncated) {
+    const PythonLayout& layout = python.layout;
+    CopiedObject copy;
+    const uint32_t header = std::max(layout.bytes_data, layout.bytes_size + uint32_t{sizeof(int64_t)});
+    if (bytes == 0 || header > kCopiedObjectBytes || !copy_checked(copy.bytes, bytes, header) ||
+        !has_type(python, copy.address(), python.bytes_type))
+        return false;
+    const auto length = read_at<int64_t>(copy.address() + layout.bytes_size);
+    if (length < 0)
+        return false;
+    const size_t copied = std::min(static_cast<size_t>(length), out.size());
+    if (!copy_checked(out.data(), bytes + layout.bytes_data, copied))
+        return false;
+    truncated |= copied < static_cast<size_t>(length);
+    size = static_cast<uint32_t>(copied);
+    return true;
+}
+
 // The bytes of a code object up to the last of its fields that the readers read.
 uint32_t code_fields_end(const PythonLayout& layout) {
     return std::max({layout.code_filename, layout.code_qualname, layout.code_line_table,
@@ -192,6 +212,14 @@ bool describe_other_threads_code(uint64_t code_object, std::span<char> filename,
                              description.truncated) &&
            copy_text_checked(*python, description.identity.qualname, qualname, description.qualname_size,
                              description.truncated);
+}
+
+bool describe_other_threads_code(uint64_t code_object, const PythonCodeBuffers& buffers,
+                                 PythonCodeDescription& description) {
+    const PythonRuntime* python = python_runtime(true);
+    return describe_other_threads_code(code_object, buffers.filename, buffers.qualname, description) &&
+           copy_bytes_checked(*python, description.identity.line_table, buffers.line_table,
+                              description.line_table_size, description.truncated);
 }
 
 bool other_threads_text_equals(uint64_t text, std::string_view expected) {

@@ -66,6 +66,11 @@ bool read_other_threads_code_identity(uint64_t code_object, PythonCodeIdentity& 
 bool describe_other_threads_code(uint64_t code_object, std::span<char> filename, std::span<char> qualname,
                                  PythonCodeDescription& description, uint64_t* local_names = nullptr);
 
+// describe_python_code for a code object on another thread's stack: as describe_other_threads_code reads
+// it, with its line table.
+bool describe_other_threads_code(uint64_t code_object, const PythonCodeBuffers& buffers,
+                                 PythonCodeDescription& description);
+
 // Whether the str object at `text`, of another thread's, read as describe_other_threads_code reads, is
 // `expected` (shorter than 64 bytes).
 bool other_threads_text_equals(uint64_t text, std::string_view expected);

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "python/python_frame.h"
+#include "python/python_layout.h"
 
 namespace gpuleak {
 
@@ -24,6 +25,21 @@ namespace gpuleak {
 // threads other than the finalizing one while the interpreter finalizes. `finalizing` is set when the
 // walk saw the interpreter finalizing (a read the walk makes anyway), left alone otherwise.
 size_t capture_python_frames(PythonFrame* out, size_t max, bool& finalizing);
+
+// The Python stack of the program's one Python thread, for a thread that never ran Python (a framework's
+// worker: TensorFlow's executors, XLA's) making memory while the program waits on it: the program's line
+// that asked for the work. Filled as capture_python_frames fills it, but read through the kernel
+// (copy_checked), as that thread may run on meanwhile and free what is read. 0 in a thread that has run
+// Python, where the interpreter has more than one thread (which of them waits is not known), while it
+// finalizes, and where a read failed. A few system calls a frame.
+size_t capture_waiting_python_frames(PythonFrame* out, size_t max);
+
+// The main interpreter's state in the `_PyRuntime` at `runtime`, read through the kernel; 0 where none was
+// read.
+uintptr_t main_interpreter(const PythonLayout& layout, uintptr_t runtime);
+
+// The innermost frame of another thread's `thread_state`, read through the kernel; 0 where none was read.
+uintptr_t other_threads_innermost_frame(const PythonLayout& layout, uintptr_t thread_state);
 
 // Whether the interpreter has begun finalizing: Py_FinalizeEx sets it after the atexit handlers, before
 // it tears the modules down. One load; false without a (supported) Python in the process. Asks quietly

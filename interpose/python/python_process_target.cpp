@@ -41,10 +41,9 @@ bool dataloader_worker_loop(const CodeName& code) {
 // that forked it (the child keeps only that one).
 uintptr_t first_thread_state(const PythonRuntime& python) {
     const PythonLayout& layout = python.layout;
-    uintptr_t interpreter = 0;
+    const uintptr_t interpreter = main_interpreter(layout, python.runtime);
     uintptr_t thread = 0;
-    if (!read_checked(python.runtime + layout.runtime_interpreters, interpreter) || interpreter == 0 ||
-        !read_checked(interpreter + layout.interpreter_threads, thread))
+    if (interpreter == 0 || !read_checked(interpreter + layout.interpreter_threads, thread))
         return 0;
     for (int i = 0; i < kMaxThreadStates && thread != 0; ++i) {
         uintptr_t older = 0;
@@ -55,16 +54,6 @@ uintptr_t first_thread_state(const PythonRuntime& python) {
         thread = older;
     }
     return 0;
-}
-
-uintptr_t innermost_frame(const PythonLayout& layout, uintptr_t thread) {
-    uintptr_t frame = 0;
-    if (!read_checked(thread + layout.thread_frame, frame))
-        return 0;
-    if (layout.frame_link == PythonFrameLink::through_cframe &&
-        (frame == 0 || !read_checked(frame + layout.cframe_current_frame, frame)))
-        return 0;
-    return frame;
 }
 
 // The value of the small int that local variable `index` of `frame` holds; none where it holds something
@@ -148,7 +137,7 @@ bool find_python_process_target(PythonProcessTarget& target) {
     // subclass's run that overrides it), and what that calls.
     uintptr_t inner_frames[2] = {};
     uintptr_t inner_codes[2] = {};
-    uintptr_t frame = innermost_frame(layout, thread);
+    uintptr_t frame = other_threads_innermost_frame(layout, thread);
     for (int steps = 0; steps < kMaxFrames && frame != 0; ++steps) {
         uintptr_t previous = 0;
         uintptr_t code_object = 0;

@@ -118,7 +118,7 @@ void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
         if (recent.address != code_object || recent.confirmed != stack) {
             const PythonCodeIdentity identity = read_captured_code_identity(*python, code_object);
             if (recent.address != code_object || !(identity == recent.identity)) {
-                id = find_or_add(code_object, identity);
+                id = find_or_add(code_object, identity, Owner::this_thread);
                 if (id == 0) {
                     records[i] = record_of(frames[i], 0);
                     continue;
@@ -146,13 +146,25 @@ uint32_t PythonCodeTable::probe(uint64_t code_object, const PythonCodeIdentity& 
     }
 }
 
-uint32_t PythonCodeTable::find_or_add(uint64_t code_object, const PythonCodeIdentity& identity) {
+uint32_t PythonCodeTable::find_or_add(uint64_t code_object, const PythonCodeIdentity& identity, Owner owner) {
     uint64_t position = hash_address(code_object) & (entry_count_ - 1);
     const uint32_t id = probe(code_object, identity, position);
-    return id != 0 ? id : add(code_object, identity, position);
+    return id != 0 ? id : add(code_object, identity, position, owner);
 }
 
-uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position) {
+void PythonCodeTable::records_of_other_thread(const PythonFrame* frames, uint32_t count,
+                                              format::PythonFrameRecord* records) {
+    for (uint32_t i = 0; i < count; ++i) {
+        PythonCodeIdentity identity;
+        const bool readable =
+            entries_ != nullptr && read_other_threads_code_identity(frames[i].code_object, identity);
+        records[i] = record_of(
+            frames[i], readable ? find_or_add(frames[i].code_object, identity, Owner::other_thread) : 0);
+    }
+}
+
+uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position,
+                              Owner owner) {
     SpinGuard guard(insert_lock_);
     // Another thread may have added it, or other code objects, since the lock-free probe ended.
     if (const uint32_t id = probe(code_object, identity, position); id != 0)
@@ -161,8 +173,10 @@ uint32_t PythonCodeTable::add(uint64_t code_object, const PythonCodeIdentity& id
     PythonCodeDescription description;
     const PythonCodeBuffers buffers{std::span(g_buffers.filename), std::span(g_buffers.qualname),
                                     std::span(g_buffers.line_table)};
-    if ((used_ + 1) * 4 > entry_count_ * 3 || !describe_python_code(code_object, buffers, description) ||
-        !(description.identity == identity)) {
+    const bool described = owner == Owner::this_thread
+                               ? describe_python_code(code_object, buffers, description)
+                               : describe_other_threads_code(code_object, buffers, description);
+    if ((used_ + 1) * 4 > entry_count_ * 3 || !described || !(description.identity == identity)) {
         __atomic_fetch_add(&header.code_dropped, 1, __ATOMIC_RELAXED);
         return 0;
     }

@@ -33,6 +33,11 @@ class PythonCodeTable {
     // alive (see python_code_object.h).
     void records_of(const PythonFrame* frames, uint32_t count, format::PythonFrameRecord* records);
 
+    // The same for frames of another thread's stack (capture_waiting_python_frames): their code objects
+    // are read through the kernel, as that thread may free them meanwhile.
+    void records_of_other_thread(const PythonFrame* frames, uint32_t count,
+                                 format::PythonFrameRecord* records);
+
     // The trace's records of frames described earlier, as many as `described` holds (returned): each code
     // object gets a record of its own, outside the index, as its address may hold another one by now.
     uint32_t records_of_described(const DescribedFrames& described, format::PythonFrameRecord* records);
@@ -46,11 +51,13 @@ class PythonCodeTable {
         PythonCodeIdentity identity;
         uint32_t id;
     };
-    uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position);
+    // Where the code object is: on the calling thread's stack, read with plain loads, or on another's.
+    enum class Owner { this_thread, other_thread };
+    uint32_t add(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t position, Owner owner);
     // Appends a code record of `description` under the insert lock: its id, 0 where it did not fit.
     uint32_t append_record(uint64_t code_object, const PythonCodeDescription& description,
                            const char* filename, const char* qualname, const uint8_t* line_table);
-    uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity);
+    uint32_t find_or_add(uint64_t code_object, const PythonCodeIdentity& identity, Owner owner);
     // The id of the entry for this code object from `position` on, or 0 with `position` at the empty
     // entry that ends the probe.
     uint32_t probe(uint64_t code_object, const PythonCodeIdentity& identity, uint64_t& position) const;

@@ -452,15 +452,22 @@ void account(const LiveSlot& slot, bool add) {
     }
 }
 
-// The calling thread's Python frames as the trace keeps them; 0 without Python stacks.
+// The calling thread's Python frames as the trace keeps them; 0 without Python stacks. A thread that never
+// ran Python (TensorFlow's executors) makes memory for the program's line that waits on it: that line's
+// frames stand for its own.
 uint32_t capture_python_stack(format::PythonFrameRecord* records) {
     if (!g_config.python_stacks)
         return 0;
     PythonFrame frames[kMaxStackDepthSetting];
     bool finalizing = false;
-    const auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth, finalizing));
+    auto count = static_cast<uint32_t>(capture_python_frames(frames, g_config.stack_depth, finalizing));
     if (finalizing)
         note_python_finalizing();
+    if (count == 0 && !finalizing) {
+        count = static_cast<uint32_t>(capture_waiting_python_frames(frames, g_config.stack_depth));
+        g_code.records_of_other_thread(frames, count, records);
+        return count;
+    }
     g_code.records_of(frames, count, records);
     return count;
 }
@@ -1071,7 +1078,20 @@ void note_out_of_memory(int device) {
 namespace {
 
 // `with_stack`: the forking thread's stack too, where the trace keeps stacks.
-void append_fork(State state, int child_pid, uint64_t forked_ns, uint32_t thread_id, bool with_stack) {
+// The calling thread's Python stack alone, for a vfork child: libunwind keeps state of its own (the pipe
+// it checks addresses through, reopened where it finds it closed, as a child that closed its inherited
+// files does), and a vfork child would change it under its parent, which then waits on another file.
+uint32_t capture_python_only_stack() {
+    format::PythonFrameRecord python[kMaxStackDepthSetting];
+    const uint32_t count = capture_python_stack(python);
+    const uint64_t no_frames[1] = {};
+    return count == 0 ? 0 : intern_stack(no_frames, 0, python, count);
+}
+
+// `stack`: none, the whole of the calling thread's, or its Python stack alone.
+enum class ForkStack { None, Whole, PythonOnly };
+
+void append_fork(State state, int child_pid, uint64_t forked_ns, uint32_t thread_id, ForkStack stack) {
     EventRecord event{};
     event.time_ns = forked_ns;
     event.address = static_cast<uint64_t>(child_pid);
@@ -1082,7 +1102,9 @@ void append_fork(State state, int child_pid, uint64_t forked_ns, uint32_t thread
     // it is told here.
     event.result = static_cast<int32_t>(fork_origin());
     if (state == State::Active) {
-        event.stack_id = with_stack ? capture_stack() : 0;
+        event.stack_id = stack == ForkStack::Whole        ? capture_stack()
+                         : stack == ForkStack::PythonOnly ? capture_python_only_stack()
+                                                          : 0;
         g_writer.append_event(event);
     }
     g_writer.append_notable(event);
@@ -1097,7 +1119,8 @@ std::atomic<pid_t> g_vfork_child_recorded{0};
 // at its exec, as a fork: what started it (multiprocessing's spawn, a DataLoader's worker) and from which
 // line. Signals are held off meanwhile: the child must not die holding a lock of its parent's recorder
 // (CPython's child has restored the default actions). It keeps its parent thread's cached id as it finds
-// it, and takes no stack from inside a hook, whose locks its suspended parent thread may hold.
+// it, takes no stack from inside a hook, whose locks its suspended parent thread may hold, and no native
+// stack at all (capture_python_only_stack).
 void record_vfork_child(State state) {
     const pid_t child = getpid();
     if (g_vfork_child_recorded.exchange(child, std::memory_order_relaxed) == child)
@@ -1106,7 +1129,8 @@ void record_vfork_child(State state) {
     sigset_t before;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &before);
-    append_fork(state, static_cast<int>(child), monotonic_ns(), cached_thread_id(), !HookScope::nested());
+    append_fork(state, static_cast<int>(child), monotonic_ns(), cached_thread_id(),
+                HookScope::nested() ? ForkStack::None : ForkStack::PythonOnly);
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
@@ -1177,7 +1201,7 @@ void record_fork(int child_pid, uint64_t forked_ns) {
     const State state = g_state.load(std::memory_order_acquire);
     const RecordingScope recording(EventSort::Note);
     if (recording.entered() && has_trace(state))
-        append_fork(state, child_pid, forked_ns, current_thread_id(), true);
+        append_fork(state, child_pid, forked_ns, current_thread_id(), ForkStack::Whole);
 }
 
 void record_process_exit(int status) {

@@ -188,7 +188,8 @@ def test_a_thread_pools_worker_is_not_named_by_where_it_was_started(tmp_path):
     assert "started there" not in site["where"]
 
 
-def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
+def test_a_thread_that_never_ran_python_makes_memory_for_the_line_that_waits_on_it(tmp_path):
+    # As TensorFlow's executors make a compiled step's tensors while the program waits in model.fit.
     library = needed("GPULEAK_TEST_NATIVE_THREAD")
     process, report = record(
         tmp_path,
@@ -196,7 +197,37 @@ def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
         native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
         native.allocate_in_native_thread.restype = ctypes.c_void_p
         native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
+        def train_step():
+            return native.allocate_in_native_thread(3 << 20)
+        assert train_step()
+        """,
+        extra_env={"NATIVE_THREAD_LIBRARY": library},
+    )
+    assert process.returncode == 0, process.stderr
+    (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
+    assert [frame["function"] for frame in python_frames(site)] == ["train_step", "<module>"]
+    # Its own native frames stay: the thread's.
+    assert [frame for frame in site["frames"] if not frame.get("python")]
+    # A native thread serves whatever asks it later: where it was started is not told.
+    assert site["thread_started_at"] is None
+
+
+def test_with_two_python_threads_a_native_thread_keeps_a_native_stack(tmp_path):
+    # Which of them waits on it is not known.
+    library = needed("GPULEAK_TEST_NATIVE_THREAD")
+    process, report = record(
+        tmp_path,
+        """
+        import threading
+        native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
+        native.allocate_in_native_thread.restype = ctypes.c_void_p
+        native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
+        other = threading.Event()
+        waiting = threading.Thread(target=other.wait)
+        waiting.start()
         assert native.allocate_in_native_thread(3 << 20)
+        other.set()
+        waiting.join()
         """,
         extra_env={"NATIVE_THREAD_LIBRARY": library},
     )
@@ -204,8 +235,6 @@ def test_a_thread_that_never_ran_python_gets_a_native_stack(tmp_path):
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
     assert python_frames(site) == []
     assert site["frames"]
-    # A native thread serves whatever asks it later: where it was started is not told.
-    assert site["thread_started_at"] is None
 
 
 def test_deep_recursion_keeps_the_innermost_frames(tmp_path):
