@@ -65,18 +65,20 @@ int seriousness(DiagnosisKind kind) {
     switch (kind) {
     case DiagnosisKind::Leak:
         return 0;
-    case DiagnosisKind::CacheGrowth:
+    case DiagnosisKind::PoolExhausted:
         return 1;
-    case DiagnosisKind::HostRamGrowth:
+    case DiagnosisKind::CacheGrowth:
         return 2;
-    case DiagnosisKind::OutsideAllocators:
+    case DiagnosisKind::HostRamGrowth:
         return 3;
-    case DiagnosisKind::Incomplete:
+    case DiagnosisKind::OutsideAllocators:
         return 4;
+    case DiagnosisKind::Incomplete:
+        return 5;
     case DiagnosisKind::Stable:
         break;
     }
-    return 5;
+    return 6;
 }
 
 // The process the summary's diagnosis is about: of those that used the GPU (if any did), the most

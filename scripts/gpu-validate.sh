@@ -246,7 +246,7 @@ framework_check jax jax 'import jax, jax.numpy as jnp; x = jnp.zeros(16 << 20, d
 # (tests/jax/programs/train_keeps_batches.py, tests/tensorflow/programs/train_keeps_batches.py) under
 # gpuleak run: by default the framework's pool is explained, not called a leak; with each buffer allocated
 # as asked (XLA's platform allocator, TensorFlow's cuda_malloc_async), the batches are a leak at the line
-# that made them. tests/jax checks JAX's on the simulated device; nothing else runs TensorFlow's.
+# that made them. tests/jax and tests/tensorflow ask the same of the simulated device.
 # $1: the module, $2: the check's name, $3: Python that reads report.json and prints "ok DETAIL" or why
 # not (its arguments: report.json and the module); the rest: environment.
 framework_verdict() {

@@ -276,6 +276,7 @@ const char* diagnosis_kind_name(DiagnosisKind kind) {
                                        {DiagnosisKind::CacheGrowth, "cache_growth"},
                                        {DiagnosisKind::OutsideAllocators, "outside_allocators"},
                                        {DiagnosisKind::HostRamGrowth, "host_ram_growth"},
+                                       {DiagnosisKind::PoolExhausted, "pool_exhausted"},
                                        {DiagnosisKind::Incomplete, "incomplete"},
                                        {DiagnosisKind::Stable, "stable"}},
                                       DiagnosisKind::Stable);
@@ -288,7 +289,8 @@ std::optional<PoolFacts> framework_pool(const ProcessModel& model) {
     std::optional<PoolFacts> pool;
     // leak_sites are largest first: the first pool site met is the largest.
     for (const LeakSite& site : model.leak_sites) {
-        if (site.pool == PoolOwner::None)
+        // The device's: a pool of pinned host memory is the framework's own concern.
+        if (site.pool == PoolOwner::None || !format::occupies_device_memory(site.kind))
             continue;
         if (!pool) {
             pool.emplace();
@@ -305,14 +307,41 @@ std::optional<PoolFacts> framework_pool(const ProcessModel& model) {
         pool->first_ns = std::min(pool->first_ns, site.first_ns);
         pool->last_ns = std::max(pool->last_ns, site.last_ns);
     }
+    if (pool)
+        pool->grew_through_work = model.pool_grew_through_work;
     return pool;
+}
+
+std::optional<AllocatorFacts> framework_allocator(const ProcessModel& model,
+                                                  const std::optional<PoolFacts>& pool) {
+    AllocatorFacts allocator;
+    if (pool) {
+        allocator.framework = pool->owner;
+        allocator.mode = pool->regions > 1 ? AllocatorMode::GrowingPool : AllocatorMode::Pool;
+    } else if (model.tensorflow_per_tensor) {
+        allocator.framework = PoolOwner::TensorFlow;
+        allocator.mode = AllocatorMode::PerTensor;
+    } else {
+        return std::nullopt;
+    }
+    allocator.xla = allocator.framework == PoolOwner::TensorFlow && model.tensorflow_xla;
+    return allocator;
 }
 
 } // namespace
 
+const char* allocator_mode_name(AllocatorMode mode) {
+    static constexpr NameTable kNames({{AllocatorMode::Pool, "pool"},
+                                       {AllocatorMode::GrowingPool, "growing_pool"},
+                                       {AllocatorMode::PerTensor, "per_tensor"}},
+                                      AllocatorMode::Pool);
+    return kNames[mode];
+}
+
 Diagnosis diagnose(const ProcessModel& model) {
     Diagnosis diagnosis;
     diagnosis.pool = framework_pool(model);
+    diagnosis.allocator = framework_allocator(model, diagnosis.pool);
     for (const DeviceSummary& device : model.devices) {
         diagnosis.peak_allocated += device.peak_allocated;
         diagnosis.final_allocated += device.final_allocated;
@@ -335,6 +364,13 @@ Diagnosis diagnose(const ProcessModel& model) {
         for (size_t index : leak.sites)
             leak.bytes += model.leak_sites[index].bytes;
         leak.fill = fill_estimate(model, model.leak_sites[leak.sites.front()]);
+        if (diagnosis.largest_failure)
+            for (const LiveSiteAt& held : model.failures[*diagnosis.largest_failure].top_sites_then)
+                for (size_t index : leak.sites)
+                    if (site_of(model, held.stack_id) == site_of(model, model.leak_sites[index].stack_id)) {
+                        diagnosis.failure_held_by_leak += held.bytes;
+                        break;
+                    }
         diagnosis.kind = DiagnosisKind::Leak;
         diagnosis.leak = std::move(leak);
     } else if (!model.spent_graphs.empty()) {
@@ -359,6 +395,9 @@ Diagnosis diagnose(const ProcessModel& model) {
         }
         diagnosis.kind = DiagnosisKind::Leak;
         diagnosis.leak = std::move(leak);
+    } else if (diagnosis.pool && model.error && says_out_of_memory(*model.error)) {
+        // Whatever filled the pool was handed out inside it, where gpuleak cannot see.
+        diagnosis.kind = DiagnosisKind::PoolExhausted;
     } else if ((diagnosis.cache = cache_growth(model))) {
         diagnosis.kind = DiagnosisKind::CacheGrowth;
     } else if ((diagnosis.outside = outside_allocators(model))) {

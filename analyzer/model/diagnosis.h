@@ -12,7 +12,17 @@
 namespace gpuleak::analyzer {
 
 // Incomplete: nothing else was found, but data was lost that a leak may hide in (Exactness::lost).
-enum class DiagnosisKind { Leak, CacheGrowth, OutsideAllocators, HostRamGrowth, Incomplete, Stable };
+// PoolExhausted: the program ran out of memory inside a framework's own pool, with nothing outside it
+// growing.
+enum class DiagnosisKind {
+    Leak,
+    CacheGrowth,
+    OutsideAllocators,
+    HostRamGrowth,
+    PoolExhausted,
+    Incomplete,
+    Stable
+};
 
 const char* diagnosis_kind_name(DiagnosisKind kind); // the JSON names: "leak", "cache_growth", ...
 
@@ -135,6 +145,24 @@ struct PoolFacts {
     uint64_t first_ns = 0;             // when its oldest region was made, since the start
     uint64_t last_ns = 0;              // its youngest
     std::optional<uint64_t> capacity;  // the device's, where the driver was asked
+    // Regions were made through the program's work, as a leak's allocations are (LeakSite::growing):
+    // what it holds inside grew.
+    bool grew_through_work = false;
+};
+
+// How a framework allocated its device memory, told by the frames of its allocations: a pool reserved
+// at once (XLA's preallocation, TensorFlow's default), a pool grown in regions as its arrays need
+// (TensorFlow's memory growth, XLA without preallocation), or each tensor as an allocation of its own
+// (TensorFlow's cuda_malloc_async).
+enum class AllocatorMode : uint8_t { Pool, GrowingPool, PerTensor };
+const char* allocator_mode_name(AllocatorMode mode); // the JSON names: "pool", "growing_pool", "per_tensor"
+
+struct AllocatorFacts {
+    PoolOwner framework = PoolOwner::None;
+    AllocatorMode mode = AllocatorMode::Pool;
+    // TensorFlow ran steps XLA compiled (Keras compiles them so by default), which take their memory
+    // from the same allocator.
+    bool xla = false;
 };
 
 struct Diagnosis {
@@ -143,9 +171,10 @@ struct Diagnosis {
     uint64_t peak_allocated = 0;
     uint64_t final_allocated = 0;
     uint64_t final_reserved = 0;
-    std::optional<LeakFacts> leak;       // kind Leak
-    std::optional<CacheFacts> cache;     // kind CacheGrowth
-    std::optional<OutsideFacts> outside; // kind OutsideAllocators
+    std::optional<LeakFacts> leak;           // kind Leak
+    std::optional<CacheFacts> cache;         // kind CacheGrowth
+    std::optional<OutsideFacts> outside;     // kind OutsideAllocators
+    std::optional<AllocatorFacts> allocator; // where a framework's allocator is recognised
     // Host memory growth, beside whatever the GPU verdict is (kind HostRamGrowth when it is the only one).
     std::optional<HostRamFacts> host_ram;
     std::optional<KilledFacts> killed;           // diagnose_run
@@ -158,6 +187,9 @@ struct Diagnosis {
     std::optional<PoolFacts> pool; // beside whatever the verdict is
     // The out-of-memory failure with the largest request: an index into model.failures.
     std::optional<size_t> largest_failure;
+    // With a leak, of what was live when that failure came, what the leak's sites held then: the memory
+    // the program's earlier work had kept.
+    uint64_t failure_held_by_leak = 0;
 };
 
 Diagnosis diagnose(const ProcessModel& model);

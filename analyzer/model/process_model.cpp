@@ -343,8 +343,10 @@ constexpr long kMinGrowingIntervals = 3;
 constexpr uint64_t kMinRepetitions = 2;
 
 struct ProgramSpread {
-    double share = 0; // of the program's events, between the oldest and the youngest
-    size_t parts = 0; // of the kProgramParts the program's events fall in, those with any
+    double share = 0;   // of the program's events, between the oldest and the youngest
+    size_t parts = 0;   // of the kProgramParts the program's events fall in, those with any
+    uint64_t first = 0; // the oldest's event, where parts > 0
+    uint64_t last = 0;  // the youngest's
 };
 
 // A stretch of events the survivors spilled at a site were made in (SpilledSite): where in it each was
@@ -381,8 +383,11 @@ ProgramSpread spread_in_program(const std::vector<uint64_t>& sequences,
         last = std::max(last, range_last);
     }
     spread.parts = static_cast<size_t>(std::count(seen.begin(), seen.end(), true));
-    if (spread.parts > 0)
+    if (spread.parts > 0) {
         spread.share = static_cast<double>(last - first) / static_cast<double>(program_events);
+        spread.first = first;
+        spread.last = last;
+    }
     return spread;
 }
 
@@ -521,6 +526,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         const ProgramSpread spread =
             spread_in_program(entry.sequences, entry.spilled_ranges, model.program_events);
         site.program_share = spread.share;
+        site.program_events = {spread.first, spread.last};
         const double span_s = seconds_of(site.last_ns - site.first_ns);
         const bool many = site.count >= kMinGrowingCount;
         bool spread_in_markers = false;
@@ -559,17 +565,6 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     std::sort(model.leak_sites.begin(), model.leak_sites.end(), [](const LeakSite& a, const LeakSite& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack_id < b.stack_id;
     });
-}
-
-// Whether an exception says that memory ran out: PyTorch's OutOfMemoryError, TensorFlow's
-// ResourceExhaustedError, XLA's RESOURCE_EXHAUSTED, or a message of the CUDA error.
-bool says_out_of_memory(const ProgramError& error) {
-    std::string message = error.message;
-    std::transform(message.begin(), message.end(), message.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return error.type.ends_with("OutOfMemoryError") || error.type.ends_with("ResourceExhaustedError") ||
-           message.find("out of memory") != std::string::npos ||
-           message.find("resource_exhausted") != std::string::npos;
 }
 
 // The exception the program's code ended with, if it recorded one (ProcessModel::error), and those its
@@ -1110,6 +1105,15 @@ std::optional<Moment> sites_at_peak(const TraceReader& trace, const SiteKeys& si
 
 } // namespace
 
+bool says_out_of_memory(const ProgramError& error) {
+    std::string message = error.message;
+    std::transform(message.begin(), message.end(), message.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return error.type.ends_with("OutOfMemoryError") || error.type.ends_with("ResourceExhaustedError") ||
+           message.find("out of memory") != std::string::npos ||
+           message.find("resource_exhausted") != std::string::npos;
+}
+
 uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
     const auto site = model.site_of_stack.find(stack_id);
     return site != model.site_of_stack.end() ? site->second : stack_id;
@@ -1310,11 +1314,38 @@ const char* pool_owner_name(PoolOwner owner) {
     return kNames[owner];
 }
 
-void mark_framework_pools(ProcessModel& model, const std::function<PoolOwner(uint32_t stack_id)>& owner_of) {
-    // A framework's pool of pinned host memory is its own concern, not the device's.
-    for (LeakSite& site : model.leak_sites)
-        if (format::occupies_device_memory(site.kind))
-            site.pool = owner_of(site.stack_id);
+void mark_framework_allocators(ProcessModel& model,
+                               const std::function<AllocatorFrames(uint32_t stack_id)>& frames_of) {
+    bool tensorflow = false;
+    bool xla = false;
+    // A framework keeps pools of pinned host memory too (TensorFlow's for its copies), grown the same way.
+    for (LeakSite& site : model.leak_sites) {
+        const AllocatorFrames frames = frames_of(site.stack_id);
+        site.pool = frames.pool;
+        model.tensorflow_per_tensor = model.tensorflow_per_tensor || frames.tensorflow_per_tensor;
+        tensorflow = tensorflow || frames.pool == PoolOwner::TensorFlow || frames.tensorflow_per_tensor;
+        xla = xla || frames.xla;
+    }
+    model.tensorflow_xla = tensorflow && xla;
+    // A pool grows by regions, each made where the framework next needed one, so at sites of their own:
+    // whether it grew through the program's work is judged on them all, as a site's survivors are.
+    uint64_t first = UINT64_MAX;
+    uint64_t last = 0;
+    uint64_t regions = 0;
+    for (const LeakSite& site : model.leak_sites) {
+        if (site.pool == PoolOwner::None || !format::occupies_device_memory(site.kind))
+            continue;
+        model.pool_grew_through_work = model.pool_grew_through_work || site.growing;
+        regions += site.count;
+        if (site.program_events.second > 0) {
+            first = std::min(first, site.program_events.first);
+            last = std::max(last, site.program_events.second);
+        }
+    }
+    model.pool_grew_through_work =
+        model.pool_grew_through_work ||
+        (regions >= kMinGrowingCount && first < last && model.program_events > 0 &&
+         static_cast<double>(last - first) >= kGrowthShare * static_cast<double>(model.program_events));
     std::erase_if(model.growth_sites,
                   [&](size_t index) { return model.leak_sites[index].pool != PoolOwner::None; });
 }

@@ -111,13 +111,17 @@ struct LeakSite {
     // youngest survivor the program's code made: how much of its work they were made through, whatever
     // the time each step took.
     double program_share = 0;
+    // The events (of program_events) of that oldest and youngest survivor; {0, 0} where none was the
+    // program code's.
+    std::pair<uint64_t, uint64_t> program_events;
     // Index in markers() of the marker interval of the oldest and youngest survivor: -1 is before the
     // first marker. Absent when the process set no markers.
     std::optional<std::pair<int, int>> marker_range;
     // Device memory a sub-allocator reserved where it reports its blocks (PyTorch's segments): what
     // its cache holds for the blocks, not what the program holds.
     bool segments = false;
-    // A framework's own pool, set by mark_framework_pools: what it reserved, not what the program holds.
+    // A framework's own pool, set by mark_framework_allocators: what it reserved, not what the program
+    // holds.
     PoolOwner pool = PoolOwner::None;
     // Its survivors are spread over the program's markers' intervals or over its events (kGrowthShare in
     // process_model.cpp), whether or not repetitions of its work were seen between them.
@@ -412,6 +416,13 @@ struct ProcessModel {
     // Indices into leak_sites of the growing ones that the program holds (not segments, not a framework's
     // pool), largest first.
     std::vector<size_t> growth_sites;
+    // Set by mark_framework_allocators: TensorFlow made the memory of its tensors each by itself
+    // (TF_GPU_ALLOCATOR=cuda_malloc_async), and ran steps XLA compiled.
+    bool tensorflow_per_tensor = false;
+    bool tensorflow_xla = false;
+    // A framework's pool grew through the program's work: its regions, taken together, were made as a
+    // growing site's survivors are (LeakSite::growing), or spread over its events as widely.
+    bool pool_grew_through_work = false;
     std::vector<FailureSummary> failures;
     std::vector<RetainerSnapshot> retainers;        // oldest first
     std::vector<KeptForBackward> kept_for_backward; // the program's own sites (not segments), most first
@@ -467,9 +478,23 @@ const HostPoint* code_end_host_point(const ProcessModel& model);
 // spawned child, a rank.
 void assign_roles(std::vector<ProcessModel*>& models);
 
-// Marks the leak sites that are a framework's pool, `owner_of` a site's stack (which its frames tell,
-// from symbols the model does not read), and takes them out of growth_sites: a pool holds whatever the
-// framework hands out inside it, and how it grew says nothing of which line keeps what.
-void mark_framework_pools(ProcessModel& model, const std::function<PoolOwner(uint32_t stack_id)>& owner_of);
+// What the frames of an allocation's stack say of the framework allocator that made it (from symbols the
+// model does not read: report/stack_view.h tells them).
+struct AllocatorFrames {
+    PoolOwner pool = PoolOwner::None;   // a BFC allocator growing its pool, and whose
+    bool tensorflow_per_tensor = false; // TensorFlow's cuda_malloc_async allocator
+    bool xla = false;                   // within a step that XLA compiled
+};
+
+// Marks the leak sites that are a framework's pool, as `frames_of` a site's stack tells, and takes them out
+// of growth_sites: a pool holds whatever the framework hands out inside it, and how it grew says nothing
+// of which line keeps what. Notes TensorFlow's allocator where it made each tensor by itself, and whether
+// its steps were XLA's (ProcessModel::tensorflow_per_tensor, tensorflow_xla).
+void mark_framework_allocators(ProcessModel& model,
+                               const std::function<AllocatorFrames(uint32_t stack_id)>& frames_of);
+
+// Whether an exception says that memory ran out: PyTorch's OutOfMemoryError, TensorFlow's
+// ResourceExhaustedError, XLA's RESOURCE_EXHAUSTED, or a message of the CUDA error.
+bool says_out_of_memory(const ProgramError& error);
 
 } // namespace gpuleak::analyzer

@@ -127,8 +127,11 @@ class Positions {
     std::unordered_map<uint64_t, bool> compared_;
 };
 
-// The newest survivors of a site that are looked at: repetitions between the last steps of a loop are
-// seen as well as between its first, and the pass reads the ring only as far back as the sites need.
+// How many survivors of a site are looked at, spread evenly over those the ring holds, its oldest and its
+// newest among them: repetitions between the last steps of a loop are seen as well as between its first,
+// and a site whose every step keeps many allocations at once (the variables of a Keras model, which one
+// compiled step writes anew) has gaps between steps among them, where its newest ones alone could all lie
+// within the last step. The pass reads the ring only as far back as the sites need.
 constexpr size_t kMostSurvivorsLookedAt = 17;
 
 // What the pass knows of one site: its newest survivors, oldest first, where each was made, and which
@@ -350,8 +353,12 @@ std::vector<Repetitions> find_repetitions(const TraceReader& trace,
             if (sequence >= oldest && sequence < program_events)
                 held.push_back(sequence);
         std::sort(held.begin(), held.end());
-        if (held.size() > kMostSurvivorsLookedAt)
-            held.erase(held.begin(), held.end() - kMostSurvivorsLookedAt);
+        if (held.size() > kMostSurvivorsLookedAt) {
+            std::vector<uint64_t> spread;
+            for (size_t i = 0; i < kMostSurvivorsLookedAt; ++i)
+                spread.push_back(held[i * (held.size() - 1) / (kMostSurvivorsLookedAt - 1)]);
+            held = std::move(spread);
+        }
         if (held.size() < 3) {
             held.clear();
             continue;

@@ -55,10 +55,15 @@ std::string failure_sentence(const ProcessModel& model, const Diagnosis& diagnos
         largest.allocator_refused && largest.failed_cuda_allocations == 0
             ? " (the allocator refused it under a limit of its own: no CUDA allocation failed)"
             : "";
+    const std::string by_leak =
+        diagnosis.failure_held_by_leak > 0
+            ? fmt::format(", {} of it at the sites that kept growing, by the program's earlier work",
+                          human_bytes(diagnosis.failure_held_by_leak))
+            : std::string();
     return fmt::format(
-        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}.{}",
+        " {} allocation{} failed (out of memory); the largest asked for {} on device {}{}{}{}{}.{}",
         out_of_memory, out_of_memory == 1 ? "" : "s", human_bytes(largest.bytes), largest.device, free_then,
-        held, refused, other_failures_sentence(model));
+        held, by_leak, refused, other_failures_sentence(model));
 }
 
 // When the survivors were made: through which markers, or which share of the program's work.
@@ -110,17 +115,19 @@ std::string sentence(std::string text) {
 // Who keeps the leak's top site and what to change, where a record of what held the memory names it;
 // else where to look.
 std::string keeper_sentence(const ProcessModel& model, const LeakSite& top) {
-    constexpr const char* kNoCacheHelps = " Emptying the allocator's cache will not help.";
+    // TensorFlow offers no call that empties its allocator's cache: advice against one would puzzle.
+    const bool tensorflow = model.tensorflow_per_tensor || model.tensorflow_xla;
+    const char* no_cache_helps = tensorflow ? "" : " Emptying the allocator's cache will not help.";
     if (top.held_by.empty())
         return fmt::format("Find what keeps them: a list that grows every step, an unbounded cache.{}",
-                           kNoCacheHelps);
+                           no_cache_helps);
     const HeldBy& by = top.held_by.front();
     const RetainerSnapshot& snapshot = model.retainers[by.snapshot];
     const Retainer& holder = snapshot.holders[by.holder];
     const std::string advice =
         holder.advice.empty() ? std::string() : " " + sentence(printable(holder.advice.front())) + ".";
     return fmt::format("{} found {} of it held by {}.{}{}", why_record(snapshot), human_bytes(by.bytes),
-                       retainer_name(holder), advice, kNoCacheHelps);
+                       retainer_name(holder), advice, no_cache_helps);
 }
 
 std::string kept_for_backward_text(const ProcessModel& model, const LeakFacts& leak, StackFrames& stacks) {
@@ -299,6 +306,8 @@ std::string pool_purpose(PoolOwner owner) {
 }
 
 std::string site_purpose(const LeakSite& site, StackFrames& stacks) {
+    if (site.pool != PoolOwner::None && !format::occupies_device_memory(site.kind))
+        return "a pool of pinned host memory for the framework's copies, which it hands out inside it";
     return site.pool != PoolOwner::None ? pool_purpose(site.pool)
                                         : library_purpose(stacks.frames(site.stack_id));
 }
@@ -325,10 +334,24 @@ std::string pool_advice(PoolOwner owner) {
     return fmt::format("run JAX with {}, or TensorFlow with {}", jax, tensorflow);
 }
 
+const char* pool_owner_text(PoolOwner owner) {
+    return owner == PoolOwner::Jax          ? "XLA (JAX)"
+           : owner == PoolOwner::TensorFlow ? "TensorFlow"
+                                            : "A BFC allocator";
+}
+
+// Which of TensorFlow's allocators made a pool, and what it does: by default it takes most of the device
+// at its first use; with memory growth it grows as its tensors need and never shrinks.
+std::string tensorflow_pool_mode(const PoolFacts& pool) {
+    return pool.regions == 1 ? " (its default allocator, which takes most of the device at its first use)"
+                             : " (memory growth, as tf.config.experimental.set_memory_growth or "
+                               "TF_FORCE_GPU_ALLOW_GROWTH=true asks: the pool grows as its tensors need and "
+                               "never shrinks)";
+}
+
 std::string pool_text(const PoolFacts& pool) {
-    const char* owner = pool.owner == PoolOwner::Jax          ? "XLA (JAX)"
-                        : pool.owner == PoolOwner::TensorFlow ? "TensorFlow"
-                                                              : "A BFC allocator";
+    const char* owner = pool_owner_text(pool.owner);
+    const std::string mode = pool.owner == PoolOwner::TensorFlow ? tensorflow_pool_mode(pool) : std::string();
     const std::string share =
         pool.capacity && *pool.capacity > 0
             ? fmt::format(", {:.0f}% of device {}'s {},",
@@ -337,16 +360,55 @@ std::string pool_text(const PoolFacts& pool) {
             : fmt::format(" on device {},", pool.device);
     const std::string reserved =
         pool.regions == 1
-            ? fmt::format("{} reserved {}{} as its own pool at {:.1f} s", owner, human_bytes(pool.bytes),
-                          share, seconds_of(pool.first_ns))
-            : fmt::format("{} grew its own pool to {}{} in {} regions, from {:.1f} s to {:.1f} s", owner,
+            ? fmt::format("{} reserved {}{} as its own pool at {:.1f} s{}", owner, human_bytes(pool.bytes),
+                          share, seconds_of(pool.first_ns), mode)
+            : fmt::format("{} grew its own pool to {}{} in {} regions, from {:.1f} s to {:.1f} s{}", owner,
                           human_bytes(pool.bytes), share, pool.regions, seconds_of(pool.first_ns),
-                          seconds_of(pool.last_ns));
+                          seconds_of(pool.last_ns), mode);
+    const char* growth = "A pool is not a leak.";
+    if (pool.grew_through_work)
+        growth =
+            "A pool is not a leak, but this one grew through the program's work, as a leak does: what it "
+            "holds inside kept growing.";
+    else if (pool.regions > 1)
+        growth = "A pool is not a leak; its growth through the program's work would be a sign of one.";
     return fmt::format(
         "{}, and hands out its arrays inside it itself: the figures above count the whole pool, and which "
-        "line holds memory inside it cannot be seen from the CUDA calls gpuleak records. A pool is not a "
-        "leak. To see each array as an allocation of its own, at the line that made it, {}.",
-        reserved, pool_advice(pool.owner));
+        "line holds memory inside it cannot be seen from the CUDA calls gpuleak records. {} To see each "
+        "array as an allocation of its own, at the line that made it, {}.",
+        reserved, growth, pool_advice(pool.owner));
+}
+
+// What the figures count where TensorFlow made each tensor by itself.
+std::string per_tensor_text() {
+    return "TensorFlow allocated each tensor by itself through CUDA's stream-ordered allocator "
+           "(TF_GPU_ALLOCATOR=cuda_malloc_async): the figures count its tensors, each at the line that "
+           "made it, or, made on TensorFlow's own threads, at the program's line that waited for them.";
+}
+
+// TensorFlow's allocator, and that within a process it never gives back what it took: where the program
+// leaked or ran out, the cure is a process per trial.
+std::string allocator_text(const Diagnosis& diagnosis) {
+    if (!diagnosis.allocator || diagnosis.allocator->framework != PoolOwner::TensorFlow)
+        return {};
+    std::string text = diagnosis.allocator->mode == AllocatorMode::PerTensor ? " " + per_tensor_text() : "";
+    if (diagnosis.allocator->xla)
+        text += " Its compiled steps (XLA's, as Keras compiles them by default) take their memory from the "
+                "same allocator.";
+    if (diagnosis.kind == DiagnosisKind::Leak || diagnosis.kind == DiagnosisKind::PoolExhausted ||
+        diagnosis.largest_failure || (diagnosis.pool && diagnosis.pool->grew_through_work))
+        text +=
+            " TensorFlow gives back the device memory it took only when its process ends: in a search, run "
+            "each trial in a process of its own (gpuleak.isolated runs a function so).";
+    return text;
+}
+
+// The program ran out of memory inside a framework's pool.
+std::string pool_exhausted_text(const ProcessModel& model, const PoolFacts& pool) {
+    return fmt::format("The program ran out of device memory inside {}'s pool: {}. What filled the pool was "
+                       "handed out inside it, and nothing outside it grew.",
+                       pool.owner == PoolOwner::Unknown ? "a BFC allocator" : pool_owner_text(pool.owner),
+                       program_error_text(model, *model.error));
 }
 
 // The verdict alone.
@@ -384,6 +446,8 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
     case DiagnosisKind::HostRamGrowth:
         return (model.header.host_only() ? std::string() : std::string("GPU memory is steady. ")) +
                host_growth_text(model, *diagnosis.host_ram) + failures;
+    case DiagnosisKind::PoolExhausted:
+        return pool_exhausted_text(model, *diagnosis.pool) + failures;
     case DiagnosisKind::Incomplete:
         return incomplete_text(model.exactness) + failures;
     case DiagnosisKind::Stable:
@@ -410,7 +474,8 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
 
 std::string diagnosis_text(const ProcessModel& model, const Diagnosis& diagnosis, StackFrames& stacks) {
     const std::string verdict = verdict_text(model, diagnosis, stacks);
-    return diagnosis.pool ? verdict + " " + pool_text(*diagnosis.pool) : verdict;
+    return (diagnosis.pool ? verdict + " " + pool_text(*diagnosis.pool) : verdict) +
+           allocator_text(diagnosis);
 }
 
 std::string role_text(const ProcessRole& role) {
@@ -478,8 +543,16 @@ std::string one_line(const std::string& text, size_t most) {
 std::string program_error_text(const ProcessModel& model, const ProgramError& error) {
     constexpr size_t kMostMessageBytes = 300;
     std::string text = printable(error.type);
-    if (!error.message.empty())
-        text += ": " + printable(one_line(error.message, kMostMessageBytes));
+    // TensorFlow begins an op's error with the graph node it ran in ("{{function_node
+    // __wrapped__Mul_device_/job:localhost/...}} failed to allocate memory"): its own bookkeeping.
+    std::string_view message = error.message;
+    if (message.starts_with("{{function_node ")) {
+        const size_t end = message.find("}}");
+        message = end == std::string_view::npos ? message : message.substr(end + 2);
+    }
+    const std::string line = one_line(std::string(message), kMostMessageBytes);
+    if (!line.empty())
+        text += ": " + printable(line);
     if (error.program_frame) {
         const ProgramError::Frame& frame = error.frames[*error.program_frame];
         text += frame.source_name.empty()

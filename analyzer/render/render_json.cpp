@@ -252,7 +252,17 @@ json pool_json(const Diagnosis& diagnosis) {
             {"capacity_bytes", optional_json(pool.capacity)},
             {"regions", pool.regions},
             {"first_s", seconds_of(pool.first_ns)},
-            {"last_s", seconds_of(pool.last_ns)}};
+            {"last_s", seconds_of(pool.last_ns)},
+            {"grew_through_work", pool.grew_through_work}};
+}
+
+json allocator_json(const Diagnosis& diagnosis) {
+    if (!diagnosis.allocator)
+        return nullptr;
+    const AllocatorFacts& allocator = *diagnosis.allocator;
+    return {{"framework", pool_owner_name(allocator.framework)},
+            {"mode", allocator_mode_name(allocator.mode)},
+            {"xla", allocator.xla}};
 }
 
 json host_diagnosis_json(const ProcessModel& model, const Diagnosis& diagnosis) {
@@ -487,7 +497,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"host", host_diagnosis_json(report.model, report.diagnosis)},
                       {"killed", killed_json(report.model, report.diagnosis)},
                       {"pressure", pressure_json(report.diagnosis)},
-                      {"framework_pool", pool_json(report.diagnosis)}}},
+                      {"framework_pool", pool_json(report.diagnosis)},
+                      {"framework_allocator", allocator_json(report.diagnosis)}}},
                     {"host", host_json(model)},
                     {"leaks", std::move(leaks)},
                     {"growth", std::move(growth)},

@@ -118,8 +118,8 @@ uint32_t StackFrames::thread_start_of(uint32_t stack_id) const {
 
 void diagnose_report(ProcessReport& report) {
     report.stacks->thread_start_stacks = report.model.thread_start_stacks;
-    mark_framework_pools(report.model,
-                         [&](uint32_t stack_id) { return pool_owner(report.stacks->frames(stack_id)); });
+    mark_framework_allocators(
+        report.model, [&](uint32_t stack_id) { return allocator_frames(report.stacks->frames(stack_id)); });
     report.diagnosis = diagnose(report.model);
 }
 

@@ -309,15 +309,23 @@ std::string library_purpose(const std::vector<ReportFrame>& frames) {
     return autograd_thread && !python ? "in backward(), on PyTorch's autograd thread" : "";
 }
 
-PoolOwner pool_owner(const std::vector<ReportFrame>& frames) {
+AllocatorFrames allocator_frames(const std::vector<ReportFrame>& frames) {
     // Where the BFC allocator grows its pool: XLA's (tsl::) and TensorFlow's before XLA shared it.
     constexpr std::string_view kExtend[] = {"tsl::BFCAllocator::Extend", "tensorflow::BFCAllocator::Extend"};
+    // TensorFlow's allocator for TF_GPU_ALLOCATOR=cuda_malloc_async, in either namespace it had.
+    constexpr std::string_view kPerTensor = "GpuCudaMallocAsyncAllocator::";
+    // What runs an XLA-compiled step (XLA's executables) or compiles one.
+    constexpr std::string_view kXla = "xla::";
     bool extends = false;
     bool jax = false;
     bool tensorflow = false;
+    AllocatorFrames found;
     for (const ReportFrame& frame : frames) {
         for (const std::string_view function : kExtend)
             extends = extends || frame.function.starts_with(function);
+        found.tensorflow_per_tensor =
+            found.tensorflow_per_tensor || frame.function.find(kPerTensor) != std::string::npos;
+        found.xla = found.xla || (!frame.python && frame.function.starts_with(kXla));
         // The packages jax, jaxlib and jax_plugins (XLA's CUDA plugin), libjax_common.so; tensorflow,
         // libtensorflow_framework.so.2.
         const std::string library = library_of(frame);
@@ -325,9 +333,10 @@ PoolOwner pool_owner(const std::vector<ReportFrame>& frames) {
         jax = jax || library.find("jax") != std::string::npos || package.starts_with("jax");
         tensorflow = tensorflow || library.find("tensorflow") != std::string::npos || package == "tensorflow";
     }
-    if (!extends)
-        return PoolOwner::None;
-    return jax ? PoolOwner::Jax : tensorflow ? PoolOwner::TensorFlow : PoolOwner::Unknown;
+    if (extends)
+        found.pool = jax ? PoolOwner::Jax : tensorflow ? PoolOwner::TensorFlow : PoolOwner::Unknown;
+    found.tensorflow_per_tensor = found.tensorflow_per_tensor && tensorflow;
+    return found;
 }
 
 namespace {

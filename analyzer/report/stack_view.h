@@ -82,9 +82,11 @@ bool is_caching_allocator_frame(const ReportFrame& frame);
 // ("in backward(), on PyTorch's autograd thread"); empty otherwise.
 std::string library_purpose(const std::vector<ReportFrame>& frames);
 
-// Whose pool a stack extends: the BFC allocator's (XLA's, so JAX's, or TensorFlow's), which reserves
-// device memory and hands out arrays inside it itself; told by the frameworks' frames beside it.
-PoolOwner pool_owner(const std::vector<ReportFrame>& frames);
+// What a stack says of the framework allocator that made it: whose pool it extends, the BFC allocator's
+// (XLA's, so JAX's, or TensorFlow's), which reserves device memory and hands out arrays inside it itself,
+// told by the frameworks' frames beside it; whether TensorFlow's cuda_malloc_async allocator made it; and
+// whether an XLA-compiled step ran.
+AllocatorFrames allocator_frames(const std::vector<ReportFrame>& frames);
 
 // A stack as the author of a Python program reads it: the line of their own code that asked for the
 // memory, what that line called (a library's functions and the operator that allocated), and their own

@@ -15,12 +15,14 @@ LAYERS = [
     # gpuleak-report run on a trace, and how the package writes what it shows.
     ["gpuleak._report", "gpuleak._formatting"],
     # gpuleak.why(): the answer, the program's objects and their autograd graphs, the sites searched for,
-    # the search and the chains it follows, its text and its record, and the package's face.
+    # where TensorFlow's tensors lie, the search and the chains it follows, its text and its record, and
+    # the package's face.
     [
         "gpuleak._why._answer",
         "gpuleak._why._objects",
         "gpuleak._why._graphs",
         "gpuleak._why._sites",
+        "gpuleak._why._tensorflow",
         "gpuleak._why._chains",
         "gpuleak._why._search",
         "gpuleak._why._text",

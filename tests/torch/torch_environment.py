@@ -1,5 +1,6 @@
-"""Where the PyTorch environment of scripts/setup-torch.sh (and the JAX one of scripts/setup-jax.sh) is, for
-the tests and the scenario runner, and how a program runs on the simulated device."""
+"""Where the PyTorch environment of scripts/setup-torch.sh (and the JAX and TensorFlow ones of
+scripts/setup-jax.sh and setup-tensorflow.sh) is, for the tests and the scenario runner, and how a program
+runs on the simulated device."""
 
 import glob
 import os
@@ -25,9 +26,14 @@ def jax_python():
     return _pinned_python("jax")
 
 
+def tensorflow_python():
+    return _pinned_python("tensorflow")
+
+
 def simulated_device_environment(simdevice_dir, cuda_lib_dir, capacity):
-    """The variables that run a PyTorch or JAX program on the simulated device of `simdevice_dir`: its
-    libraries found before the CUDA toolkit's (which serve the rest of the framework's CUDA libraries),
+    """The variables that run a PyTorch, JAX or TensorFlow program on the simulated device of
+    `simdevice_dir`: its libraries found before the CUDA toolkit's (which serve the rest of the
+    framework's CUDA libraries),
     its Python half (which keeps PyTorch off cuDNN and lets JAX see the simulated GPU), a device of
     `capacity` bytes, and no announcement on stderr."""
     # Absolute: the program may run in another directory.

@@ -4,18 +4,19 @@ every thread; the last exception's traceback) and, when those do not reach every
 other module. It follows Python's references (``gc.get_referents``), a closure's cells, a frame's locals,
 and what PyTorch keeps out of Python's sight: a tensor's autograd graph (``grad_fn``, ``next_functions``,
 the tensors its nodes saved, a leaf's ``AccumulateGrad``, a custom Function's context), its gradient and
-the base of a view. Breadth first, so that each tensor is reached by one of the shortest chains; each
-tensor's storage is counted once, for the root that reached it first.
+the base of a view. TensorFlow's tensors and variables are placed through DLPack (:mod:`._tensorflow`).
+Breadth first, so that each tensor is reached by one of the shortest chains; each tensor's storage is
+counted once, for the root that reached it first.
 
-It runs none of the program's code (:mod:`gpuleak._why._objects` reads its objects); tensor subclasses'
-``__torch_function__`` is switched off while it reads them. What it cannot avoid: reading a running
-function's locals (``frame.f_locals``) leaves CPython 3.10-3.12's snapshot of them on the frame until they
-are read again or the function returns, and reading a tensor an autograd node saved runs the saved-tensor
-hooks the program registered (``torch.autograd.graph.saved_tensors_hooks``), which is why a search the
-program did not ask for (at an out-of-memory error, at a phase's end) reads them only where the program
-never set any. It keeps no object once it returns (the answer holds only text and numbers), runs where it
-is called, under the GIL, with the cyclic garbage collector paused, and stops after a time limit, saying
-what it did not search.
+It runs none of the program's code (:mod:`gpuleak._why._objects` reads its objects; TensorFlow's own code
+exports its tensors); tensor subclasses' ``__torch_function__`` is switched off while it reads them. What
+it cannot avoid: reading a running function's locals (``frame.f_locals``) leaves CPython 3.10-3.12's
+snapshot of them on the frame until they are read again or the function returns, and reading a tensor an
+autograd node saved runs the saved-tensor hooks the program registered
+(``torch.autograd.graph.saved_tensors_hooks``), which is why a search the program did not ask for (at an
+out-of-memory error, at a phase's end) reads them only where the program never set any. It keeps no object
+once it returns (the answer holds only text and numbers), runs where it is called, under the GIL, with the
+cyclic garbage collector paused, and stops after a time limit, saying what it did not search.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ._answer import Answer, Graph, Holder, add_once
 from ._chains import Chain, Chains, Step
 from ._graphs import CLOCK_EVERY, GraphReader, Graphs
 from ._sites import BlockIndex
+from ._tensorflow import TensorFlowData
 
 # The sites whose memory a CPU tensor may lie in.
 _HOST_KINDS = frozenset(("pinned_host", "host_registered"))
@@ -76,7 +78,7 @@ def _without_dispatch_modes():
 
 
 # What the walk does with an object, by its type.
-_FOLLOW, _TENSOR, _NODE, _FRAME, _LEAVE, _ARRAY = range(6)
+_FOLLOW, _TENSOR, _NODE, _FRAME, _LEAVE, _ARRAY, _TENSORFLOW = range(7)
 # Objects that hold no reference that could lead to a tensor.
 _ATOMIC = frozenset(
     {
@@ -120,6 +122,7 @@ class Search:
         self.result = result
         self.deadline = deadline
         self.torch = sys.modules.get("torch")
+        self.tensorflow = TensorFlowData()
         self.steps: List[Step] = []
         self.seen: Set[int] = set()
         self.queue: deque = deque()
@@ -313,6 +316,8 @@ class Search:
                 return _NODE
         if issubclass(kind, types.FrameType):
             return _FRAME
+        if self.tensorflow.holds(kind):
+            return _TENSORFLOW
         # Another library's device array (CuPy's, Numba's): its class says where its data is, by a
         # property or by a compiled class's descriptor.
         if any("__cuda_array_interface__" in _objects.namespace(base) for base in _objects.mro(kind)):
@@ -348,6 +353,10 @@ class Search:
             except Exception:  # a library's property that failed: nothing to place
                 placed = None
             self.storage_found(placed, index)
+            yield from ((child, "") for child in gc.get_referents(value))
+        elif kind == _TENSORFLOW:
+            address = self.tensorflow.address(value)
+            self.storage_found(self.blocks.site_of(address) if address else None, index)
             yield from ((child, "") for child in gc.get_referents(value))
         elif kind == _NODE:
             yield from self.graph_children(value)

@@ -878,13 +878,31 @@ ProcessReport report_with_stacks(const TraceBuilder& builder,
 } // namespace
 
 TEST_CASE("a framework's pool is told by the frames that grow it, and whose it is by the frameworks' own") {
-    CHECK(pool_owner(xla_allocation("tsl::BFCAllocator::Extend")) == PoolOwner::Jax);
-    CHECK(pool_owner(xla_allocation("tsl::BFCAllocator::Extend", "/usr/lib/libtensorflow_framework.so.2")) ==
-          PoolOwner::TensorFlow);
-    CHECK(pool_owner(xla_allocation("tensorflow::BFCAllocator::Extend", "/opt/lib/libsomething.so")) ==
-          PoolOwner::Unknown);
+    CHECK(allocator_frames(xla_allocation("tsl::BFCAllocator::Extend")).pool == PoolOwner::Jax);
+    CHECK(
+        allocator_frames(xla_allocation("tsl::BFCAllocator::Extend", "/usr/lib/libtensorflow_framework.so.2"))
+            .pool == PoolOwner::TensorFlow);
+    CHECK(allocator_frames(xla_allocation("tensorflow::BFCAllocator::Extend", "/opt/lib/libsomething.so"))
+              .pool == PoolOwner::Unknown);
     // The platform allocator makes each array by itself: no pool.
-    CHECK(pool_owner(xla_allocation("xla::PjRtStreamExecutorClient::AllocateRawBuffer")) == PoolOwner::None);
+    CHECK(allocator_frames(xla_allocation("xla::PjRtStreamExecutorClient::AllocateRawBuffer")).pool ==
+          PoolOwner::None);
+}
+
+TEST_CASE("TensorFlow's cuda_malloc_async allocator and XLA's steps are told by their frames") {
+    const std::string tensorflow = "/usr/lib/libtensorflow_framework.so.2";
+    std::vector<ReportFrame> step =
+        xla_allocation("stream_executor::GpuCudaMallocAsyncAllocator::AllocateRaw", tensorflow);
+    const AllocatorFrames per_tensor = allocator_frames(step);
+    CHECK(per_tensor.tensorflow_per_tensor);
+    CHECK(per_tensor.pool == PoolOwner::None);
+    CHECK_FALSE(per_tensor.xla);
+    step.insert(step.end() - 1, without_source("xla::Executable::ExecuteAsyncOnStreamWrapper", tensorflow));
+    CHECK(allocator_frames(step).xla);
+    // The same allocator's name outside TensorFlow's libraries is not TensorFlow's.
+    CHECK_FALSE(allocator_frames(xla_allocation("stream_executor::GpuCudaMallocAsyncAllocator::AllocateRaw",
+                                                "/opt/lib/libsomething.so"))
+                    .tensorflow_per_tensor);
 }
 
 TEST_CASE(

@@ -1,5 +1,5 @@
 # A TensorFlow training loop that keeps every batch it made in a list, as a script that logs its inputs
-# might. scripts/gpu-validate.sh runs it where a GPU with TensorFlow is lent (no test bed runs TensorFlow).
+# might. scripts/gpu-validate.sh runs it on a lent GPU, tests/tensorflow on the simulated device.
 import tensorflow as tf
 
 w = tf.Variable(tf.random.normal((256, 256)))

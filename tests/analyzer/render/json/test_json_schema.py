@@ -286,7 +286,8 @@ def fields(node, schema, scope, value=UNREAD):
 
 # What no scenario here writes a value into, and why; anything else the schema defines, some scenario must.
 NOT_WRITTEN_HERE = {
-    "diagnosis.framework_pool": "a framework's own pool: tests/jax",
+    "diagnosis.framework_pool": "a framework's own pool: tests/jax, tests/tensorflow",
+    "diagnosis.framework_allocator": "a framework's allocator: tests/jax, tests/tensorflow",
     "role.worker_id": "a DataLoader worker: tests/torch",
     "diagnosis.pressure": "a run near the memory cgroup's limit or the machine's memory",
 }
