@@ -289,8 +289,7 @@ std::optional<PoolFacts> framework_pool(const ProcessModel& model) {
     std::optional<PoolFacts> pool;
     // leak_sites are largest first: the first pool site met is the largest.
     for (const LeakSite& site : model.leak_sites) {
-        // The device's: a pool of pinned host memory is the framework's own concern.
-        if (site.pool == PoolOwner::None || !format::occupies_device_memory(site.kind))
+        if (!site.device_pool())
             continue;
         if (!pool) {
             pool.emplace();

@@ -1333,7 +1333,7 @@ void mark_framework_allocators(ProcessModel& model,
     uint64_t last = 0;
     uint64_t regions = 0;
     for (const LeakSite& site : model.leak_sites) {
-        if (site.pool == PoolOwner::None || !format::occupies_device_memory(site.kind))
+        if (!site.device_pool())
             continue;
         model.pool_grew_through_work = model.pool_grew_through_work || site.growing;
         regions += site.count;

@@ -123,6 +123,11 @@ struct LeakSite {
     // A framework's own pool, set by mark_framework_allocators: what it reserved, not what the program
     // holds.
     PoolOwner pool = PoolOwner::None;
+    // A framework's pool of device memory: the framework's pinned host pools (TensorFlow's for its copies)
+    // are its own concern, not the device's.
+    [[nodiscard]] bool device_pool() const {
+        return pool != PoolOwner::None && format::occupies_device_memory(kind);
+    }
     // Its survivors are spread over the program's markers' intervals or over its events (kGrowthShare in
     // process_model.cpp), whether or not repetitions of its work were seen between them.
     bool spread_over_work = false;

@@ -134,7 +134,7 @@ class Positions {
 // within the last step. The pass reads the ring only as far back as the sites need.
 constexpr size_t kMostSurvivorsLookedAt = 17;
 
-// What the pass knows of one site: its newest survivors, oldest first, where each was made, and which
+// What the pass knows of one site: the survivors looked at, oldest first, where each was made, and which
 // gaps between consecutive ones showed a repetition.
 struct SiteSurvivors {
     std::vector<uint64_t> sequences;

@@ -306,7 +306,7 @@ std::string pool_purpose(PoolOwner owner) {
 }
 
 std::string site_purpose(const LeakSite& site, StackFrames& stacks) {
-    if (site.pool != PoolOwner::None && !format::occupies_device_memory(site.kind))
+    if (site.pool != PoolOwner::None && !site.device_pool())
         return "a pool of pinned host memory for the framework's copies, which it hands out inside it";
     return site.pool != PoolOwner::None ? pool_purpose(site.pool)
                                         : library_purpose(stacks.frames(site.stack_id));

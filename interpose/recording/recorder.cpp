@@ -1077,7 +1077,6 @@ void note_out_of_memory(int device) {
 
 namespace {
 
-// `with_stack`: the forking thread's stack too, where the trace keeps stacks.
 // The calling thread's Python stack alone, for a vfork child: libunwind keeps state of its own (the pipe
 // it checks addresses through, reopened where it finds it closed, as a child that closed its inherited
 // files does), and a vfork child would change it under its parent, which then waits on another file.
@@ -1088,7 +1087,8 @@ uint32_t capture_python_only_stack() {
     return count == 0 ? 0 : intern_stack(no_frames, 0, python, count);
 }
 
-// `stack`: none, the whole of the calling thread's, or its Python stack alone.
+// Which of the forking thread's stacks a fork keeps, where the trace keeps stacks: none, the whole of it,
+// or its Python stack alone.
 enum class ForkStack { None, Whole, PythonOnly };
 
 void append_fork(State state, int child_pid, uint64_t forked_ns, uint32_t thread_id, ForkStack stack) {

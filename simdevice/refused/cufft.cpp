@@ -1,6 +1,5 @@
 // libcufft.so.12 (and .11): cuFFT refuses every call with CUFFT_NOT_SUPPORTED. PyTorch names that status
-// itself
-// ("cuFFT error: CUFFT_NOT_SUPPORTED"), so the first refusal's line on stderr is what says why.
+// itself ("cuFFT error: CUFFT_NOT_SUPPORTED"), so the first refusal's line on stderr is what says why.
 #include <cufft.h>
 #include <cufftXt.h>
 

@@ -77,6 +77,15 @@ def _without_dispatch_modes():
     return disable() if disable is not None else contextlib.nullcontext()
 
 
+def _cuda_array_address(array) -> Optional[int]:
+    """The device address of another library's array (CuPy's, Numba's), as its
+    ``__cuda_array_interface__`` says; None where its property failed."""
+    try:
+        return array.__cuda_array_interface__["data"][0]
+    except Exception:  # a library's property that failed: nothing to place
+        return None
+
+
 # What the walk does with an object, by its type.
 _FOLLOW, _TENSOR, _NODE, _FRAME, _LEAVE, _ARRAY, _TENSORFLOW = range(7)
 # Objects that hold no reference that could lead to a tensor.
@@ -347,15 +356,8 @@ class Search:
                     continue
                 if child is not None:
                     yield child, "." + name
-        elif kind == _ARRAY:
-            try:
-                placed = self.blocks.site_of(value.__cuda_array_interface__["data"][0])
-            except Exception:  # a library's property that failed: nothing to place
-                placed = None
-            self.storage_found(placed, index)
-            yield from ((child, "") for child in gc.get_referents(value))
-        elif kind == _TENSORFLOW:
-            address = self.tensorflow.address(value)
+        elif kind in (_ARRAY, _TENSORFLOW):
+            address = self.tensorflow.address(value) if kind == _TENSORFLOW else _cuda_array_address(value)
             self.storage_found(self.blocks.site_of(address) if address else None, index)
             yield from ((child, "") for child in gc.get_referents(value))
         elif kind == _NODE:
