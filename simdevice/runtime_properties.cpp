@@ -134,22 +134,25 @@ template <typename Prop> CUresult read_properties(const DriverFunctions& cu, Pro
     return read.result();
 }
 
-} // namespace
-
-extern "C" {
-
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+// Both layouts' entry points, the same call.
+template <typename Properties> cudaError_t get_device_properties(Properties* prop, int device) {
     return with_context([&](const DriverFunctions& cu) {
         return prop == nullptr ? CUDA_ERROR_INVALID_VALUE : read_properties(cu, *prop, device);
     });
 }
 
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+    return get_device_properties(prop, device);
+}
+
 #if GPULEAK_SIM_CUDA_VERSION < 13000
 // CUDA 12's headers call cudaGetDeviceProperties by this name; CUDA 13 renamed it back with its new layout.
 cudaError_t cudaGetDeviceProperties_v2(cuda12::cudaDeviceProp* prop, int device) {
-    return with_context([&](const DriverFunctions& cu) {
-        return prop == nullptr ? CUDA_ERROR_INVALID_VALUE : read_properties(cu, *prop, device);
-    });
+    return get_device_properties(prop, device);
 }
 #endif
 

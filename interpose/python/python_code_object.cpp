@@ -87,18 +87,31 @@ bool copy_text(const PythonRuntime& python, uintptr_t text, std::span<char> out,
     return true;
 }
 
-bool copy_bytes(const PythonRuntime& python, uintptr_t bytes, std::span<uint8_t> out, uint32_t& size,
-                bool& truncated) {
-    if (!has_type(python, bytes, python.bytes_type))
+// Copies the data of a bytes object, up to `out.size()` bytes, its header read at `header` (the object,
+// or a copy of its header) and its data at `data` in the process, through `copy_data(out, data, count)`.
+template <typename CopyData>
+bool copy_bytes_data(const PythonRuntime& python, uintptr_t header, uintptr_t data, std::span<uint8_t> out,
+                     uint32_t& size, bool& truncated, CopyData copy_data) {
+    if (!has_type(python, header, python.bytes_type))
         return false;
-    const auto length = read_at<int64_t>(bytes + python.layout.bytes_size);
+    const auto length = read_at<int64_t>(header + python.layout.bytes_size);
     if (length < 0)
         return false;
     const size_t copied = std::min(static_cast<size_t>(length), out.size());
-    copy_at(out.data(), bytes + python.layout.bytes_data, copied);
+    if (!copy_data(out.data(), data, copied))
+        return false;
     truncated |= copied < static_cast<size_t>(length);
     size = static_cast<uint32_t>(copied);
     return true;
+}
+
+bool copy_bytes(const PythonRuntime& python, uintptr_t bytes, std::span<uint8_t> out, uint32_t& size,
+                bool& truncated) {
+    return copy_bytes_data(python, bytes, bytes + python.layout.bytes_data, out, size, truncated,
+                           [](uint8_t* to, uintptr_t from, size_t count) {
+                               copy_at(to, from, count);
+                               return true;
+                           });
 }
 
 PythonCodeIdentity read_fields(const PythonLayout& layout, uintptr_t code) {
@@ -161,18 +174,10 @@ bool copy_bytes_checked(const PythonRuntime& python, uintptr_t bytes, std::span<
     const PythonLayout& layout = python.layout;
     CopiedObject copy;
     const uint32_t header = std::max(layout.bytes_data, layout.bytes_size + uint32_t{sizeof(int64_t)});
-    if (bytes == 0 || header > kCopiedObjectBytes || !copy_checked(copy.bytes, bytes, header) ||
-        !has_type(python, copy.address(), python.bytes_type))
-        return false;
-    const auto length = read_at<int64_t>(copy.address() + layout.bytes_size);
-    if (length < 0)
-        return false;
-    const size_t copied = std::min(static_cast<size_t>(length), out.size());
-    if (!copy_checked(out.data(), bytes + layout.bytes_data, copied))
-        return false;
-    truncated |= copied < static_cast<size_t>(length);
-    size = static_cast<uint32_t>(copied);
-    return true;
+    return bytes != 0 && header <= kCopiedObjectBytes && copy_checked(copy.bytes, bytes, header) &&
+           copy_bytes_data(
+               python, copy.address(), bytes + layout.bytes_data, out, size, truncated,
+               [](uint8_t* to, uintptr_t from, size_t count) { return copy_checked(to, from, count); });
 }
 
 // The bytes of a code object up to the last of its fields that the readers read.

@@ -10,12 +10,10 @@ scripts/setup-jax.sh made), GPULEAK_CUDA_LIB_DIR (the CUDA 13 toolkit's librarie
 
 import json
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
-from torch_environment import jax_python, simulated_device_environment
+from torch_environment import jax_python, run_json_program, run_under_gpuleak, simulated_device_environment
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "analyzer", "render", "json"))
 from report_schema import assert_valid_report  # noqa: E402
@@ -60,34 +58,18 @@ def environment(**settings):
 
 def run_program(program, **settings):
     """Runs the Python `program`, which prints one JSON line last; it must end normally."""
-    completed = subprocess.run(
-        [JAX_PYTHON, "-c", textwrap.dedent(program)],
-        env=environment(**settings),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_json_program(JAX_PYTHON, program, environment(**settings))[0]
 
 
 def run_traced(directory, name, **settings):
     """Runs programs/`name` as a user would under gpuleak run; returns its process's report, the text
     report and what gpuleak run said at the end."""
-    completed = subprocess.run(
-        [LAUNCHER, "run", "--quiet", "-o", str(directory), "--", JAX_PYTHON, os.path.join(PROGRAMS, name)],
-        env=environment(**settings),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    (process,), text, completed = run_under_gpuleak(
+        LAUNCHER, JAX_PYTHON, os.path.join(PROGRAMS, name), directory, environment(**settings)
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
     assert_valid_report(directory / "report.json")
-    with open(directory / "report.json") as report:
-        (process,) = json.load(report)["processes"]
-    with open(directory / "report.txt") as text:
-        # The summary's paragraphs, each on one line (gpuleak run wraps them at 100 columns).
-        return process, text.read(), completed.stderr.replace("\n         ", " ")
+    # The summary's paragraphs, each on one line (gpuleak run wraps them at 100 columns).
+    return process, text, completed.stderr.replace("\n         ", " ")
 
 
 def own_line(site, program):
@@ -238,14 +220,10 @@ def test_a_pool_xla_grows_as_it_needs_is_a_pool_too(tmp_path):
 
 def test_isolated_trials_take_xla_s_pool_with_them(tmp_path):
     environment_settings = {"PYTHONPATH": os.pathsep.join([PACKAGE, environment()["PYTHONPATH"]])}
-    completed = subprocess.run(
-        [LAUNCHER, "run", "--quiet", "-o", str(tmp_path), "--", JAX_PYTHON, os.path.join(PROGRAMS, "search_isolated.py")],
-        env=environment(**environment_settings),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    listed, _, completed = run_under_gpuleak(
+        LAUNCHER, JAX_PYTHON, os.path.join(PROGRAMS, "search_isolated.py"), tmp_path,
+        environment(**environment_settings),
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
     trials = [json.loads(line) for line in completed.stdout.splitlines()]
     assert [trial["result"] for trial in trials] == [64, 256]
     for trial in trials:
@@ -254,8 +232,7 @@ def test_isolated_trials_take_xla_s_pool_with_them(tmp_path):
         assert trial["diagnosis"]["framework_pool"]["framework"] == "jax"
         assert trial["diagnosis"]["kind"] == "stable"
     assert_valid_report(tmp_path / "report.json")
-    with open(tmp_path / "report.json") as report:
-        processes = {process["pid"]: process for process in json.load(report)["processes"]}
+    processes = {process["pid"]: process for process in listed}
     children = {trial["pid"] for trial in trials}
     (search,) = [process for pid, process in processes.items() if pid not in children and process["role"]["kind"] == "program"]
     # The search never initialised the device: it held no device memory at all.

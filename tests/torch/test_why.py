@@ -159,6 +159,15 @@ def test_a_search_that_keeps_each_trials_model_names_the_list_and_the_models(ans
     assert "drop the model" in answer["text"]
 
 
+def test_a_failed_search_is_told_through_the_list_that_keeps_the_earlier_trials(answers):
+    # The failing trial's model is the largest one the traceback keeps; the list keeps more of them.
+    answer = answers["failed_search"]
+    check_common(answer)
+    (found,) = [entry for entry in answer["holders"] if entry["kind"] == "traceback"]
+    assert found["bytes"] >= (1024**2 + 1280**2 + 1536**2 + 1792**2) * 4
+    assert found["path"].startswith("sys.last_traceback.tb_next.tb_frame.f_locals['results'][2][1]"), found["path"]
+
+
 def test_a_correct_loop_holds_only_the_models_parameters_and_the_optimizers_state(answers):
     answer = answers["correct"]
     check_common(answer)

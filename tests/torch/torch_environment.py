@@ -1,9 +1,12 @@
 """Where the PyTorch environment of scripts/setup-torch.sh (and the JAX and TensorFlow ones of
-scripts/setup-jax.sh and setup-tensorflow.sh) is, for the tests and the scenario runner, and how a program
-runs on the simulated device."""
+scripts/setup-jax.sh and setup-tensorflow.sh) is, for the tests and the scenario runner, how a program
+runs on the simulated device, and how the framework tests run one, alone or under gpuleak run."""
 
 import glob
+import json
 import os
+import subprocess
+import textwrap
 
 
 def _pinned_python(label):
@@ -47,3 +50,30 @@ def simulated_device_environment(simdevice_dir, cuda_lib_dir, capacity):
         "GPULEAK_SIM_CAPACITY": str(capacity),
         "GPULEAK_SIM_QUIET": "1",
     }
+
+
+def run_json_program(python, program, environment):
+    """Runs the Python source `program` with the interpreter `python`; it prints one JSON line last and
+    must end normally. Returns that line, read, and the program's stderr."""
+    completed = subprocess.run(
+        [python, "-c", textwrap.dedent(program)], env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1]), completed.stderr
+
+
+def run_under_gpuleak(launcher, python, script, directory, environment, status=0):
+    """Runs `script` with the interpreter `python` as a user would under gpuleak run, writing into
+    `directory`; it must end with `status`. Returns the report's processes, its text and the finished run."""
+    completed = subprocess.run(
+        [launcher, "run", "--quiet", "-o", str(directory), "--", python, script],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == status, completed.stderr[-4000:]
+    with open(os.path.join(directory, "report.json")) as report:
+        processes = json.load(report)["processes"]
+    with open(os.path.join(directory, "report.txt")) as text:
+        return processes, text.read(), completed

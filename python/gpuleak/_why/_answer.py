@@ -58,7 +58,9 @@ class Holder:
     bytes: int = 0
     tensors: int = 0
     sites: List[int] = field(default_factory=list)  # indices into Why.sites
-    path: str = ""  # the chain to its largest storage, as an expression: "losses[59].grad_fn..."
+    # The chain through what holds most of its bytes, to the largest storage there, as an expression:
+    # "losses[59].grad_fn...", "f_locals['results'][4][2]..." (a list of models, not the newest model's name).
+    path: str = ""
     # What the chains went through, as facts: "autograd graph", "saved for backward", "view", "parameter",
     # "buffer", "gradient", "optimizer state", "closure", "traceback", "pullback" (of jax.vjp).
     through: List[str] = field(default_factory=list)

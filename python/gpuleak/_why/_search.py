@@ -432,8 +432,8 @@ class Search:
     def summarize(self) -> None:
         holders: Dict[Tuple[int, int], Holder] = {}  # by root and the attribute it was reached through
         sizes = self.blocks.sizes
-        chosen: Dict[Tuple[int, int], Tuple[int, _Found]] = {}  # by holder: its largest storage (bytes, found)
-        chosen_of_site: Dict[Tuple[Tuple[int, int], int], Tuple[int, _Found]] = {}  # by holder and site: the same
+        storages_of: Dict[Tuple[int, int], List[Tuple[int, _Found]]] = {}  # by holder: (bytes, found) of each
+        storages_of_site: Dict[Tuple[Tuple[int, int], int], List[Tuple[int, _Found]]] = {}  # by holder and site
         models: Dict[Tuple[int, int], Set[int]] = {}  # by holder: the modules whose parameters it holds
         outputs: Dict[Tuple[int, int], Set[int]] = {}  # by holder: the model outputs it holds
         for start, found in self.found.items():
@@ -456,15 +456,14 @@ class Search:
             holder.tensors += 1
             if found.site not in holder.sites:
                 holder.sites.append(found.site)
-            if sizes[start] > chosen.get(key, (-1, found))[0]:
-                chosen[key] = (sizes[start], found)
-            if sizes[start] > chosen_of_site.get((key, found.site), (-1, found))[0]:
-                chosen_of_site[(key, found.site)] = (sizes[start], found)
-        # One chain a holder and site, spelled out: finding each step's key takes a look through its container.
-        for (key, site), (_, found) in chosen_of_site.items():
-            holders[key].site_paths[site] = found.path if found.step < 0 else self.chains.text(found.step)
-        for key, (_, found) in chosen.items():
-            holders[key].path = holders[key].site_paths[found.site]
+            storages_of.setdefault(key, []).append((sizes[start], found))
+            storages_of_site.setdefault((key, found.site), []).append((sizes[start], found))
+        # One chain a holder and one a holder and site, spelled out: finding each step's key takes a look
+        # through its container.
+        for key, storages in storages_of.items():
+            holders[key].path = self.path_through_most(storages)
+        for (key, site), storages in storages_of_site.items():
+            holders[key].site_paths[site] = self.path_through_most(storages)
         for key, held in models.items():
             holders[key].models = len(held)
         for key, held in outputs.items():
@@ -485,6 +484,31 @@ class Search:
                 site = self.blocks.site_of(start)[0]
                 unreached[site] = unreached.get(site, 0) + size
         self.result.unreached = sorted(unreached.items(), key=lambda item: -item[1])
+
+    def path_through_most(self, storages: List[Tuple[int, _Found]]) -> str:
+        """The chain to one of a holder's storages through what holds most of their bytes: from the root, on
+        at each step to the branch that holds the most, until a storage holds as much as any branch past it.
+        A search that keeps every trial's model in a list is told through the list, not through the name
+        of the newest model, however much larger that one is than each of the others. PyTorch's holders
+        named up front have no chain: their largest storage's path."""
+        if any(found.step < 0 for _, found in storages):
+            return max(storages, key=lambda storage: storage[0])[1].path
+        below: Dict[int, int] = {}  # by step: the bytes of the storages reached through it
+        branches: Dict[int, List[int]] = {}  # by step (-1 above the roots): the steps the chains went on to
+        ends: Dict[int, int] = {}  # by step: the bytes of the storage found there
+        for size, found in storages:
+            parent = -1
+            for step in self.chains.steps_to(found.step):
+                if step not in below:
+                    below[step] = 0
+                    branches.setdefault(parent, []).append(step)
+                below[step] += size
+                parent = step
+            ends[found.step] = size
+        step = -1
+        while step not in ends or any(below[branch] > ends[step] for branch in branches.get(step, ())):
+            step = max(branches[step], key=lambda branch: below[branch])
+        return self.chains.text(step)
 
     def holder_of(
         self, holders: Dict[Tuple[int, int], Holder], root: int, chain: Chain

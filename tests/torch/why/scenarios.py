@@ -101,6 +101,24 @@ def search():
         results.append((learning_rate, trial))
 
 
+def failed_search():
+    # A search in a function that keeps each trial's model beside its score, whose widest trial fails;
+    # the session keeps the traceback, whose frame holds both the list and the failing trial's model,
+    # larger than any one model in the list but not than the list.
+    def trials():
+        results = []
+        for width in (1024, 1280, 1536, 1792):
+            model = torch.nn.Linear(width, width, bias=False).to(device)
+            if width == 1792:
+                raise RuntimeError("the widest trial failed")
+            results.append((width, model))
+
+    try:
+        trials()
+    except RuntimeError as error:
+        sys.last_traceback = error.__traceback__
+
+
 def running_total():
     global running_total_loss
     running_total_loss = 0
@@ -162,6 +180,7 @@ SCENARIOS = {
     "slices": (slices, ["kept"]),
     "traceback": (traceback_kept, []),
     "search": (search, ["results"]),
+    "failed_search": (failed_search, []),
     "running_total": (running_total, ["running_total_loss"]),
     "attribute": (attribute, ["trainer"]),
     "outputs": (outputs_kept, ["history"]),
