@@ -68,8 +68,13 @@ void report_on(CommandEnd& end, const RunDirectory& directory) {
 int run_command(const RunRequest& request) {
     const std::string library = find_preload_library();
     prepare_torch_adapter(python_of_command(request.command), library, !request.quiet);
+    // In a job of several machines or tasks that share -o DIR, each launch runs in a part of its own.
+    const std::optional<JobPart> part =
+        request.output_directory.empty() ? std::nullopt
+                                         : job_part(request.command, machine_name(), process_environment());
     const RunDirectory directory =
-        make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
+        part ? make_job_run_directory(request.output_directory, *part)
+             : make_run_directory(request.output_directory, request.command[0], std::time(nullptr));
     CommandEnd end;
     // By its name, as its user typed it ("python"), not the path a virtual environment gave it.
     end.name = std::filesystem::path(request.command[0]).filename().string();

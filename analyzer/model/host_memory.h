@@ -91,8 +91,12 @@ struct ProcessRole {
     // were started in.
     std::optional<int> worker_id;
     StartMethod start_method = StartMethod::Unknown;
+    // Of a rank: its rank, its number on its machine and the job's ranks (the distributed launcher's RANK,
+    // LOCAL_RANK and WORLD_SIZE, else Slurm's task, local task and tasks); -1 where unknown.
     int rank = -1;
+    int local_rank = -1;
     int world_size = -1;
+    int node_rank = -1;           // of any process: its machine's rank in the job (GROUP_RANK, SLURM_NODEID)
     std::optional<size_t> parent; // its parent's index among the processes assign_roles was given
     uint32_t start_stack_id = 0;  // in the parent's trace: where the parent started it (0: not recorded)
 };

@@ -1239,12 +1239,40 @@ bool dataloader_worker(const ProcessModel& model, const ForkRecord* fork) {
            (!new_image(model) || spawned_interpreter(model));
 }
 
+// The rank `model` is in its job, if it is one: the distributed launcher's RANK, else, in a Slurm job of
+// several tasks, its task (srun started the program itself). Not a rank's own workers, which inherit its
+// environment, nor a launcher whose children are the ranks (torchrun's agent, run as one Slurm task a
+// machine).
+struct JobRank {
+    int rank;
+    int local_rank;
+    int world_size;
+};
+
+std::optional<JobRank> job_rank(const ProcessModel& model, const ProcessModel* parent,
+                                const std::vector<ProcessModel*>& models) {
+    const TraceHeader& header = model.header;
+    if (header.rank >= 0) {
+        if (parent != nullptr && parent->header.rank == header.rank)
+            return std::nullopt;
+        return JobRank{header.rank, header.local_rank, header.world_size};
+    }
+    if (header.slurm_task < 0 || header.slurm_tasks <= 1 ||
+        (parent != nullptr && parent->header.slurm_task == header.slurm_task))
+        return std::nullopt;
+    for (const ProcessModel* other : models)
+        if (other->header.rank >= 0 && is_child(lineage_of(*other), lineage_of(model)))
+            return std::nullopt;
+    return JobRank{header.slurm_task, header.slurm_local_task, header.slurm_tasks};
+}
+
 } // namespace
 
 void assign_roles(std::vector<ProcessModel*>& models) {
     for (ProcessModel* model : models) {
         ProcessRole& role = model->role;
         role = ProcessRole{};
+        role.node_rank = model->header.node_rank;
         for (size_t i = 0; i < models.size(); ++i)
             if (models[i] != model && is_child(lineage_of(*model), lineage_of(*models[i])))
                 role.parent = i;
@@ -1259,12 +1287,11 @@ void assign_roles(std::vector<ProcessModel*>& models) {
         } else if (new_image(*model) &&
                    command_line_holds(*model, "multiprocessing.forkserver import main")) {
             role.kind = RoleKind::ForkServer;
-        } else if (model->header.rank >= 0 &&
-                   (parent == nullptr || parent->header.rank != model->header.rank)) {
-            // A rank's own workers inherit its RANK: they are its DataLoader's, not ranks.
+        } else if (const std::optional<JobRank> rank = job_rank(*model, parent, models)) {
             role.kind = RoleKind::Rank;
-            role.rank = model->header.rank;
-            role.world_size = model->header.world_size;
+            role.rank = rank->rank;
+            role.local_rank = rank->local_rank;
+            role.world_size = rank->world_size;
         } else if (dataloader_worker(*model, fork)) {
             role.kind = RoleKind::DataLoaderWorker;
             role.start_method = new_image(*model)                       ? StartMethod::Spawn

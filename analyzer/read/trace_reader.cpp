@@ -151,6 +151,13 @@ class TraceReader::Decoder {
         header.local_rank = raw_.local_rank;
         header.world_size = raw_.world_size;
         header.host_memory_bytes = raw_.host_memory_bytes;
+        if (raw_.format_version >= 19) {
+            header.node_rank = raw_.node_rank;
+            header.slurm_task = raw_.slurm_task;
+            header.slurm_local_task = raw_.slurm_local_task;
+            header.slurm_tasks = raw_.slurm_tasks;
+            header.job = bounded_string(raw_.job, sizeof(raw_.job));
+        }
         header.format_version = raw_.format_version;
         header.flags = raw_.flags;
         header.file_bytes = raw_.file_bytes;

@@ -104,6 +104,13 @@ struct TraceHeader {
     int32_t local_rank = -1;
     int32_t world_size = -1;
     uint64_t host_memory_bytes = 0; // the machine's MemTotal; 0 when unknown
+    // The job (format::FileHeader's): the machine's rank, Slurm's task, its number on the machine and the
+    // job's tasks, -1 when unset; the job's id, empty when unset.
+    int32_t node_rank = -1;
+    int32_t slurm_task = -1;
+    int32_t slurm_local_task = -1;
+    int32_t slurm_tasks = -1;
+    std::string job;
     TraceCounters counters;
     // (major << 8) | minor of the CPython whose frames the stacks hold, which line tables depend on; 0
     // when there is none.

@@ -94,6 +94,18 @@ std::vector<Identity> traces_in(const fs::path& directory) {
     return found;
 }
 
+// The traces of a directory of runs: a job's directory, where each launch of the job (each machine, or
+// each Slurm task) wrote its run into a directory of its own.
+std::vector<Identity> traces_of_runs_in(const fs::path& directory) {
+    std::vector<Identity> found;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(directory, error))
+        if (!entry.is_symlink(error) && entry.is_directory(error))
+            for (Identity& trace : traces_in(entry.path()))
+                found.push_back(std::move(trace));
+    return found;
+}
+
 } // namespace
 
 bool is_child(const TraceLineage& child, const TraceLineage& parent) {
@@ -125,7 +137,9 @@ CollectedTraces collect_traces(const std::vector<std::string>& arguments, bool a
         if (error || !fs::exists(status))
             throw TraceError(argument, "no such file or directory");
         if (fs::is_directory(status)) {
-            const std::vector<Identity> traces = traces_in(argument);
+            std::vector<Identity> traces = traces_in(argument);
+            if (traces.empty())
+                traces = traces_of_runs_in(argument);
             if (traces.empty())
                 throw TraceError(argument, "directory holds no gpuleak trace");
             size_t taken_here = 0;

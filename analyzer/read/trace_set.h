@@ -1,6 +1,6 @@
-// Which trace files a report covers: the files named, every trace in a directory named, and the traces
-// of the children of each (forked workers name their parent's trace; exec'd children their parent's
-// pid), found beside it.
+// Which trace files a report covers: the files named, every trace in a directory named (or, in a job's
+// directory that holds none itself, in each run directory it holds), and the traces of the children of each
+// (forked workers name their parent's trace; exec'd children their parent's pid), found beside it.
 #pragma once
 
 #include <cstdint>

@@ -238,7 +238,9 @@ json role_json(const ProcessRole& role) {
             {"worker_id", role.worker_id ? json(*role.worker_id) : json()},
             {"start_method", start_method == nullptr ? json() : json(start_method)},
             {"rank", role.rank >= 0 ? json(role.rank) : json()},
+            {"local_rank", role.local_rank >= 0 ? json(role.local_rank) : json()},
             {"world_size", role.world_size >= 0 ? json(role.world_size) : json()},
+            {"node_rank", role.node_rank >= 0 ? json(role.node_rank) : json()},
             {"text", role_text(role)}};
 }
 
@@ -450,6 +452,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
     json process = {{"trace", model.path},
                     {"pid", model.header.pid},
                     {"ppid", model.header.ppid},
+                    {"hostname", model.header.hostname},
+                    {"job", model.header.job.empty() ? json() : json(model.header.job)},
                     {"command", model.header.command_line},
                     {"role", role_json(model.role)},
                     {"started_at", report.started_at.empty() ? json() : json(report.started_at)},

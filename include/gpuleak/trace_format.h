@@ -67,8 +67,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // handle of the physical memory it maps. 16: EventType::ProgramError (15's files read the same). 17:
 // HostField::SimulatedDeviceResident (15's and 16's files read the same). 18: who sent the signal that
 // ended the process (EndSender), also written by the launcher for its child's SIGKILL (15's to 17's
-// files read the same, their sender unknown).
-static const uint32_t kFormatVersion = 18;
+// files read the same, their sender unknown). 19: the job the process ran in (node_rank, the Slurm task,
+// job; 15's to 18's files read as in none).
+static const uint32_t kFormatVersion = 19;
 // The oldest version a reader of this one reads: its layout is this one's.
 static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
@@ -346,6 +347,17 @@ struct FileHeader {
     struct ProcessTarget target;
 
     struct EndSender end_sender; // with end_state Signaled, under end_commit as the other end fields
+
+    // The job the process ran in, as its environment said when the trace was made and again when it was
+    // promoted: its machine's rank among the job's (torchrun's GROUP_RANK, else Slurm's SLURM_NODEID);
+    // Slurm's task, its number on its machine and the job's tasks (SLURM_PROCID, SLURM_LOCALID,
+    // SLURM_NTASKS); -1 where unset or not a number. The job's id: SLURM_JOB_ID, else torchrun's
+    // TORCHELASTIC_RUN_ID (not its default, "none"); empty where there is none.
+    int32_t node_rank;
+    int32_t slurm_task;
+    int32_t slurm_local_task;
+    int32_t slurm_tasks;
+    char job[64];
 };
 
 static const uint32_t kEndCommit = 0x454e4421u; // "END!"

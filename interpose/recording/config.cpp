@@ -1,5 +1,6 @@
 #include "recording/config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -140,8 +141,7 @@ int environment_number(const char* name) {
     return static_cast<int>(number);
 }
 
-bool expand_output_pattern(const char* pattern, int pid, const char* rank, char* out,
-                           unsigned long capacity) {
+bool expand_output_pattern(const char* pattern, const TraceName& name, char* out, unsigned long capacity) {
     unsigned long used = 0;
     auto append = [&](const char* text, size_t length) {
         if (used + length >= capacity)
@@ -154,14 +154,25 @@ bool expand_output_pattern(const char* pattern, int pid, const char* rank, char*
         bool ok = true;
         if (p[0] == '%' && p[1] == 'p') {
             char digits[16];
-            int n = std::snprintf(digits, sizeof digits, "%d", pid);
+            int n = std::snprintf(digits, sizeof digits, "%d", name.pid);
             ok = append(digits, static_cast<size_t>(n));
             ++p;
         } else if (p[0] == '%' && p[1] == 'r') {
             // With its separator, so that one pattern names the traces of ranked and unranked runs alike:
             // "gpuleak.%r%p.trace" is gpuleak.rank3.4242.trace or gpuleak.4242.trace.
-            if (rank != nullptr)
-                ok = append("rank", 4) && append(rank, std::strlen(rank)) && append(".", 1);
+            if (name.rank != nullptr)
+                ok = append("rank", 4) && append(name.rank, std::strlen(name.rank)) && append(".", 1);
+            ++p;
+        } else if (p[0] == '%' && p[1] == 'h') {
+            // A name that is only dots would climb out of the directory.
+            bool dots_only = true;
+            for (const char* c = name.host; *c != '\0' && ok; ++c) {
+                const bool kept = std::isalnum(static_cast<unsigned char>(*c)) != 0 || *c == '-' || *c == '_';
+                dots_only &= *c == '.';
+                ok = append(kept || *c == '.' ? c : "_", 1);
+            }
+            if (ok && dots_only)
+                ok = append("_", 1);
             ++p;
         } else if (p[0] == '%' && p[1] == '%') {
             ok = append("%", 1);

@@ -37,8 +37,16 @@ const char* rank_from_environment();
 // The environment variable `name` as a number of at most kMaxRankDigits digits; -1 otherwise.
 int environment_number(const char* name);
 
-// Expands `pattern` into `out`: "%p" = pid, "%r" = "rank<rank>." (nothing when `rank` is nullptr),
-// "%%" = "%". False when it does not fit.
-bool expand_output_pattern(const char* pattern, int pid, const char* rank, char* out, unsigned long capacity);
+// What a trace's name is made of: the process's pid, its rank (nullptr: none) and its machine's name.
+struct TraceName {
+    int pid;
+    const char* rank;
+    const char* host;
+};
+
+// Expands `pattern` into `out`: "%p" = pid, "%r" = "rank<rank>." (nothing without a rank), "%h" = the host
+// with any character but letters, digits, '-', '_' and '.' made '_' (the machine's name, so that the
+// machines of a job can write into one shared directory), "%%" = "%". False when it does not fit.
+bool expand_output_pattern(const char* pattern, const TraceName& name, char* out, unsigned long capacity);
 
 } // namespace gpuleak

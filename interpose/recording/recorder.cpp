@@ -350,10 +350,8 @@ bool start_recording(TraceStart how) {
     t_starting = true;
     g_config = read_config();
     init_monotonic_clock();
-    ProcessIdentity identity{
-        static_cast<int>(getpid()), static_cast<int>(getppid()),      g_parent_trace,
-        environment_number("RANK"), environment_number("LOCAL_RANK"), environment_number("WORLD_SIZE"),
-        machine_memory_bytes()};
+    ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace,
+                             machine_memory_bytes()};
     // A host-only trace from a Python program's start waits for the interpreter's handlers (the sampler
     // installs ours then); a forked child's interpreter has them already. Before the trace is made: a
     // process killed while it is made (a pool terminating the worker it just forked) still records how.
@@ -387,10 +385,7 @@ bool promote_recording() {
     const bool ok = error == 0 && attach_tables();
     if (ok) {
         // The program may have set its rank since it started (from SLURM_PROCID, in a spawned worker).
-        format::FileHeader& header = *g_writer.header();
-        header.rank = environment_number("RANK");
-        header.local_rank = environment_number("LOCAL_RANK");
-        header.world_size = environment_number("WORLD_SIZE");
+        write_job_identity(*g_writer.header());
         install_signal_hooks();
         announce();
     }

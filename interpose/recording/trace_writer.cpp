@@ -164,8 +164,10 @@ Layout compute_layout(uint64_t max_bytes) {
 
 bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, bool host_only) {
     char base_path[sizeof path_ - 8];
-    if (!expand_output_pattern(config.output_pattern, identity.pid, rank_from_environment(), base_path,
-                               sizeof base_path)) {
+    char host[sizeof FileHeader::hostname] = {};
+    ::gethostname(host, sizeof host - 1);
+    if (!expand_output_pattern(config.output_pattern, {identity.pid, rank_from_environment(), host},
+                               base_path, sizeof base_path)) {
         warn("GPULEAK_OUTPUT expands to a path that is too long; not recording");
         return false;
     }
@@ -338,14 +340,31 @@ bool TraceWriter::restore_after_failed_exec() {
     return false;
 }
 
+void write_job_identity(FileHeader& header) {
+    header.rank = environment_number("RANK");
+    header.local_rank = environment_number("LOCAL_RANK");
+    header.world_size = environment_number("WORLD_SIZE");
+    header.node_rank = environment_number("GROUP_RANK");
+    if (header.node_rank < 0)
+        header.node_rank = environment_number("SLURM_NODEID");
+    header.slurm_task = environment_number("SLURM_PROCID");
+    header.slurm_local_task = environment_number("SLURM_LOCALID");
+    header.slurm_tasks = environment_number("SLURM_NTASKS");
+    const char* job = std::getenv("SLURM_JOB_ID");
+    if (job == nullptr || *job == '\0') {
+        job = std::getenv("TORCHELASTIC_RUN_ID");
+        if (job != nullptr && std::strcmp(job, "none") == 0)
+            job = nullptr;
+    }
+    std::snprintf(header.job, sizeof header.job, "%s", job != nullptr ? job : "");
+}
+
 void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
                                bool host_only) {
     FileHeader& h = *header_;
     if (host_only)
         h.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
-    h.rank = identity.rank;
-    h.local_rank = identity.local_rank;
-    h.world_size = identity.world_size;
+    write_job_identity(h);
     h.host_memory_bytes = identity.host_memory_bytes;
     std::memcpy(h.magic, format::kMagic, sizeof h.magic);
     h.endian_tag = format::kEndianTag;

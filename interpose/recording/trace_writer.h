@@ -31,12 +31,13 @@ Layout compute_layout(uint64_t max_bytes);
 struct ProcessIdentity {
     int pid;
     int ppid;
-    const char* parent_trace; // may be empty
-    int rank = -1;            // RANK, LOCAL_RANK, WORLD_SIZE; -1: unset
-    int local_rank = -1;
-    int world_size = -1;
+    const char* parent_trace;       // may be empty
     uint64_t host_memory_bytes = 0; // 0: unknown
 };
+
+// Writes into `header` the job the process runs in, as its environment says now: the distributed
+// launcher's RANK, LOCAL_RANK and WORLD_SIZE, the machine's rank, Slurm's task and the job's id.
+void write_job_identity(format::FileHeader& header);
 
 class TraceWriter {
   public:

@@ -267,6 +267,51 @@ TEST_CASE("run -o DIR receives the traces and the report") {
     CHECK(again.err.find("not empty") != std::string::npos);
 }
 
+TEST_CASE("a job's launches write into one -o DIR without colliding, and the report reads them as one job") {
+    TempDir dir;
+    const std::string job = dir.path() + "/job";
+    // Two of srun's tasks on this machine, each started as `srun gpuleak run -o DIR -- ...` starts it.
+    for (const char* task : {"0", "1"}) {
+        RunOptions options;
+        options.environment = {"SLURM_JOB_ID=81234",
+                               "SLURM_STEP_ID=0",
+                               "SLURM_NTASKS=2",
+                               std::string("SLURM_PROCID=") + task,
+                               "SLURM_LOCALID=" + std::string(task),
+                               "SLURM_NODEID=0"};
+        TracedRun run =
+            launch(dir, {"run", "-o", job, "--", program_path("launched_command"), "exit", "0"}, options);
+        INFO(run.err);
+        REQUIRE(run.exited_with(0));
+    }
+    std::vector<std::string> parts;
+    for (const auto& entry : fs::directory_iterator(job))
+        parts.push_back(entry.path().filename().string());
+    std::sort(parts.begin(), parts.end());
+    REQUIRE(parts.size() == 2);
+    for (size_t task = 0; task < parts.size(); ++task) {
+        CHECK(parts[task].ends_with(".task" + std::to_string(task)));
+        // Each launch's own report, of its own processes: nothing reads another machine's traces.
+        CHECK(traces_in(job + "/" + parts[task]).size() == 1);
+        CHECK(report_of(job + "/" + parts[task])["processes"].size() == 1);
+    }
+    RunOptions plain;
+    plain.preload = false;
+    TracedRun whole = run_traced(dir, GPULEAK_REPORT, {"--format", "json", job}, plain);
+    INFO(whole.err);
+    REQUIRE(whole.exited_with(0));
+    const json report = json::parse(whole.out);
+    std::set<int> ranks;
+    for (const json& process : report["processes"]) {
+        CHECK(process["job"] == "81234");
+        CHECK(process["role"]["kind"] == "rank");
+        CHECK(process["role"]["world_size"] == 2);
+        CHECK(process["role"]["node_rank"] == 0);
+        ranks.insert(process["role"]["rank"].get<int>());
+    }
+    CHECK(ranks == std::set<int>{0, 1});
+}
+
 TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {
     TempDir dir;
     const std::string shared = dir.path() + "/shared";

@@ -228,6 +228,49 @@ TEST_CASE("run -o DIR is made if missing, taken if empty, refused if it holds an
     CHECK_THROWS_AS(make_run_directory(parent.path() + "/file", "ls", 0), LauncherError);
 }
 
+TEST_CASE(
+    "a launch in a job of several tasks or machines gets a part of the job's directory, named by both") {
+    const auto part = [](const std::vector<std::string>& command, const std::string& host,
+                         const std::vector<std::string>& environment = {}) {
+        const std::optional<JobPart> found = job_part(command, host, environment);
+        return found ? found->name : "<none>";
+    };
+    const std::vector<std::string> python = {"python", "train.py"};
+    // srun starts one gpuleak run per task.
+    CHECK(part(python, "gpu-07",
+               {"SLURM_JOB_ID=81234", "SLURM_STEP_ID=0", "SLURM_NTASKS=16", "SLURM_PROCID=9"}) ==
+          "gpu-07.task9");
+    // A batch script's own step, or a job of one task, is no job of several.
+    CHECK(part(python, "gpu-07", {"SLURM_JOB_ID=81234", "SLURM_NTASKS=16", "SLURM_PROCID=0"}) == "<none>");
+    CHECK(part(python, "gpu-07", {"SLURM_STEP_ID=0", "SLURM_NTASKS=1", "SLURM_PROCID=0"}) == "<none>");
+    // torchrun for several machines, its node rank given or left to the rendezvous.
+    CHECK(part({"torchrun", "--nnodes", "2", "--node-rank", "1", "train.py"}, "gpu-07") == "gpu-07.node1");
+    CHECK(part({"/venv/bin/torchrun", "--nnodes=2", "--node_rank=0", "train.py"}, "gpu-07") ==
+          "gpu-07.node0");
+    CHECK(part({"torchrun", "--nnodes=1:4", "--rdzv-backend=c10d", "train.py"}, "gpu-07") == "gpu-07");
+    CHECK(part({"python", "-m", "torch.distributed.run", "--nnodes", "4", "train.py"}, "a b") == "a_b");
+    // One machine's torchrun, and a script's own --nnodes, are no job of several machines.
+    CHECK(part({"torchrun", "--nproc-per-node", "8", "train.py"}, "gpu-07") == "<none>");
+    CHECK(part({"torchrun", "--standalone", "train.py", "--nnodes", "3"}, "gpu-07") == "<none>");
+    CHECK(part(python, "gpu-07") == "<none>");
+}
+
+TEST_CASE("a job's launches share -o DIR, each in a directory of its own") {
+    TempDir parent;
+    const std::string job = parent.path() + "/job";
+    const RunDirectory first = make_job_run_directory(job, JobPart{"gpu-07.task0"});
+    const RunDirectory second = make_job_run_directory(job, JobPart{"gpu-07.task1"});
+    // A launch whose name another took (a second job step with the same tasks) gets one of its own.
+    const RunDirectory again = make_job_run_directory(job, JobPart{"gpu-07.task0"});
+    CHECK(first.path == job + "/gpu-07.task0");
+    CHECK(second.path == job + "/gpu-07.task1");
+    CHECK(again.path == job + "/gpu-07.task0-2");
+    CHECK(first.created);
+    CHECK((fs::status(first.path).permissions() & fs::perms::all) == fs::perms::owner_all);
+    std::ofstream(parent.path() + "/file") << "x";
+    CHECK_THROWS_AS(make_job_run_directory(parent.path() + "/file", JobPart{"gpu-07.task0"}), LauncherError);
+}
+
 TEST_CASE("signals go on to the command unless it has them already") {
     const pid_t child = 4242;
     // kill(2) from a user, a script, a job scheduler.

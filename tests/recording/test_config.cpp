@@ -1,4 +1,4 @@
-// GPULEAK_OUTPUT's expansion: the pid, the rank of a distributed run, and '%' itself.
+// GPULEAK_OUTPUT's expansion: the pid, the rank of a distributed run, the machine, and '%' itself.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -9,10 +9,11 @@
 
 namespace {
 
-std::string expanded(const char* pattern, int pid, const char* rank, unsigned long capacity = 256) {
+std::string expanded(const char* pattern, int pid, const char* rank, unsigned long capacity = 256,
+                     const char* host = "node7") {
     char out[256];
     REQUIRE(capacity <= sizeof out);
-    if (!gpuleak::expand_output_pattern(pattern, pid, rank, out, capacity))
+    if (!gpuleak::expand_output_pattern(pattern, {pid, rank, host}, out, capacity))
         return "<does not fit>";
     return out;
 }
@@ -39,6 +40,17 @@ TEST_CASE("%r is the rank with its separator, nothing without a rank") {
     CHECK(expanded("gpuleak.%r%p.trace", 4242, "3") == "gpuleak.rank3.4242.trace");
     CHECK(expanded("gpuleak.%r%p.trace", 4242, nullptr) == "gpuleak.4242.trace");
     CHECK(expanded("%%r", 1, "3") == "%r");
+}
+
+TEST_CASE("%h is the machine's name, made safe for a file name") {
+    CHECK(expanded("gpuleak.%h.%p.trace", 4242, nullptr) == "gpuleak.node7.4242.trace");
+    CHECK(expanded("%h", 1, nullptr, 256, "gpu-12.cluster_a") == "gpu-12.cluster_a");
+    // Nothing that climbs out of the directory or starts another path component.
+    CHECK(expanded("run/%h/t", 1, nullptr, 256, "a/b c") == "run/a_b_c/t");
+    CHECK(expanded("run/%h/t", 1, nullptr, 256, "..") == "run/.._/t");
+    CHECK(expanded("run/%h/t", 1, nullptr, 256, "") == "run/_/t");
+    CHECK(expanded("t.%h", 1, nullptr, 8) == "t.node7");
+    CHECK(expanded("t.%h", 1, nullptr, 7) == "<does not fit>");
 }
 
 TEST_CASE("an expansion that does not fit is refused") {

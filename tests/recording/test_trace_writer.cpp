@@ -8,6 +8,7 @@
 
 #include "read/trace_reader.h"
 #include "recording/trace_writer.h"
+#include "scoped_environment.h"
 #include "temp_dir.h"
 
 using gpuleak::TraceWriter;
@@ -197,9 +198,18 @@ TEST_CASE("strings and the end record read back") {
 TEST_CASE("a host-only trace holds the header, the timeline and the notable array until it is promoted") {
     TempDir dir;
     TraceWriter writer;
-    gpuleak::ProcessIdentity identity{4244, 1, "/parent.trace"};
-    identity.rank = 3;
-    identity.world_size = 8;
+    const gpuleak::ProcessIdentity identity{4244, 1, "/parent.trace"};
+    // A torchrun worker's environment, and the Slurm task torchrun runs as on its machine.
+    const gpuleak::test::ScopedEnvironment job{{"RANK", "3"},
+                                               {"LOCAL_RANK", nullptr},
+                                               {"WORLD_SIZE", "8"},
+                                               {"GROUP_RANK", "1"},
+                                               {"SLURM_NODEID", "5"},
+                                               {"SLURM_PROCID", "1"},
+                                               {"SLURM_LOCALID", "0"},
+                                               {"SLURM_NTASKS", "2"},
+                                               {"SLURM_JOB_ID", "81234"},
+                                               {"TORCHELASTIC_RUN_ID", "none"}};
     REQUIRE(writer.create(config_for(dir.path() + "/t.trace", 64), identity, true));
     const gpuleak::Layout layout = gpuleak::compute_layout(uint64_t{64} << 20);
     struct stat info {};
@@ -216,6 +226,11 @@ TEST_CASE("a host-only trace holds the header, the timeline and the notable arra
         CHECK(reader.header().rank == 3);
         CHECK(reader.header().local_rank == -1);
         CHECK(reader.header().world_size == 8);
+        CHECK(reader.header().node_rank == 1);
+        CHECK(reader.header().slurm_task == 1);
+        CHECK(reader.header().slurm_local_task == 0);
+        CHECK(reader.header().slurm_tasks == 2);
+        CHECK(reader.header().job == "81234");
         CHECK(reader.notable_events().events.size() == 1);
         CHECK(reader.events().events.empty());
         CHECK(reader.warnings().empty());

@@ -32,6 +32,8 @@ class TraceBuilder {
         header_.format_version = format::kFormatVersion;
         header_.endian_tag = format::kEndianTag;
         header_.header_bytes = format::kHeaderBytes;
+        // In no job, as the recorder writes a process whose environment names none.
+        header_.node_rank = header_.slurm_task = header_.slurm_local_task = header_.slurm_tasks = -1;
         uint64_t end = format::kHeaderBytes;
         const auto place = [&end](format::Region& region, uint64_t bytes) {
             region = {end, bytes};

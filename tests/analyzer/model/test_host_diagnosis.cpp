@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "in_memory_report.h"
@@ -520,6 +521,68 @@ format::EventRecord fork_record(int32_t child, uint64_t at_ms, format::ForkOrigi
 }
 
 } // namespace
+
+TEST_CASE(
+    "a rank is torchrun's worker, or a Slurm task that runs the program itself, not what either started") {
+    struct Job {
+        int32_t rank = -1;
+        int32_t local_rank = -1;
+        int32_t world_size = -1;
+        int32_t node_rank = -1;
+        int32_t slurm_task = -1;
+        int32_t slurm_local_task = -1;
+        int32_t slurm_tasks = -1;
+    };
+    // A process of the job, started (or, with `forked`, forked) by `ppid` at `start_ms`.
+    const auto process = [](int32_t pid, int32_t ppid, uint64_t start_ms, const Job& job,
+                            bool forked = false) {
+        TraceBuilder builder = host_trace({{start_ms, 100, 50}, {start_ms + 100, 100, 50}},
+                                          forked ? fmt::format("trace.{}", ppid) : "", pid);
+        format::FileHeader& header = builder.header();
+        header.ppid = ppid;
+        header.start_monotonic_ns = kStart + start_ms * kMillisecond;
+        header.rank = job.rank;
+        header.local_rank = job.local_rank;
+        header.world_size = job.world_size;
+        header.node_rank = job.node_rank;
+        header.slurm_task = job.slurm_task;
+        header.slurm_local_task = job.slurm_local_task;
+        header.slurm_tasks = job.slurm_tasks;
+        ProcessReport report = report_of(TraceReader::parse(builder.bytes(), "trace"));
+        report.model.path = fmt::format("trace.{}", pid); // what a forked child names as its parent's
+        return report;
+    };
+    const Job srun_task{.node_rank = 1, .slurm_task = 3, .slurm_local_task = 1, .slurm_tasks = 8};
+    const Job torchrun_agent{.node_rank = 1, .slurm_task = 1, .slurm_local_task = 0, .slurm_tasks = 2};
+    Job torchrun_worker = torchrun_agent;
+    torchrun_worker.rank = 5;
+    torchrun_worker.local_rank = 1;
+    torchrun_worker.world_size = 8;
+    std::vector<ProcessReport> reports;
+    reports.reserve(5);
+    reports.push_back(process(100, 1, 0, srun_task));
+    reports.push_back(process(101, 100, 10, srun_task, true)); // its DataLoader's worker
+    reports.push_back(process(200, 1, 0, torchrun_agent));
+    reports.push_back(process(201, 200, 10, torchrun_worker));
+    reports.push_back(process(300, 1, 0, Job{.slurm_task = 0, .slurm_local_task = 0, .slurm_tasks = 1}));
+    std::vector<ProcessModel*> models;
+    models.reserve(reports.size());
+    for (ProcessReport& report : reports)
+        models.push_back(&report.model);
+    assign_roles(models);
+    const ProcessRole& task = reports[0].model.role;
+    CHECK(task.kind == RoleKind::Rank);
+    CHECK(std::tuple(task.rank, task.local_rank, task.world_size, task.node_rank) == std::tuple(3, 1, 8, 1));
+    CHECK(role_text(task) == "rank 3 of 8");
+    CHECK(reports[1].model.role.kind != RoleKind::Rank);
+    CHECK(reports[2].model.role.kind == RoleKind::Program);
+    CHECK(reports[2].model.role.node_rank == 1);
+    const ProcessRole& worker = reports[3].model.role;
+    CHECK(worker.kind == RoleKind::Rank);
+    CHECK(std::tuple(worker.rank, worker.local_rank, worker.world_size) == std::tuple(5, 1, 8));
+    // A job of one task has no ranks.
+    CHECK(reports[4].model.role.kind == RoleKind::Program);
+}
 
 TEST_CASE("a DataLoader's spawned workers are numbered from 0, whatever else its frames started") {
     // A parent that had not used CUDA (no stacks) iterated a loader of the spawn method: starting the

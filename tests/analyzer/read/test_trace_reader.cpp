@@ -225,6 +225,28 @@ TEST_CASE("a valid trace round-trips every field") {
     CHECK(trace.timeline()[0].device_bytes[0] == 8192);
 }
 
+TEST_CASE("a trace of format 19 names its job, and an older one none whatever its header's tail holds") {
+    TraceBuilder builder;
+    builder.header().node_rank = 2;
+    builder.header().slurm_task = 17;
+    builder.header().slurm_local_task = 1;
+    builder.header().slurm_tasks = 32;
+    std::snprintf(builder.header().job, sizeof builder.header().job, "%s", "4242");
+    const TraceReader current = TraceReader::parse(builder.bytes(), "trace.bin");
+    CHECK(current.header().node_rank == 2);
+    CHECK(current.header().slurm_task == 17);
+    CHECK(current.header().slurm_local_task == 1);
+    CHECK(current.header().slurm_tasks == 32);
+    CHECK(current.header().job == "4242");
+    builder.header().format_version = 18;
+    const TraceReader older = TraceReader::parse(builder.bytes(), "trace.bin");
+    CHECK(older.header().node_rank == -1);
+    CHECK(older.header().slurm_task == -1);
+    CHECK(older.header().slurm_local_task == -1);
+    CHECK(older.header().slurm_tasks == -1);
+    CHECK(older.header().job.empty());
+}
+
 TEST_CASE("a trace is read from a file as from memory") {
     const TempDir dir;
     const std::string path = write_file(dir, "trace.bin", full_trace().bytes());

@@ -222,9 +222,9 @@ SCENARIOS = {
     # parent's pages grow.
     "host_memory_killed": single(lambda: [program("scenario_host_memory"), "kill", "50"]),
     "host_memory_copy_on_write": single(lambda: [program("scenario_host_memory"), "cow", "0"]),
-    # One rank of two.
+    # One rank of two, on the first of torchrun's machines.
     "two_devices": single(lambda: [program("scenario_two_devices"), "20", "5"], GPULEAK_SIM_DEVICES="2", RANK="1",
-                          WORLD_SIZE="2"),
+                          LOCAL_RANK="1", WORLD_SIZE="2", GROUP_RANK="0", TORCHELASTIC_RUN_ID="job-7"),
     # A trace too small for its live allocations: most have no slot of their own.
     "many_live": single(lambda: [program("scenario_many_live"), "50000"], GPULEAK_MAX_MB="4"),
     "raised_sigsegv": single(lambda: [program("process_end"), "log", "raise_segv"], -signal.SIGSEGV),
