@@ -4,6 +4,7 @@
 #include "python/program_files.h"
 #include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
+#include "report/job_facts.h"
 #include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -557,6 +558,39 @@ json render_changes_json(Comparison& comparison, const ReportOptions& options) {
             {"changes", std::move(changes)}};
 }
 
+namespace {
+
+json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
+    json ranks = json::array();
+    for (const RankRow& row : job.ranks)
+        ranks.push_back({{"rank", row.rank},
+                         {"pid", reports[row.process].model.header.pid},
+                         {"hostname", row.host},
+                         {"local_rank", row.local_rank >= 0 ? json(row.local_rank) : json()},
+                         {"node_rank", row.node_rank >= 0 ? json(row.node_rank) : json()},
+                         {"devices", row.devices},
+                         {"peak_reserved_bytes", row.peak_reserved},
+                         {"final_reserved_bytes", row.final_reserved},
+                         {"peak_allocated_bytes", row.peak_allocated},
+                         {"final_allocated_bytes", row.final_allocated},
+                         {"diagnosis", diagnosis_kind_name(row.verdict)},
+                         {"top_site", row.top_site.empty() ? json() : json(row.top_site)}});
+    json apart = json::array();
+    for (const ApartRank& rank : job.apart)
+        apart.push_back(
+            {{"rank", job.ranks[rank.index].rank}, {"peers_median_peak_reserved_bytes", rank.peers_median}});
+    json shared = json::array();
+    for (const SharedLeak& leak : job.shared_leaks)
+        shared.push_back({{"site", leak.site}, {"ranks", leak.ranks}, {"bytes", leak.bytes}});
+    return {{"id", job.id.empty() ? json() : json(job.id)},
+            {"world_size", job.world_size > 0 ? json(job.world_size) : json()},
+            {"ranks", std::move(ranks)},
+            {"apart", std::move(apart)},
+            {"shared_leaks", std::move(shared)}};
+}
+
+} // namespace
+
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json processes = json::array();
     for (ProcessReport& report : reports)
@@ -571,9 +605,11 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
                        {"largest_pid", peak.largest_pid},
                        {"largest_rss_bytes", peak.largest_rss}};
     }
-    return {{"schema", "gpuleak-report/1"},
-            {"run", {{"memory_peak", std::move(memory_peak)}}},
-            {"processes", std::move(processes)}};
+    return {
+        {"schema", "gpuleak-report/1"},
+        {"run", {{"memory_peak", std::move(memory_peak)}}},
+        {"job", reports.empty() || !reports.front().job ? json() : job_json(*reports.front().job, reports)},
+        {"processes", std::move(processes)}};
 }
 
 } // namespace gpuleak::analyzer

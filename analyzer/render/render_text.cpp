@@ -15,6 +15,7 @@
 #include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
 #include "render/wrapped_text.h"
+#include "report/job_facts.h"
 #include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -664,6 +665,66 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
     out += "\n";
 }
 
+// A job's ranks, one row each with its top site under it, then what stands out across them: the ranks
+// whose memory stands apart from their peers', and the leaks at the same line on several ranks (or on one
+// rank only).
+void append_job_table(std::string& out, const JobFacts& job, const Style& style) {
+    const std::string world = job.world_size > 0 ? fmt::format(" of {}", job.world_size) : std::string();
+    const std::string title =
+        job.id.empty() ? fmt::format("{} ranks{}:", job.ranks.size(), world)
+                       : fmt::format("Job {}, {} ranks{}:", printable(job.id), job.ranks.size(), world);
+    out += style.bold(title) + "\n";
+    // Within the report's 100 columns; peak and final of each measure.
+    constexpr const char* kRow = "  {:>5}  {:<14} {:>5} {:<7} {:>9} {:>9} {:>9} {:>9}  {}\n";
+    constexpr size_t kHostColumns = 14;
+    constexpr size_t kDevicesColumns = 7;
+    out += fmt::format(kRow, "rank", "host", "local", "devices", "reserved", "final", "allocated", "final",
+                       "diagnosis");
+    for (const RankRow& row : job.ranks) {
+        const std::string devices =
+            row.devices.empty() ? std::string("-") : fmt::format("{}", fmt::join(row.devices, ","));
+        out += fmt::format(kRow, row.rank, cut_to_columns(printable(row.host), kHostColumns),
+                           row.local_rank >= 0 ? std::to_string(row.local_rank) : std::string("-"),
+                           cut_to_columns(devices, kDevicesColumns), human_bytes(row.peak_reserved),
+                           human_bytes(row.final_reserved), human_bytes(row.peak_allocated),
+                           human_bytes(row.final_allocated), diagnosis_kind_name(row.verdict));
+        if (!row.top_site.empty())
+            out += style.dim(fmt::format("         {} {}",
+                                         row.verdict == DiagnosisKind::Leak ? "grows at" : "holds most at",
+                                         row.top_site)) +
+                   "\n";
+    }
+    for (const ApartRank& apart : job.apart) {
+        const RankRow& row = job.ranks[apart.index];
+        out += wrapped(
+            fmt::format("Rank {} stands apart: its reserved memory peaked at {}, {:.1f}x the median of "
+                        "the other ranks' peaks, {}.",
+                        row.rank, human_bytes(row.peak_reserved),
+                        static_cast<double>(row.peak_reserved) /
+                            static_cast<double>(std::max<uint64_t>(apart.peers_median, 1)),
+                        human_bytes(apart.peers_median)),
+            "  ");
+    }
+    for (const SharedLeak& leak : job.shared_leaks)
+        out +=
+            wrapped(fmt::format("{} of {} ranks leak at {} (ranks {}): {} held there over them as their code "
+                                "ended.",
+                                leak.ranks.size(), job.ranks.size(), leak.site, fmt::join(leak.ranks, ", "),
+                                human_bytes(leak.bytes)),
+                    "  ");
+    const auto leaking = std::count_if(job.ranks.begin(), job.ranks.end(),
+                                       [](const RankRow& row) { return row.verdict == DiagnosisKind::Leak; });
+    if (leaking == 1) {
+        const RankRow& row = *std::find_if(job.ranks.begin(), job.ranks.end(), [](const RankRow& each) {
+            return each.verdict == DiagnosisKind::Leak;
+        });
+        out += wrapped(fmt::format("Only rank {} leaks{}; the other ranks do not.", row.rank,
+                                   row.top_site.empty() ? std::string() : ", at " + row.top_site),
+                       "  ");
+    }
+    out += "\n";
+}
+
 void append_process_table(std::string& out, std::vector<ProcessReport>& reports, const Style& style) {
     out += style.bold(fmt::format("{} processes:", reports.size())) + "\n";
     // Within the report's 100 columns: each process's section has the rest (its parent, final figures).
@@ -806,6 +867,8 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
 std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     const Style style(options.color);
     std::string out;
+    if (!reports.empty() && reports.front().job)
+        append_job_table(out, *reports.front().job, style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);
     for (ProcessReport& report : reports)

@@ -14,6 +14,8 @@
 
 namespace gpuleak::analyzer {
 
+struct JobFacts; // job_facts.h
+
 struct ReportFrame {
     std::string function; // demangled, or a Python frame's qualified name; empty when unknown
     std::string file;     // empty when unknown
@@ -57,6 +59,9 @@ struct ProcessReport {
     // The function multiprocessing started it to run (ProcessTarget), as a Python frame at the first line
     // of its definition; none where it was not read.
     std::optional<ReportFrame> target;
+    // The job the run's ranks make, the same in each of its processes' reports; none where the run has
+    // fewer than two ranks.
+    std::shared_ptr<const JobFacts> job;
 };
 
 struct ReportOptions {

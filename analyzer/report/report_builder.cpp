@@ -1,5 +1,7 @@
 #include "report/report_builder.h"
 
+#include "report/job_facts.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include "read/trace_error.h"
 #include "read/trace_reader.h"
+#include "report/job_facts.h"
 #include "report/stack_view.h"
 #include "report/symbolized_stacks.h"
 
@@ -169,6 +172,9 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
     for (ProcessReport& report : reports)
         diagnoses.push_back(&report.diagnosis);
     diagnose_run(modelled, diagnoses);
+    if (const std::shared_ptr<const JobFacts> job = job_facts(reports))
+        for (ProcessReport& report : reports)
+            report.job = job;
     return reports;
 }
 

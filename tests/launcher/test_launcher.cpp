@@ -270,17 +270,20 @@ TEST_CASE("run -o DIR receives the traces and the report") {
 TEST_CASE("a job's launches write into one -o DIR without colliding, and the report reads them as one job") {
     TempDir dir;
     const std::string job = dir.path() + "/job";
-    // Two of srun's tasks on this machine, each started as `srun gpuleak run -o DIR -- ...` starts it.
-    for (const char* task : {"0", "1"}) {
+    // Four of srun's tasks on this machine, each started as `srun gpuleak run -o DIR -- ...` starts it:
+    // the first two keep a buffer every step, the others keep nothing.
+    constexpr int kTasks = 4;
+    for (int task = 0; task < kTasks; ++task) {
         RunOptions options;
         options.environment = {"SLURM_JOB_ID=81234",
                                "SLURM_STEP_ID=0",
-                               "SLURM_NTASKS=2",
-                               std::string("SLURM_PROCID=") + task,
-                               "SLURM_LOCALID=" + std::string(task),
+                               "SLURM_NTASKS=" + std::to_string(kTasks),
+                               "SLURM_PROCID=" + std::to_string(task),
+                               "SLURM_LOCALID=" + std::to_string(task),
                                "SLURM_NODEID=0"};
-        TracedRun run =
-            launch(dir, {"run", "-o", job, "--", program_path("launched_command"), "exit", "0"}, options);
+        TracedRun run = launch(
+            dir, {"run", "-o", job, "--", program_path(task < 2 ? "scenario_leak" : "scenario_stable"), "40"},
+            options);
         INFO(run.err);
         REQUIRE(run.exited_with(0));
     }
@@ -288,7 +291,7 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     for (const auto& entry : fs::directory_iterator(job))
         parts.push_back(entry.path().filename().string());
     std::sort(parts.begin(), parts.end());
-    REQUIRE(parts.size() == 2);
+    REQUIRE(parts.size() == kTasks);
     for (size_t task = 0; task < parts.size(); ++task) {
         CHECK(parts[task].ends_with(".task" + std::to_string(task)));
         // Each launch's own report, of its own processes: nothing reads another machine's traces.
@@ -301,15 +304,34 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     INFO(whole.err);
     REQUIRE(whole.exited_with(0));
     const json report = json::parse(whole.out);
-    std::set<int> ranks;
     for (const json& process : report["processes"]) {
         CHECK(process["job"] == "81234");
         CHECK(process["role"]["kind"] == "rank");
-        CHECK(process["role"]["world_size"] == 2);
+        CHECK(process["role"]["world_size"] == kTasks);
         CHECK(process["role"]["node_rank"] == 0);
-        ranks.insert(process["role"]["rank"].get<int>());
     }
-    CHECK(ranks == std::set<int>{0, 1});
+    const json& ranks = report["job"]["ranks"];
+    CHECK(report["job"]["id"] == "81234");
+    REQUIRE(ranks.size() == kTasks);
+    for (int rank = 0; rank < kTasks; ++rank) {
+        CHECK(ranks[rank]["rank"] == rank);
+        CHECK(ranks[rank]["local_rank"] == rank);
+        CHECK(ranks[rank]["devices"] == json::array({0}));
+        CHECK(ranks[rank]["diagnosis"] == (rank < 2 ? "leak" : "stable"));
+    }
+    // The leaking ranks stand apart from their peers, and leak at the same line.
+    std::set<int> apart;
+    for (const json& rank : report["job"]["apart"])
+        apart.insert(rank["rank"].get<int>());
+    CHECK(apart == std::set<int>{0, 1});
+    REQUIRE(report["job"]["shared_leaks"].size() == 1);
+    const json& shared = report["job"]["shared_leaks"][0];
+    CHECK(shared["ranks"] == json::array({0, 1}));
+    CHECK(shared["site"].get<std::string>().find("keep_history") != std::string::npos);
+    CHECK(shared["bytes"] == 2 * 40 * (1 << 20));
+    TracedRun text = run_traced(dir, GPULEAK_REPORT, {"--no-color", job}, plain);
+    CHECK(text.out.starts_with("Job 81234, 4 ranks of 4:\n"));
+    CHECK(unwrapped(text.out).find("2 of 4 ranks leak at ") != std::string::npos);
 }
 
 TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {

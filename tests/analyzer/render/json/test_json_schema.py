@@ -290,6 +290,7 @@ NOT_WRITTEN_HERE = {
     "diagnosis.framework_allocator": "a framework's allocator: tests/jax, tests/tensorflow",
     "role.worker_id": "a DataLoader worker: tests/torch",
     "diagnosis.pressure": "a run near the memory cgroup's limit or the machine's memory",
+    "report.job": "a job of several ranks: tests/launcher/test_launcher.cpp, tests/analyzer/report",
 }
 # Host figures that the machine's kernel, cgroup or swap decide.
 MACHINE_DEPENDENT = re.compile(r"(uss|pss|swap|cgroup|cgroup_limit|available|shmem)_bytes$|memory_peak")

@@ -1,0 +1,99 @@
+#include "report/job_facts.h"
+
+#include <algorithm>
+#include <map>
+
+#include "report/report.h"
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+// A rank stands apart when its peak is at least this many times the ranks' median and this much above
+// it: rank 0 that keeps the whole dataset, or a context on another rank's device, not the few MiB one
+// step's batch adds.
+constexpr double kApartRatio = 1.5;
+constexpr uint64_t kMinApartBytes = 8 * kMiB;
+
+RankRow row_of(ProcessReport& report, size_t process) {
+    const ProcessModel& model = report.model;
+    RankRow row;
+    row.process = process;
+    row.rank = model.role.rank;
+    row.local_rank = model.role.local_rank;
+    row.node_rank = model.role.node_rank;
+    row.host = model.header.hostname;
+    for (const DeviceSummary& device : model.devices) {
+        if (device.peak_reserved > 0)
+            row.devices.push_back(device.device);
+        row.peak_reserved += device.peak_reserved;
+        row.final_reserved += device.final_reserved;
+        row.peak_allocated += device.peak_allocated;
+        row.final_allocated += device.final_allocated;
+    }
+    row.verdict = report.diagnosis.kind;
+    const std::vector<LeakSite>& sites = model.leak_sites;
+    if (report.diagnosis.leak && !report.diagnosis.leak->sites.empty())
+        row.top_site = report.stacks->describe(sites[report.diagnosis.leak->sites.front()].stack_id);
+    else if (!sites.empty())
+        row.top_site = report.stacks->describe(sites.front().stack_id);
+    return row;
+}
+
+uint64_t median_of(std::vector<uint64_t> values) {
+    std::sort(values.begin(), values.end());
+    const size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+} // namespace
+
+std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
+    auto job = std::make_shared<JobFacts>();
+    for (size_t i = 0; i < reports.size(); ++i)
+        if (reports[i].model.role.kind == RoleKind::Rank)
+            job->ranks.push_back(row_of(reports[i], i));
+    if (job->ranks.size() < 2)
+        return nullptr;
+    std::sort(job->ranks.begin(), job->ranks.end(),
+              [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
+    for (const RankRow& row : job->ranks) {
+        const TraceHeader& header = reports[row.process].model.header;
+        if (job->id.empty())
+            job->id = header.job;
+        job->world_size = std::max(job->world_size, reports[row.process].model.role.world_size);
+    }
+    // Against its peers only: of two ranks, the median of both would sit halfway to the one apart.
+    for (size_t i = 0; i < job->ranks.size(); ++i) {
+        std::vector<uint64_t> peers;
+        peers.reserve(job->ranks.size() - 1);
+        for (size_t j = 0; j < job->ranks.size(); ++j)
+            if (j != i)
+                peers.push_back(job->ranks[j].peak_reserved);
+        const uint64_t median = median_of(std::move(peers));
+        const uint64_t peak = job->ranks[i].peak_reserved;
+        if (static_cast<double>(peak) >= kApartRatio * static_cast<double>(median) &&
+            peak >= median + kMinApartBytes)
+            job->apart.push_back({i, median});
+    }
+    std::map<std::string, SharedLeak> by_site;
+    for (const RankRow& row : job->ranks) {
+        const ProcessReport& report = reports[row.process];
+        if (row.verdict != DiagnosisKind::Leak || row.top_site.empty())
+            continue;
+        SharedLeak& shared = by_site[row.top_site];
+        shared.site = row.top_site;
+        shared.ranks.push_back(row.rank);
+        shared.bytes += report.model.leak_sites[report.diagnosis.leak->sites.front()].bytes;
+    }
+    for (auto& [site, shared] : by_site)
+        if (shared.ranks.size() >= 2)
+            job->shared_leaks.push_back(std::move(shared));
+    std::stable_sort(
+        job->shared_leaks.begin(), job->shared_leaks.end(),
+        [](const SharedLeak& a, const SharedLeak& b) { return a.ranks.size() > b.ranks.size(); });
+    return job;
+}
+
+} // namespace gpuleak::analyzer

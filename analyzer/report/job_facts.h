@@ -1,0 +1,58 @@
+// A job of several ranks read as one: a row for each rank, the ranks whose memory stands apart from
+// their peers', and the leaks that ranks share, told by the program's line where each grows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/diagnosis.h"
+
+namespace gpuleak::analyzer {
+
+struct ProcessReport;
+
+struct RankRow {
+    size_t process = 0; // among the run's reports
+    int rank = -1;
+    int local_rank = -1;
+    int node_rank = -1;
+    std::string host;
+    std::vector<int> devices; // where it reserved memory
+    uint64_t peak_reserved = 0;
+    uint64_t final_reserved = 0;
+    uint64_t peak_allocated = 0;
+    uint64_t final_allocated = 0;
+    DiagnosisKind verdict = DiagnosisKind::Stable;
+    // Where its leak grows the most, else where it held the most as its code ended; empty where it held
+    // nothing. StackFrames::describe's words: "train.py:88 in train_step".
+    std::string top_site;
+};
+
+// Sites that leak on two ranks or more, named alike on each.
+struct SharedLeak {
+    std::string site;
+    std::vector<int> ranks; // ascending
+    uint64_t bytes = 0;     // held there as the ranks' code ended, over all of them
+};
+
+// A rank whose peak of reserved memory stands apart from the other ranks': at least 1.5 times the median
+// of theirs, and 8 MiB above it.
+struct ApartRank {
+    size_t index = 0; // into JobFacts::ranks
+    uint64_t peers_median = 0;
+};
+
+struct JobFacts {
+    std::string id;             // empty where the traces name none
+    int world_size = -1;        // as the ranks say; -1 where they do not
+    std::vector<RankRow> ranks; // by rank
+    std::vector<ApartRank> apart;
+    std::vector<SharedLeak> shared_leaks; // on the most ranks first
+};
+
+// The job of the run's ranks; none where fewer than two processes are ranks.
+std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports);
+
+} // namespace gpuleak::analyzer
