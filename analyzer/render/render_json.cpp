@@ -579,6 +579,14 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
     for (const ApartRank& rank : job.apart)
         apart.push_back(
             {{"rank", job.ranks[rank.index].rank}, {"peers_median_peak_reserved_bytes", rank.peers_median}});
+    json intruding = json::array();
+    for (const IntrudingRank& intruder : job.intruding)
+        intruding.push_back(
+            {{"rank", job.ranks[intruder.index].rank},
+             {"device", intruder.device},
+             {"owner", intruder.owner},
+             {"peak_reserved_bytes", intruder.peak_reserved},
+             {"first_site", intruder.first_site.empty() ? json() : json(intruder.first_site)}});
     json shared = json::array();
     for (const SharedLeak& leak : job.shared_leaks)
         shared.push_back({{"site", leak.site}, {"ranks", leak.ranks}, {"bytes", leak.bytes}});
@@ -586,6 +594,7 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
             {"world_size", job.world_size > 0 ? json(job.world_size) : json()},
             {"ranks", std::move(ranks)},
             {"apart", std::move(apart)},
+            {"intruding", std::move(intruding)},
             {"shared_leaks", std::move(shared)}};
 }
 

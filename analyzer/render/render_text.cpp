@@ -705,6 +705,16 @@ void append_job_table(std::string& out, const JobFacts& job, const Style& style)
                         human_bytes(apart.peers_median)),
             "  ");
     }
+    for (const IntrudingRank& intruder : job.intruding)
+        out +=
+            wrapped(fmt::format("Rank {} reserved {} on device {}, rank {}'s{}: a rank that touches the GPU "
+                                "before torch.cuda.set_device(local_rank) makes a context and allocates "
+                                "on the device current then; call it first.",
+                                job.ranks[intruder.index].rank, human_bytes(intruder.peak_reserved),
+                                intruder.device, intruder.owner,
+                                intruder.first_site.empty() ? std::string()
+                                                            : " (first at " + intruder.first_site + ")"),
+                    "  ");
     for (const SharedLeak& leak : job.shared_leaks)
         out +=
             wrapped(fmt::format("{} of {} ranks leak at {} (ranks {}): {} held there over them as their code "

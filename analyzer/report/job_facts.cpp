@@ -47,6 +47,46 @@ uint64_t median_of(std::vector<uint64_t> values) {
     return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
+// The device where a process reserved the most; -1 where it reserved nothing.
+int main_device(const ProcessModel& model) {
+    int device = -1;
+    uint64_t most = 0;
+    for (const DeviceSummary& summary : model.devices)
+        if (summary.peak_reserved > most) {
+            most = summary.peak_reserved;
+            device = summary.device;
+        }
+    return device;
+}
+
+void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports) {
+    std::vector<int> mains;
+    mains.reserve(job.ranks.size());
+    for (const RankRow& row : job.ranks)
+        mains.push_back(main_device(reports[row.process].model));
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+        ProcessReport& report = reports[job.ranks[i].process];
+        for (const DeviceSummary& device : report.model.devices) {
+            if (device.device == mains[i] || device.peak_reserved == 0)
+                continue;
+            for (size_t j = 0; j < job.ranks.size(); ++j) {
+                if (j == i || mains[j] != device.device || job.ranks[j].host != job.ranks[i].host)
+                    continue;
+                IntrudingRank intruder{i, device.device, job.ranks[j].rank, device.peak_reserved, {}};
+                const LeakSite* oldest = nullptr;
+                for (const LeakSite& site : report.model.leak_sites)
+                    if (site.device == device.device &&
+                        (oldest == nullptr || site.first_ns < oldest->first_ns))
+                        oldest = &site;
+                if (oldest != nullptr)
+                    intruder.first_site = report.stacks->describe(oldest->stack_id);
+                job.intruding.push_back(std::move(intruder));
+                break;
+            }
+        }
+    }
+}
+
 } // namespace
 
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
@@ -77,6 +117,7 @@ std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
             peak >= median + kMinApartBytes)
             job->apart.push_back({i, median});
     }
+    find_intruders(*job, reports);
     std::map<std::string, SharedLeak> by_site;
     for (const RankRow& row : job->ranks) {
         const ProcessReport& report = reports[row.process];

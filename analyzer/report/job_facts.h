@@ -30,6 +30,17 @@ struct RankRow {
     std::string top_site;
 };
 
+// Memory a rank reserved on another rank's device (the one where that rank, on the same machine,
+// reserved the most): what a rank makes that touches the GPU before torch.cuda.set_device(local_rank),
+// on device 0.
+struct IntrudingRank {
+    size_t index = 0; // into JobFacts::ranks: the rank that intrudes
+    int device = 0;
+    int owner = -1;             // the rank whose device it is
+    uint64_t peak_reserved = 0; // the intruder's, there
+    std::string first_site;     // where it made the oldest of what it still held there; empty where none
+};
+
 // Sites that leak on two ranks or more, named alike on each.
 struct SharedLeak {
     std::string site;
@@ -49,6 +60,7 @@ struct JobFacts {
     int world_size = -1;        // as the ranks say; -1 where they do not
     std::vector<RankRow> ranks; // by rank
     std::vector<ApartRank> apart;
+    std::vector<IntrudingRank> intruding;
     std::vector<SharedLeak> shared_leaks; // on the most ranks first
 };
 

@@ -57,6 +57,35 @@ json report_of(const std::string& directory) {
     return json::parse(file);
 }
 
+// `gpuleak run -o job -- command` as srun starts it for one of a job's `tasks` on this machine, with
+// `extra` variables; it must end normally.
+void run_as_srun_task(const TempDir& dir, const std::string& job, int task, int tasks,
+                      const std::vector<std::string>& command, const std::vector<std::string>& extra = {}) {
+    RunOptions options;
+    options.environment = {"SLURM_JOB_ID=81234",
+                           "SLURM_STEP_ID=0",
+                           "SLURM_NTASKS=" + std::to_string(tasks),
+                           "SLURM_PROCID=" + std::to_string(task),
+                           "SLURM_LOCALID=" + std::to_string(task),
+                           "SLURM_NODEID=0"};
+    options.environment.insert(options.environment.end(), extra.begin(), extra.end());
+    std::vector<std::string> arguments = {"run", "-o", job, "--"};
+    arguments.insert(arguments.end(), command.begin(), command.end());
+    TracedRun run = launch(dir, arguments, options);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+}
+
+// What gpuleak-report prints for `arguments`; it must end normally.
+std::string report_output(const TempDir& dir, const std::vector<std::string>& arguments) {
+    RunOptions plain;
+    plain.preload = false;
+    TracedRun run = run_traced(dir, GPULEAK_REPORT, arguments, plain);
+    INFO(run.err);
+    REQUIRE(run.exited_with(0));
+    return run.out;
+}
+
 std::set<int> reported_pids(const json& report) {
     std::set<int> pids;
     for (const json& process : report["processes"])
@@ -273,20 +302,9 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     // Four of srun's tasks on this machine, each started as `srun gpuleak run -o DIR -- ...` starts it:
     // the first two keep a buffer every step, the others keep nothing.
     constexpr int kTasks = 4;
-    for (int task = 0; task < kTasks; ++task) {
-        RunOptions options;
-        options.environment = {"SLURM_JOB_ID=81234",
-                               "SLURM_STEP_ID=0",
-                               "SLURM_NTASKS=" + std::to_string(kTasks),
-                               "SLURM_PROCID=" + std::to_string(task),
-                               "SLURM_LOCALID=" + std::to_string(task),
-                               "SLURM_NODEID=0"};
-        TracedRun run = launch(
-            dir, {"run", "-o", job, "--", program_path(task < 2 ? "scenario_leak" : "scenario_stable"), "40"},
-            options);
-        INFO(run.err);
-        REQUIRE(run.exited_with(0));
-    }
+    for (int task = 0; task < kTasks; ++task)
+        run_as_srun_task(dir, job, task, kTasks,
+                         {program_path(task < 2 ? "scenario_leak" : "scenario_stable"), "40"});
     std::vector<std::string> parts;
     for (const auto& entry : fs::directory_iterator(job))
         parts.push_back(entry.path().filename().string());
@@ -298,12 +316,7 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
         CHECK(traces_in(job + "/" + parts[task]).size() == 1);
         CHECK(report_of(job + "/" + parts[task])["processes"].size() == 1);
     }
-    RunOptions plain;
-    plain.preload = false;
-    TracedRun whole = run_traced(dir, GPULEAK_REPORT, {"--format", "json", job}, plain);
-    INFO(whole.err);
-    REQUIRE(whole.exited_with(0));
-    const json report = json::parse(whole.out);
+    const json report = json::parse(report_output(dir, {"--format", "json", job}));
     for (const json& process : report["processes"]) {
         CHECK(process["job"] == "81234");
         CHECK(process["role"]["kind"] == "rank");
@@ -329,9 +342,29 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     CHECK(shared["ranks"] == json::array({0, 1}));
     CHECK(shared["site"].get<std::string>().find("keep_history") != std::string::npos);
     CHECK(shared["bytes"] == 2 * 40 * (1 << 20));
-    TracedRun text = run_traced(dir, GPULEAK_REPORT, {"--no-color", job}, plain);
-    CHECK(text.out.starts_with("Job 81234, 4 ranks of 4:\n"));
-    CHECK(unwrapped(text.out).find("2 of 4 ranks leak at ") != std::string::npos);
+    const std::string text = report_output(dir, {"--no-color", job});
+    CHECK(text.starts_with("Job 81234, 4 ranks of 4:\n"));
+    CHECK(unwrapped(text).find("2 of 4 ranks leak at ") != std::string::npos);
+}
+
+TEST_CASE("a rank that allocates before it picks its device is named on the device it took from another") {
+    TempDir dir;
+    const std::string job = dir.path() + "/job";
+    for (int task = 0; task < 2; ++task)
+        run_as_srun_task(dir, job, task, 2, {program_path("scenario_rank_device")},
+                         {"GPULEAK_SIM_DEVICES=2"});
+    const json report = json::parse(report_output(dir, {"--format", "json", job}));
+    // Rank 0's early megabyte is on its own device; rank 1's is on rank 0's.
+    REQUIRE(report["job"]["intruding"].size() == 1);
+    const json& intruder = report["job"]["intruding"][0];
+    CHECK(intruder["rank"] == 1);
+    CHECK(intruder["device"] == 0);
+    CHECK(intruder["owner"] == 0);
+    CHECK(intruder["first_site"].get<std::string>().find("main") != std::string::npos);
+    CHECK(report["job"]["ranks"][1]["devices"] == json::array({0, 1}));
+    const std::string text = unwrapped(report_output(dir, {"--no-color", job}));
+    CHECK(text.find("Rank 1 reserved ") != std::string::npos);
+    CHECK(text.find("torch.cuda.set_device(local_rank)") != std::string::npos);
 }
 
 TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {
