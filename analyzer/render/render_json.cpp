@@ -587,6 +587,12 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
              {"owner", intruder.owner},
              {"peak_reserved_bytes", intruder.peak_reserved},
              {"first_site", intruder.first_site.empty() ? json() : json(intruder.first_site)}});
+    json failed = json::array();
+    for (const FailedRank& rank : job.failed)
+        failed.push_back({{"rank", job.ranks[rank.index].rank},
+                          {"out_of_memory", rank.out_of_memory.has_value()},
+                          {"failure_site", rank.failure_site.empty() ? json() : json(rank.failure_site)},
+                          {"killed", rank.killed}});
     json shared = json::array();
     for (const SharedLeak& leak : job.shared_leaks)
         shared.push_back({{"site", leak.site}, {"ranks", leak.ranks}, {"bytes", leak.bytes}});
@@ -595,6 +601,7 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
             {"ranks", std::move(ranks)},
             {"apart", std::move(apart)},
             {"intruding", std::move(intruding)},
+            {"failed", std::move(failed)},
             {"shared_leaks", std::move(shared)}};
 }
 

@@ -668,7 +668,8 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 // A job's ranks, one row each with its top site under it, then what stands out across them: the ranks
 // whose memory stands apart from their peers', and the leaks at the same line on several ranks (or on one
 // rank only).
-void append_job_table(std::string& out, const JobFacts& job, const Style& style) {
+void append_job_table(std::string& out, const JobFacts& job, const std::vector<ProcessReport>& reports,
+                      const Style& style) {
     const std::string world = job.world_size > 0 ? fmt::format(" of {}", job.world_size) : std::string();
     const std::string title =
         job.id.empty() ? fmt::format("{} ranks{}:", job.ranks.size(), world)
@@ -715,6 +716,25 @@ void append_job_table(std::string& out, const JobFacts& job, const Style& style)
                                 intruder.first_site.empty() ? std::string()
                                                             : " (first at " + intruder.first_site + ")"),
                     "  ");
+    for (const FailedRank& failed : job.failed) {
+        const RankRow& row = job.ranks[failed.index];
+        const ProcessModel& model = reports[row.process].model;
+        if (failed.out_of_memory) {
+            const FailureSummary& failure = model.failures[*failed.out_of_memory];
+            const std::string reserved =
+                failure.reserved_then
+                    ? fmt::format(" with {} reserved there", human_bytes(*failure.reserved_then))
+                    : std::string();
+            out += wrapped(fmt::format("Rank {} ran out of memory at {}: it asked for {} on device {}{}.",
+                                       row.rank, failed.failure_site, human_bytes(failure.bytes),
+                                       failure.device, reserved),
+                           "  ");
+        }
+        if (failed.killed)
+            out += wrapped(fmt::format("Rank {} {}; it held {} reserved at its end.", row.rank,
+                                       ended_text(model), human_bytes(row.final_reserved)),
+                           "  ");
+    }
     for (const SharedLeak& leak : job.shared_leaks)
         out +=
             wrapped(fmt::format("{} of {} ranks leak at {} (ranks {}): {} held there over them as their code "
@@ -878,7 +898,7 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
     const Style style(options.color);
     std::string out;
     if (!reports.empty() && reports.front().job)
-        append_job_table(out, *reports.front().job, style);
+        append_job_table(out, *reports.front().job, reports, style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);
     for (ProcessReport& report : reports)

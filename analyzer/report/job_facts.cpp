@@ -87,6 +87,26 @@ void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports) {
     }
 }
 
+void find_failures(JobFacts& job, std::vector<ProcessReport>& reports) {
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+        ProcessReport& report = reports[job.ranks[i].process];
+        const ProcessModel& model = report.model;
+        FailedRank failed;
+        failed.index = i;
+        const auto ran_out =
+            std::find_if(model.failures.begin(), model.failures.end(),
+                         [](const FailureSummary& failure) { return failure.out_of_memory(); });
+        if (ran_out != model.failures.end()) {
+            failed.out_of_memory = static_cast<size_t>(ran_out - model.failures.begin());
+            failed.failure_site = report.stacks->describe(ran_out->stack_id);
+        }
+        failed.killed =
+            model.header.end.state == format::EndState::Signaled || killed_unseen(model.header.end);
+        if (failed.out_of_memory || failed.killed)
+            job.failed.push_back(std::move(failed));
+    }
+}
+
 } // namespace
 
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
@@ -118,6 +138,7 @@ std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
             job->apart.push_back({i, median});
     }
     find_intruders(*job, reports);
+    find_failures(*job, reports);
     std::map<std::string, SharedLeak> by_site;
     for (const RankRow& row : job->ranks) {
         const ProcessReport& report = reports[row.process];

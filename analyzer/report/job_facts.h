@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,12 +56,22 @@ struct ApartRank {
     uint64_t peers_median = 0;
 };
 
+// A rank that ran out of device memory, or was killed (by a signal, or leaving no end record).
+struct FailedRank {
+    size_t index = 0; // into JobFacts::ranks
+    // Its first out-of-memory failure: into its ProcessModel::failures, with where it was asked for.
+    std::optional<size_t> out_of_memory;
+    std::string failure_site;
+    bool killed = false;
+};
+
 struct JobFacts {
     std::string id;             // empty where the traces name none
     int world_size = -1;        // as the ranks say; -1 where they do not
     std::vector<RankRow> ranks; // by rank
     std::vector<ApartRank> apart;
     std::vector<IntrudingRank> intruding;
+    std::vector<FailedRank> failed;
     std::vector<SharedLeak> shared_leaks; // on the most ranks first
 };
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,17 @@ std::string report_output(const TempDir& dir, const std::vector<std::string>& ar
     INFO(run.err);
     REQUIRE(run.exited_with(0));
     return run.out;
+}
+
+// `text` with each run of spaces and line breaks one space: the report wraps its sentences.
+std::string squeezed(const std::string& text) {
+    std::string out;
+    for (const char c : text)
+        if (std::isspace(static_cast<unsigned char>(c)) == 0)
+            out += c;
+        else if (!out.empty() && out.back() != ' ')
+            out += ' ';
+    return out;
 }
 
 std::set<int> reported_pids(const json& report) {
@@ -342,9 +354,9 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     CHECK(shared["ranks"] == json::array({0, 1}));
     CHECK(shared["site"].get<std::string>().find("keep_history") != std::string::npos);
     CHECK(shared["bytes"] == 2 * 40 * (1 << 20));
-    const std::string text = report_output(dir, {"--no-color", job});
-    CHECK(text.starts_with("Job 81234, 4 ranks of 4:\n"));
-    CHECK(unwrapped(text).find("2 of 4 ranks leak at ") != std::string::npos);
+    const std::string text = squeezed(report_output(dir, {"--no-color", job}));
+    CHECK(text.starts_with("Job 81234, 4 ranks of 4: rank host"));
+    CHECK(text.find("2 of 4 ranks leak at ") != std::string::npos);
 }
 
 TEST_CASE("a rank that allocates before it picks its device is named on the device it took from another") {
@@ -362,9 +374,26 @@ TEST_CASE("a rank that allocates before it picks its device is named on the devi
     CHECK(intruder["owner"] == 0);
     CHECK(intruder["first_site"].get<std::string>().find("main") != std::string::npos);
     CHECK(report["job"]["ranks"][1]["devices"] == json::array({0, 1}));
-    const std::string text = unwrapped(report_output(dir, {"--no-color", job}));
+    const std::string text = squeezed(report_output(dir, {"--no-color", job}));
     CHECK(text.find("Rank 1 reserved ") != std::string::npos);
     CHECK(text.find("torch.cuda.set_device(local_rank)") != std::string::npos);
+}
+
+TEST_CASE("a rank that ran out of memory is named with where it asked") {
+    TempDir dir;
+    const std::string job = dir.path() + "/job";
+    run_as_srun_task(dir, job, 0, 2, {program_path("scenario_stable"), "5"});
+    run_as_srun_task(dir, job, 1, 2, {program_path("scenario_oom")}, {"GPULEAK_SIM_CAPACITY=64MiB"});
+    const json report = json::parse(report_output(dir, {"--format", "json", job}));
+    REQUIRE(report["job"]["failed"].size() == 1);
+    const json& failed = report["job"]["failed"][0];
+    CHECK(failed["rank"] == 1);
+    CHECK(failed["out_of_memory"] == true);
+    CHECK(failed["killed"] == false);
+    CHECK(failed["failure_site"].is_string());
+    const std::string text = squeezed(report_output(dir, {"--no-color", job}));
+    CHECK(text.find("Rank 1 ran out of memory at " + failed["failure_site"].get<std::string>() +
+                    ": it asked for ") != std::string::npos);
 }
 
 TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {
