@@ -10,9 +10,9 @@ namespace gpuleak::analyzer {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
-// A rank stands apart when its peak is at least this many times the ranks' median and this much above
-// it: rank 0 that keeps the whole dataset, or a context on another rank's device, not the few MiB one
-// step's batch adds.
+// A rank stands apart when its peak is at least this many times the median of the other ranks' peaks
+// and this much above it: rank 0 that keeps the whole dataset on its device, not the few MiB one step's
+// batch adds.
 constexpr double kApartRatio = 1.5;
 constexpr uint64_t kMinApartBytes = 8 * kMiB;
 
