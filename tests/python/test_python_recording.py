@@ -44,6 +44,17 @@ def needed(name):
     return value
 
 
+# A thread of a native library's own that never ran Python (TensorFlow's executors), which allocates
+# what it is asked to: tests/python's native_thread_alloc.
+NATIVE_THREAD_PRELUDE = PRELUDE + textwrap.dedent(
+    """
+    native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
+    native.allocate_in_native_thread.restype = ctypes.c_void_p
+    native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
+    """
+)
+
+
 def record(tmp_path, body, python=sys.executable, extra_env=None, prelude=PRELUDE):
     """Runs prelude + body under libgpuleak.so; returns (the process, its JSON report or None)."""
     script = tmp_path / "script.py"
@@ -69,6 +80,12 @@ def record(tmp_path, body, python=sys.executable, extra_env=None, prelude=PRELUD
     )
     assert report.returncode == 0, report.stderr
     return process, json.loads(report.stdout)
+
+
+def record_with_native_thread(tmp_path, body):
+    """record(), with `native` (NATIVE_THREAD_PRELUDE) for the body to call."""
+    library = needed("GPULEAK_TEST_NATIVE_THREAD")
+    return record(tmp_path, body, extra_env={"NATIVE_THREAD_LIBRARY": library}, prelude=NATIVE_THREAD_PRELUDE)
 
 
 def leak_sites(report):
@@ -190,18 +207,13 @@ def test_a_thread_pools_worker_is_not_named_by_where_it_was_started(tmp_path):
 
 def test_a_thread_that_never_ran_python_makes_memory_for_the_line_that_waits_on_it(tmp_path):
     # As TensorFlow's executors make a compiled step's tensors while the program waits in model.fit.
-    library = needed("GPULEAK_TEST_NATIVE_THREAD")
-    process, report = record(
+    process, report = record_with_native_thread(
         tmp_path,
         """
-        native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
-        native.allocate_in_native_thread.restype = ctypes.c_void_p
-        native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
         def train_step():
             return native.allocate_in_native_thread(3 << 20)
         assert train_step()
         """,
-        extra_env={"NATIVE_THREAD_LIBRARY": library},
     )
     assert process.returncode == 0, process.stderr
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
@@ -214,14 +226,10 @@ def test_a_thread_that_never_ran_python_makes_memory_for_the_line_that_waits_on_
 
 def test_with_two_python_threads_a_native_thread_keeps_a_native_stack(tmp_path):
     # Which of them waits on it is not known.
-    library = needed("GPULEAK_TEST_NATIVE_THREAD")
-    process, report = record(
+    process, report = record_with_native_thread(
         tmp_path,
         """
         import threading
-        native = ctypes.CDLL(os.environ["NATIVE_THREAD_LIBRARY"])
-        native.allocate_in_native_thread.restype = ctypes.c_void_p
-        native.allocate_in_native_thread.argtypes = [ctypes.c_size_t]
         other = threading.Event()
         waiting = threading.Thread(target=other.wait)
         waiting.start()
@@ -229,7 +237,6 @@ def test_with_two_python_threads_a_native_thread_keeps_a_native_stack(tmp_path):
         other.set()
         waiting.join()
         """,
-        extra_env={"NATIVE_THREAD_LIBRARY": library},
     )
     assert process.returncode == 0, process.stderr
     (site,) = [s for s in leak_sites(report) if s["bytes"] == 3 * MiB]
