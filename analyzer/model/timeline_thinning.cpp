@@ -62,6 +62,8 @@ std::optional<std::vector<TimelinePoint>> StreamingThinner::finish() {
         kept.push_back(earlier.point);
         if (later.index != earlier.index)
             kept.push_back(later.point);
+        if (bucket + 1 == most_reserved_.size() && last_ && last_->index != later.index)
+            kept.push_back(last_->point);
     }
     return kept;
 }
@@ -83,6 +85,8 @@ std::vector<TimelinePoint> sort_and_thin(std::vector<TimelinePoint> points, size
         kept.push_back(*std::min(reserved, allocated));
         if (allocated != reserved)
             kept.push_back(*std::max(reserved, allocated));
+        if (last == points.end() && std::max(reserved, allocated) != last - 1)
+            kept.push_back(*(last - 1));
     }
     return kept;
 }

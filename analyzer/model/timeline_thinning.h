@@ -1,7 +1,8 @@
 // The report's timeline: the model's points in time order, thinned to a bounded number. From each run
 // of per_bucket consecutive points (per_bucket = ceil(points / kMaxTimelinePoints)) it keeps the first
 // with the most reserved and the first with the most allocated (one point where they are the same), in
-// their order, so that the peaks of both survive.
+// their order, so that the peaks of both survive; and the last point, so that the timeline ends with what
+// was held at the end.
 #pragma once
 
 #include <algorithm>
@@ -78,6 +79,8 @@ class StreamingThinner {
             return;
         }
         --remaining_;
+        if (!last_)
+            last_ = Kept{TimelinePoint{time_ns, reserved, allocated, rss, driver_used}, remaining_};
         if (in_bucket_ == 0) {
             --bucket_;
             in_bucket_ = per_bucket_;
@@ -115,6 +118,7 @@ class StreamingThinner {
     std::vector<Kept> most_reserved_;  // per bucket
     std::vector<Kept> most_allocated_; // per bucket
     size_t unfilled_;                  // buckets from this one up have their points
+    std::optional<Kept> last_;         // the newest point, the first emitted
     std::vector<ReplayPoint> run_;     // replay points of one time, in the replay's order
     bool broken_ = false;
 };

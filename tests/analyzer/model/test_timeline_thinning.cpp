@@ -81,8 +81,29 @@ TEST_CASE("streaming thinning keeps what sorting and thinning all points keeps")
             };
             CHECK(highest(*streamed, &TimelinePoint::reserved) == highest(all, &TimelinePoint::reserved));
             CHECK(highest(*streamed, &TimelinePoint::allocated) == highest(all, &TimelinePoint::allocated));
-            CHECK(streamed->size() <= 2 * kMaxTimelinePoints);
+            CHECK(streamed->size() <= 2 * kMaxTimelinePoints + 1);
         }
+    }
+}
+
+TEST_CASE("a thinned timeline ends with what was held at the end, below the peaks before it") {
+    // Memory that rises to the end and drops at the last event: the last bucket's peaks come before it.
+    const size_t count = kMaxTimelinePoints * 3 + 2;
+    std::vector<TimelinePoint> ring; // newest first
+    ring.push_back({count, 1, 0, {}, {}});
+    for (uint64_t time = count - 1; time >= 1; --time)
+        ring.push_back({time, time, time, {}, {}});
+    StreamingThinner thinner(ring.size(), {});
+    for (const TimelinePoint& point : ring)
+        REQUIRE(thinner.add(point.time_ns, point.reserved, point.allocated));
+    const auto streamed = thinner.finish();
+    REQUIRE(streamed);
+    const std::vector<TimelinePoint> sorted = sort_and_thin(ring, ring.size());
+    for (const std::vector<TimelinePoint>* kept : {&*streamed, &sorted}) {
+        CHECK(kept->back().time_ns == count);
+        CHECK(kept->back().reserved == 1);
+        CHECK(kept->back().allocated == 0);
+        CHECK((*kept)[kept->size() - 2].allocated == count - 1);
     }
 }
 
