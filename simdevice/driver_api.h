@@ -73,7 +73,6 @@ GPULEAK_SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev);
 
-GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 GPULEAK_SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active);
 GPULEAK_SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx);

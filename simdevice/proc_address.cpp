@@ -43,7 +43,6 @@ const ProcEntry kProcTable[] = {
     {"cuDeviceGetUuid", 9020, Streams::NO_STREAM, address_of(&cuDeviceGetUuid)},
     {"cuDeviceGetUuid", 11040, Streams::NO_STREAM, address_of(&cuDeviceGetUuid_v2)},
     {"cuDeviceGetPCIBusId", 4010, Streams::NO_STREAM, address_of(&cuDeviceGetPCIBusId)},
-    {"cuDevicePrimaryCtxRetain", 7000, Streams::NO_STREAM, address_of(&cuDevicePrimaryCtxRetain)},
     {"cuDevicePrimaryCtxRelease", 11000, Streams::NO_STREAM, address_of(&cuDevicePrimaryCtxRelease_v2)},
     {"cuCtxSetCurrent", 4000, Streams::NO_STREAM, address_of(&cuCtxSetCurrent)},
     {"cuCtxGetCurrent", 4000, Streams::NO_STREAM, address_of(&cuCtxGetCurrent)},

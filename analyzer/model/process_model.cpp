@@ -567,6 +567,32 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     });
 }
 
+// nvidia-smi's form of a UUID: "GPU-" and the 16 bytes in hex, grouped 4-2-2-2-6; empty for all zero.
+std::string uuid_text(const std::array<uint8_t, 16>& bytes) {
+    if (std::all_of(bytes.begin(), bytes.end(), [](uint8_t byte) { return byte == 0; }))
+        return {};
+    std::string text = "GPU-";
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            text += '-';
+        text += fmt::format("{:02x}", bytes[i]);
+    }
+    return text;
+}
+
+// The contexts the process made, one per device.
+void find_contexts(const TraceReader& trace, ProcessModel& model) {
+    for (const Event& event : trace.notable_events().events) {
+        if (event.type != EventType::Context || event.device < 0 ||
+            context_on(model, event.device) != nullptr)
+            continue;
+        model.contexts.push_back({event.device, since_start(event.time_ns, model.header), event.stack_id,
+                                  uuid_text(event.device_uuid())});
+    }
+    std::sort(model.contexts.begin(), model.contexts.end(),
+              [](const DeviceContext& a, const DeviceContext& b) { return a.device < b.device; });
+}
+
 // The exception the program's code ended with, if it recorded one (ProcessModel::error), and those its
 // notebook's cells ended with (ProcessModel::cell_errors); a record that is not gpuleak's is left out with
 // a warning.
@@ -1119,6 +1145,24 @@ uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
     return site != model.site_of_stack.end() ? site->second : stack_id;
 }
 
+const DeviceContext* context_on(const ProcessModel& model, int device) {
+    const auto found = std::find_if(model.contexts.begin(), model.contexts.end(),
+                                    [&](const DeviceContext& context) { return context.device == device; });
+    return found != model.contexts.end() ? &*found : nullptr;
+}
+
+std::vector<int> devices_used(const ProcessModel& model) {
+    std::vector<int> devices;
+    for (const DeviceSummary& summary : model.devices)
+        if (summary.peak_reserved > 0)
+            devices.push_back(summary.device);
+    for (const DeviceContext& context : model.contexts)
+        devices.push_back(context.device);
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    return devices;
+}
+
 bool program_holds(const ProcessModel& model, MemoryKind kind) {
     return is_memory_held(kind) && !(model.reports_blocks && is_segment_kind(kind));
 }
@@ -1144,6 +1188,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
     find_program_errors(trace, model);
+    find_contexts(trace, model);
     for (uint32_t slot = 0; slot < format::kMaxDevices; ++slot)
         if (std::optional<DeviceSummary> device = summarize_device(
                 trace, model, slot, replay.totals, several_devices ? &device_timelines : nullptr))

@@ -63,6 +63,17 @@ struct DeviceSummary {
     }
 };
 
+// A context the process made on a device (EventType::Context): a context takes device memory of its own,
+// hundreds of MiB on a real GPU, which no allocation counts.
+struct DeviceContext {
+    int device = 0;
+    uint64_t time_ns = 0; // since the process's trace started
+    uint32_t stack_id = 0;
+    // "GPU-..." as nvidia-smi writes it, the same device in every process whatever its ordinal there;
+    // empty where the driver did not say.
+    std::string uuid;
+};
+
 struct Marker {
     uint64_t time_ns = 0; // since the process's trace started
     std::string label;
@@ -407,6 +418,7 @@ struct ProcessModel {
     // of the segments it made for blocks still held.
     bool freed_blocks = false;
     std::vector<DeviceSummary> devices;
+    std::vector<DeviceContext> contexts; // by device
     uint64_t peak_pinned_host = 0;
     uint64_t final_pinned_host = 0;
     uint64_t peak_managed = 0;
@@ -460,6 +472,12 @@ struct ProcessModel {
 // The site (site_keys.h) of a stack of live_allocations, spilled_allocations or ring_events
 // (ModelDetail::Allocations).
 uint64_t site_of(const ProcessModel& model, uint32_t stack_id);
+
+// The context the process made on `device`; null where it made none there (or its trace predates them).
+const DeviceContext* context_on(const ProcessModel& model, int device);
+
+// The devices the process reserved memory or made a context on, ascending.
+std::vector<int> devices_used(const ProcessModel& model);
 
 // Whether allocations of this kind are memory the program holds, as leak_sites counts it: not address
 // space, and not the segments a sub-allocator that reports its blocks (LeakSite::segments) keeps them in.

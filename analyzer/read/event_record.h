@@ -2,7 +2,9 @@
 // shared by the ring (read in place) and the notable array.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "gpuleak/trace_format.h"
@@ -74,6 +76,13 @@ struct Event {
     [[nodiscard]] StringId retainers_document() const { return {size}; }
     // ProgramError: the JSON document of the exception.
     [[nodiscard]] StringId error_document() const { return {address}; }
+    // Context: the device's UUID as its driver gave it, bytes 0-15; all zero where unknown.
+    [[nodiscard]] std::array<uint8_t, 16> device_uuid() const {
+        std::array<uint8_t, 16> uuid{};
+        std::memcpy(uuid.data(), &address, sizeof address);
+        std::memcpy(uuid.data() + sizeof address, &size, sizeof size);
+        return uuid;
+    }
 };
 
 inline bool valid_kind(uint8_t kind) {
@@ -87,7 +96,7 @@ inline bool valid_device(int16_t device) {
 
 inline bool valid_event(const format::EventRecord& record) {
     return record.type >= static_cast<uint16_t>(format::EventType::Alloc) &&
-           record.type <= static_cast<uint16_t>(format::EventType::ProgramError) && valid_kind(record.kind) &&
+           record.type <= static_cast<uint16_t>(format::EventType::Context) && valid_kind(record.kind) &&
            valid_device(record.device);
 }
 

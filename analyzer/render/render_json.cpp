@@ -5,6 +5,7 @@
 #include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
 #include "report/job_facts.h"
+#include "report/shared_devices.h"
 #include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -446,6 +447,13 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
     json retainers = json::array();
     for (const RetainerSnapshot& snapshot : model.retainers)
         retainers.push_back(retainers_json(snapshot, *report.stacks, leaks.size(), failures.size()));
+    json contexts = json::array();
+    for (const DeviceContext& context : model.contexts)
+        contexts.push_back(
+            {{"device", context.device},
+             {"uuid", context.uuid.empty() ? json() : json(context.uuid)},
+             {"t_s", seconds_of(context.time_ns)},
+             {"where", context.stack_id != 0 ? json(report.stacks->describe(context.stack_id)) : json()}});
     json markers = json::array();
     for (const Marker& marker : model.markers)
         markers.push_back({{"t_s", seconds_of(marker.time_ns)}, {"label", marker.label}});
@@ -494,6 +502,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                         {"reentry_dropped", model.exactness.reentry_dropped},
                         {"reentry_dropped_notes", model.exactness.reentry_dropped_notes},
                         {"notes", exactness_notes(model)}}}}},
+                    {"contexts", std::move(contexts)},
                     {"diagnosis",
                      {{"kind", diagnosis_kind_name(report.diagnosis.kind)},
                       {"leak_cause",
@@ -574,17 +583,22 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
                          {"peak_allocated_bytes", row.peak_allocated},
                          {"final_allocated_bytes", row.final_allocated},
                          {"diagnosis", diagnosis_kind_name(row.verdict)},
+                         {"leaked_bytes", row.leaked},
                          {"top_site", row.top_site.empty() ? json() : json(row.top_site)}});
     json apart = json::array();
     for (const ApartRank& rank : job.apart)
-        apart.push_back(
-            {{"rank", job.ranks[rank.index].rank}, {"peers_median_peak_reserved_bytes", rank.peers_median}});
+        apart.push_back({{"rank", job.ranks[rank.index].rank},
+                         {"by", rank.by == ApartBy::Peak ? "peak" : "growth"},
+                         {"bytes", rank.by == ApartBy::Peak ? job.ranks[rank.index].peak_reserved
+                                                            : job.ranks[rank.index].leaked},
+                         {"peers_median_bytes", rank.peers_median}});
     json intruding = json::array();
     for (const IntrudingRank& intruder : job.intruding)
         intruding.push_back(
             {{"rank", job.ranks[intruder.index].rank},
              {"device", intruder.device},
              {"owner", intruder.owner},
+             {"context", intruder.context},
              {"peak_reserved_bytes", intruder.peak_reserved},
              {"first_site", intruder.first_site.empty() ? json() : json(intruder.first_site)}});
     json failed = json::array();
@@ -605,6 +619,30 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
             {"shared_leaks", std::move(shared)}};
 }
 
+json shared_devices_json(const std::vector<SharedDevice>& devices,
+                         const std::vector<ProcessReport>& reports) {
+    json all = json::array();
+    for (const SharedDevice& device : devices) {
+        json users = json::array();
+        for (const DeviceUser& user : device.users)
+            users.push_back({{"pid", reports[user.process].model.header.pid},
+                             {"device", user.device},
+                             {"peak_reserved_bytes", user.peak_reserved},
+                             {"final_reserved_bytes", user.final_reserved},
+                             {"context", user.context},
+                             {"context_site", user.context_site.empty() ? json() : json(user.context_site)}});
+        all.push_back({{"hostname", device.host},
+                       {"device", device.device},
+                       {"uuid", device.uuid.empty() ? json() : json(device.uuid)},
+                       {"peak_reserved_bytes", device.peak_reserved},
+                       {"final_reserved_bytes", device.final_reserved},
+                       {"contexts", device.contexts},
+                       {"capacity_bytes", optional_json(device.capacity)},
+                       {"processes", std::move(users)}});
+    }
+    return all;
+}
+
 } // namespace
 
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
@@ -623,7 +661,11 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
     }
     return {
         {"schema", "gpuleak-report/1"},
-        {"run", {{"memory_peak", std::move(memory_peak)}}},
+        {"run",
+         {{"memory_peak", std::move(memory_peak)},
+          {"shared_devices", reports.empty() || !reports.front().shared_devices
+                                 ? json::array()
+                                 : shared_devices_json(*reports.front().shared_devices, reports)}}},
         {"job", reports.empty() || !reports.front().job ? json() : job_json(*reports.front().job, reports)},
         {"processes", std::move(processes)}};
 }

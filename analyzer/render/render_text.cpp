@@ -16,6 +16,7 @@
 #include "render/diagnosis_text.h"
 #include "render/wrapped_text.h"
 #include "report/job_facts.h"
+#include "report/shared_devices.h"
 #include "report/stack_view.h"
 
 namespace gpuleak::analyzer {
@@ -668,6 +669,26 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 // A job's ranks, one row each with its top site under it, then what stands out across them: the ranks
 // whose memory stands apart from their peers', and the leaks at the same line on several ranks (or on one
 // rank only).
+// "Rank 1 made a context on device 0, rank 0's (first at train.py:3 in <module>), and reserved 2.0 MiB
+// there: ..."
+std::string intrusion_text(const JobFacts& job, const IntrudingRank& intruder) {
+    std::string what;
+    if (intruder.context && intruder.peak_reserved > 0)
+        what = fmt::format("made a context and reserved {}", human_bytes(intruder.peak_reserved));
+    else if (intruder.context)
+        what = "made a context";
+    else
+        what = fmt::format("reserved {}", human_bytes(intruder.peak_reserved));
+    const std::string first =
+        intruder.first_site.empty() ? std::string() : " (first at " + intruder.first_site + ")";
+    return fmt::format(
+        "Rank {} {} on device {}, rank {}'s{}. A context takes device memory of its own, "
+        "hundreds of MiB on a real GPU, which no allocation counts. A rank that touches the GPU "
+        "before torch.cuda.set_device(local_rank) makes its context, and allocates, on the "
+        "device current then; call it first.",
+        job.ranks[intruder.index].rank, what, intruder.device, intruder.owner, first);
+}
+
 void append_job_table(std::string& out, const JobFacts& job, const std::vector<ProcessReport>& reports,
                       const Style& style) {
     const std::string world = job.world_size > 0 ? fmt::format(" of {}", job.world_size) : std::string();
@@ -697,25 +718,21 @@ void append_job_table(std::string& out, const JobFacts& job, const std::vector<P
     }
     for (const ApartRank& apart : job.apart) {
         const RankRow& row = job.ranks[apart.index];
-        out += wrapped(
-            fmt::format("Rank {} stands apart: its reserved memory peaked at {}, {:.1f}x the median of "
-                        "the other ranks' peaks, {}.",
-                        row.rank, human_bytes(row.peak_reserved),
-                        static_cast<double>(row.peak_reserved) /
-                            static_cast<double>(std::max<uint64_t>(apart.peers_median, 1)),
-                        human_bytes(apart.peers_median)),
-            "  ");
+        const bool peak = apart.by == ApartBy::Peak;
+        const uint64_t bytes = peak ? row.peak_reserved : row.leaked;
+        const double times =
+            static_cast<double>(bytes) / static_cast<double>(std::max<uint64_t>(apart.peers_median, 1));
+        out +=
+            wrapped(peak ? fmt::format("Rank {} stands apart: its reserved memory peaked at {}, {:.1f}x the "
+                                       "median of the other ranks' peaks, {}.",
+                                       row.rank, human_bytes(bytes), times, human_bytes(apart.peers_median))
+                         : fmt::format("Rank {} grows apart: where it grows held {} by its end, {:.1f}x the "
+                                       "median of what the other ranks' growth held, {}.",
+                                       row.rank, human_bytes(bytes), times, human_bytes(apart.peers_median)),
+                    "  ");
     }
     for (const IntrudingRank& intruder : job.intruding)
-        out +=
-            wrapped(fmt::format("Rank {} reserved {} on device {}, rank {}'s{}: a rank that touches the GPU "
-                                "before torch.cuda.set_device(local_rank) makes a context and allocates "
-                                "on the device current then; call it first.",
-                                job.ranks[intruder.index].rank, human_bytes(intruder.peak_reserved),
-                                intruder.device, intruder.owner,
-                                intruder.first_site.empty() ? std::string()
-                                                            : " (first at " + intruder.first_site + ")"),
-                    "  ");
+        out += wrapped(intrusion_text(job, intruder), "  ");
     for (const FailedRank& failed : job.failed) {
         const RankRow& row = job.ranks[failed.index];
         const ProcessModel& model = reports[row.process].model;
@@ -797,6 +814,65 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
             report.diagnosis.host_ram ? host_growth_cause_name(report.diagnosis.host_ram->cause) : "-", who);
     }
     out += "\n";
+}
+
+// Each device that several processes used: what they held together, and each one's share. At most
+// kSharedDevicesShown devices and kDeviceUsersShown users of each: a job of a thousand ranks has a device
+// per eight of them; the JSON report has them all.
+void append_shared_devices(std::string& out, const std::vector<SharedDevice>& devices,
+                           const std::vector<ProcessReport>& reports, const Style& style) {
+    constexpr size_t kSharedDevicesShown = 16;
+    constexpr size_t kDeviceUsersShown = 8;
+    const bool several_hosts = std::any_of(devices.begin(), devices.end(), [&](const SharedDevice& device) {
+        return device.host != devices.front().host;
+    });
+    for (size_t shown = 0; shown < devices.size() && shown < kSharedDevicesShown; ++shown) {
+        const SharedDevice& device = devices[shown];
+        const std::string where = several_hosts
+                                      ? fmt::format("Device {} on {}", device.device, printable(device.host))
+                                      : fmt::format("Device {}", device.device);
+        const std::string of =
+            device.capacity ? fmt::format(" of its {}", human_bytes(*device.capacity)) : std::string();
+        const std::string contexts =
+            device.contexts == 0 ? std::string()
+            : device.contexts == 1
+                ? ", and one of them made a context there, which takes hundreds of MiB on a real GPU that no "
+                  "allocation counts"
+                : fmt::format(
+                      ", and {} of them made a context there, each of which takes hundreds of MiB on a "
+                      "real GPU that no allocation counts",
+                      device.contexts);
+        out += style.bold(wrapped(
+            fmt::format("{} was used by {} processes: together they reserved at most {}{}, {} at their "
+                        "ends{}. Each process's own figures (torch.cuda.memory_allocated(), for one) count "
+                        "only its share.",
+                        where, device.users.size(), human_bytes(device.peak_reserved), of,
+                        human_bytes(device.final_reserved), contexts),
+            ""));
+        constexpr const char* kRow = "  {:>7}  {:<24} {:>9} {:>9}  {}\n";
+        out += fmt::format(kRow, "pid", "process", "reserved", "final", "context");
+        for (size_t user_shown = 0; user_shown < device.users.size() && user_shown < kDeviceUsersShown;
+             ++user_shown) {
+            const DeviceUser& user = device.users[user_shown];
+            const ProcessModel& model = reports[user.process].model;
+            std::string who = role_text(model.role);
+            if (who.empty())
+                who = short_command(model);
+            const std::string numbered =
+                user.device != device.device ? fmt::format(" (its device {})", user.device) : std::string();
+            out += fmt::format(kRow, model.header.pid, cut_to_columns(who + numbered, 24),
+                               human_bytes(user.peak_reserved), human_bytes(user.final_reserved),
+                               user.context ? "yes" : "no");
+            if (!user.context_site.empty())
+                out += style.dim(fmt::format("           made its context at {}", user.context_site)) + "\n";
+        }
+        if (device.users.size() > kDeviceUsersShown)
+            out += fmt::format("  ... and {} more processes\n", device.users.size() - kDeviceUsersShown);
+        out += "\n";
+    }
+    if (devices.size() > kSharedDevicesShown)
+        out += fmt::format("{} more devices were used by several processes (the JSON report lists them).\n\n",
+                           devices.size() - kSharedDevicesShown);
 }
 
 // The whole run's memory at its fullest, where several processes were traced: after them, as what they
@@ -901,6 +977,8 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
         append_job_table(out, *reports.front().job, reports, style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);
+    if (!reports.empty() && reports.front().shared_devices)
+        append_shared_devices(out, *reports.front().shared_devices, reports, style);
     for (ProcessReport& report : reports)
         append_process(out, report, options, style);
     if (reports.size() > 1)

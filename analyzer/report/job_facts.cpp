@@ -24,15 +24,16 @@ RankRow row_of(ProcessReport& report, size_t process) {
     row.local_rank = model.role.local_rank;
     row.node_rank = model.role.node_rank;
     row.host = model.header.hostname;
+    row.devices = devices_used(model);
     for (const DeviceSummary& device : model.devices) {
-        if (device.peak_reserved > 0)
-            row.devices.push_back(device.device);
         row.peak_reserved += device.peak_reserved;
         row.final_reserved += device.final_reserved;
         row.peak_allocated += device.peak_allocated;
         row.final_allocated += device.final_allocated;
     }
     row.verdict = report.diagnosis.kind;
+    if (report.diagnosis.leak && report.diagnosis.leak->cause == LeakCause::Growth)
+        row.leaked = report.diagnosis.leak->bytes;
     const std::vector<LeakSite>& sites = model.leak_sites;
     if (report.diagnosis.leak && !report.diagnosis.leak->sites.empty())
         row.top_site = report.stacks->describe(sites[report.diagnosis.leak->sites.front()].stack_id);
@@ -59,31 +60,62 @@ int main_device(const ProcessModel& model) {
     return device;
 }
 
-void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports) {
+// Where `report`'s process first touched `device`: its context's stack, else the oldest site it still held
+// there.
+std::string first_touch(ProcessReport& report, int device) {
+    if (const DeviceContext* context = context_on(report.model, device); context && context->stack_id != 0)
+        return report.stacks->describe(context->stack_id);
+    const LeakSite* oldest = nullptr;
+    for (const LeakSite& site : report.model.leak_sites)
+        if (site.device == device && (oldest == nullptr || site.first_ns < oldest->first_ns))
+            oldest = &site;
+    return oldest != nullptr ? report.stacks->describe(oldest->stack_id) : std::string();
+}
+
+void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports, const PhysicalDevices& devices) {
     std::vector<int> mains;
     mains.reserve(job.ranks.size());
     for (const RankRow& row : job.ranks)
         mains.push_back(main_device(reports[row.process].model));
     for (size_t i = 0; i < job.ranks.size(); ++i) {
         ProcessReport& report = reports[job.ranks[i].process];
-        for (const DeviceSummary& device : report.model.devices) {
-            if (device.device == mains[i] || device.peak_reserved == 0)
+        for (const int device : job.ranks[i].devices) {
+            if (device == mains[i])
                 continue;
             for (size_t j = 0; j < job.ranks.size(); ++j) {
-                if (j == i || mains[j] != device.device || job.ranks[j].host != job.ranks[i].host)
+                const ProcessModel& owner = reports[job.ranks[j].process].model;
+                if (j == i || mains[j] < 0 ||
+                    devices.key(report.model, device) != devices.key(owner, mains[j]))
                     continue;
-                IntrudingRank intruder{i, device.device, job.ranks[j].rank, device.peak_reserved, {}};
-                const LeakSite* oldest = nullptr;
-                for (const LeakSite& site : report.model.leak_sites)
-                    if (site.device == device.device &&
-                        (oldest == nullptr || site.first_ns < oldest->first_ns))
-                        oldest = &site;
-                if (oldest != nullptr)
-                    intruder.first_site = report.stacks->describe(oldest->stack_id);
-                job.intruding.push_back(std::move(intruder));
+                const auto summary =
+                    std::find_if(report.model.devices.begin(), report.model.devices.end(),
+                                 [&](const DeviceSummary& each) { return each.device == device; });
+                job.intruding.push_back({i, device, job.ranks[j].rank,
+                                         context_on(report.model, device) != nullptr,
+                                         summary != report.model.devices.end() ? summary->peak_reserved : 0,
+                                         first_touch(report, device)});
                 break;
             }
         }
+    }
+}
+
+// The ranks whose `measure` stands apart from their peers': against its peers only, as of two ranks the
+// median of both would sit halfway to the one apart.
+void find_apart(JobFacts& job, ApartBy by, uint64_t RankRow::*measure) {
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+        std::vector<uint64_t> peers;
+        peers.reserve(job.ranks.size() - 1);
+        for (size_t j = 0; j < job.ranks.size(); ++j)
+            if (j != i)
+                peers.push_back(job.ranks[j].*measure);
+        const uint64_t median = median_of(std::move(peers));
+        const uint64_t value = job.ranks[i].*measure;
+        if (by == ApartBy::Growth && median == 0)
+            continue;
+        if (static_cast<double>(value) >= kApartRatio * static_cast<double>(median) &&
+            value >= median + kMinApartBytes)
+            job.apart.push_back({i, by, median});
     }
 }
 
@@ -109,7 +141,8 @@ void find_failures(JobFacts& job, std::vector<ProcessReport>& reports) {
 
 } // namespace
 
-std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
+std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
+                                          const PhysicalDevices& devices) {
     auto job = std::make_shared<JobFacts>();
     for (size_t i = 0; i < reports.size(); ++i)
         if (reports[i].model.role.kind == RoleKind::Rank)
@@ -124,20 +157,9 @@ std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports) {
             job->id = header.job;
         job->world_size = std::max(job->world_size, reports[row.process].model.role.world_size);
     }
-    // Against its peers only: of two ranks, the median of both would sit halfway to the one apart.
-    for (size_t i = 0; i < job->ranks.size(); ++i) {
-        std::vector<uint64_t> peers;
-        peers.reserve(job->ranks.size() - 1);
-        for (size_t j = 0; j < job->ranks.size(); ++j)
-            if (j != i)
-                peers.push_back(job->ranks[j].peak_reserved);
-        const uint64_t median = median_of(std::move(peers));
-        const uint64_t peak = job->ranks[i].peak_reserved;
-        if (static_cast<double>(peak) >= kApartRatio * static_cast<double>(median) &&
-            peak >= median + kMinApartBytes)
-            job->apart.push_back({i, median});
-    }
-    find_intruders(*job, reports);
+    find_apart(*job, ApartBy::Peak, &RankRow::peak_reserved);
+    find_apart(*job, ApartBy::Growth, &RankRow::leaked);
+    find_intruders(*job, reports, devices);
     find_failures(*job, reports);
     std::map<std::string, SharedLeak> by_site;
     for (const RankRow& row : job->ranks) {

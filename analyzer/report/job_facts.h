@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/diagnosis.h"
+#include "model/physical_devices.h"
 
 namespace gpuleak::analyzer {
 
@@ -20,26 +21,30 @@ struct RankRow {
     int local_rank = -1;
     int node_rank = -1;
     std::string host;
-    std::vector<int> devices; // where it reserved memory
+    std::vector<int> devices; // where it reserved memory or made a context, ascending
     uint64_t peak_reserved = 0;
     uint64_t final_reserved = 0;
     uint64_t peak_allocated = 0;
     uint64_t final_allocated = 0;
     DiagnosisKind verdict = DiagnosisKind::Stable;
+    uint64_t leaked = 0; // what the sites where it grows held at its end; 0 where it does not grow
     // Where its leak grows the most, else where it held the most as its code ended; empty where it held
     // nothing. StackFrames::describe's words: "train.py:88 in train_step".
     std::string top_site;
 };
 
-// Memory a rank reserved on another rank's device (the one where that rank, on the same machine,
-// reserved the most): what a rank makes that touches the GPU before torch.cuda.set_device(local_rank),
-// on device 0.
+// A context or memory a rank made on another rank's device (the one where that rank, on the same
+// machine, reserved the most): what a rank makes that touches the GPU before
+// torch.cuda.set_device(local_rank), on device 0. A context alone takes hundreds of MiB there.
 struct IntrudingRank {
     size_t index = 0; // into JobFacts::ranks: the rank that intrudes
-    int device = 0;
-    int owner = -1;             // the rank whose device it is
+    int device = 0;   // the intruder's ordinal of it
+    int owner = -1;   // the rank whose device it is
+    bool context = false;
     uint64_t peak_reserved = 0; // the intruder's, there
-    std::string first_site;     // where it made the oldest of what it still held there; empty where none
+    // Where it first touched the device (its context's stack), else where it made the oldest of what it
+    // still held there; empty where neither is known.
+    std::string first_site;
 };
 
 // Sites that leak on two ranks or more, named alike on each.
@@ -49,10 +54,13 @@ struct SharedLeak {
     uint64_t bytes = 0;     // held there as the ranks' code ended, over all of them
 };
 
-// A rank whose peak of reserved memory stands apart from the other ranks': at least 1.5 times the median
-// of theirs, and 8 MiB above it.
+// A rank whose peak of reserved memory, or whose growth, stands apart from the other ranks': at least 1.5
+// times the median of theirs, and 8 MiB above it. Growth stands apart only where its peers grow too (a
+// rank that alone grows is the job's only leak).
+enum class ApartBy { Peak, Growth };
 struct ApartRank {
     size_t index = 0; // into JobFacts::ranks
+    ApartBy by = ApartBy::Peak;
     uint64_t peers_median = 0;
 };
 
@@ -76,6 +84,7 @@ struct JobFacts {
 };
 
 // The job of the run's ranks; none where fewer than two processes are ranks.
-std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports);
+std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
+                                          const PhysicalDevices& devices);
 
 } // namespace gpuleak::analyzer

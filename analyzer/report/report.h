@@ -14,7 +14,8 @@
 
 namespace gpuleak::analyzer {
 
-struct JobFacts; // job_facts.h
+struct JobFacts;     // job_facts.h
+struct SharedDevice; // shared_devices.h
 
 struct ReportFrame {
     std::string function; // demangled, or a Python frame's qualified name; empty when unknown
@@ -62,6 +63,8 @@ struct ProcessReport {
     // The job the run's ranks make, the same in each of its processes' reports; none where the run has
     // fewer than two ranks.
     std::shared_ptr<const JobFacts> job;
+    // The devices that several of the run's processes used, the same in each report; none where none.
+    std::shared_ptr<const std::vector<SharedDevice>> shared_devices;
 };
 
 struct ReportOptions {

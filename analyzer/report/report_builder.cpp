@@ -1,7 +1,5 @@
 #include "report/report_builder.h"
 
-#include "report/job_facts.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -12,6 +10,7 @@
 #include "read/trace_error.h"
 #include "read/trace_reader.h"
 #include "report/job_facts.h"
+#include "report/shared_devices.h"
 #include "report/stack_view.h"
 #include "report/symbolized_stacks.h"
 
@@ -62,7 +61,7 @@ std::string library_place(const std::vector<ReportFrame>& all) {
         return python_frame_name(*python);
     const auto named = [](const ReportFrame& frame) { return !frame.function.empty(); };
     auto chosen = std::find_if(all.begin(), all.end(), [&](const ReportFrame& frame) {
-        return named(frame) && !is_caching_allocator_frame(frame);
+        return named(frame) && !is_caching_allocator_frame(frame) && !is_cuda_library_frame(frame);
     });
     if (chosen == all.end())
         chosen = std::find_if(all.begin(), all.end(), named);
@@ -172,9 +171,13 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
     for (ProcessReport& report : reports)
         diagnoses.push_back(&report.diagnosis);
     diagnose_run(modelled, diagnoses);
-    if (const std::shared_ptr<const JobFacts> job = job_facts(reports))
-        for (ProcessReport& report : reports)
-            report.job = job;
+    const PhysicalDevices physical(modelled);
+    const std::shared_ptr<const JobFacts> job = job_facts(reports, physical);
+    const std::shared_ptr<const std::vector<SharedDevice>> shared = shared_devices(reports, physical);
+    for (ProcessReport& report : reports) {
+        report.job = job;
+        report.shared_devices = shared;
+    }
     return reports;
 }
 

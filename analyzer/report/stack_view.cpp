@@ -288,6 +288,11 @@ bool is_caching_allocator_frame(const ReportFrame& frame) {
     return !frame.python && frame.function.starts_with("c10::cuda::CUDACachingAllocator::");
 }
 
+bool is_cuda_library_frame(const ReportFrame& frame) {
+    const std::string file = std::filesystem::path(frame.module).filename().string();
+    return !frame.python && (file.starts_with("libcudart.so") || file.starts_with("libcuda.so"));
+}
+
 std::string library_purpose(const std::vector<ReportFrame>& frames) {
     // Functions of PyTorch's (ATen's) that only these paths call.
     constexpr std::string_view kBlasWorkspace[] = {"at::cuda::getCurrentCUDABlasHandle",

@@ -77,6 +77,10 @@ std::string library_of(const ReportFrame& frame);
 // A frame of PyTorch's caching allocator itself, which every block and segment it makes passes through.
 bool is_caching_allocator_frame(const ReportFrame& frame);
 
+// Whether a native frame is the CUDA runtime's or driver's own (libcudart, libcuda): where a context is
+// made inside the call that first used a device, the call's caller is the place to name.
+bool is_cuda_library_frame(const ReportFrame& frame);
+
 // What a library keeps the memory a stack made for, where its native frames say so ("cuBLAS's workspace,
 // which PyTorch keeps for the rest of the process"), or where a thread of the library's own made it
 // ("in backward(), on PyTorch's autograd thread"); empty otherwise.

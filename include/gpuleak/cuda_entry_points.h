@@ -15,7 +15,7 @@ namespace gpuleak {
 // Enumerators are spelled like the table's tokens so that the X-macros can name them directly.
 enum class Library : uint8_t { RUNTIME, DRIVER };
 enum class StreamMode : uint8_t { LEGACY_STREAM, PER_THREAD_STREAM, NO_STREAM };
-enum class Action : uint8_t { Alloc, Free, FreeRange, Trim, Lookup };
+enum class Action : uint8_t { Alloc, Free, FreeRange, Trim, Lookup, Context };
 
 enum class EntryPoint : uint8_t {
 #define GPULEAK_ALLOC(lib, sym, ...) sym,
@@ -23,6 +23,7 @@ enum class EntryPoint : uint8_t {
 #define GPULEAK_FREE_RANGE(lib, sym, ...) sym,
 #define GPULEAK_TRIM(lib, sym, ...) sym,
 #define GPULEAK_LOOKUP(lib, sym, ...) sym,
+#define GPULEAK_CONTEXT(lib, sym, ...) sym,
 #include "gpuleak/cuda_entry_points.def"
 };
 
@@ -32,6 +33,7 @@ inline constexpr const char* kEntryPointNames[] = {
 #define GPULEAK_FREE_RANGE(lib, sym, ...) #sym,
 #define GPULEAK_TRIM(lib, sym, ...) #sym,
 #define GPULEAK_LOOKUP(lib, sym, ...) #sym,
+#define GPULEAK_CONTEXT(lib, sym, ...) #sym,
 #include "gpuleak/cuda_entry_points.def"
 };
 

@@ -68,8 +68,9 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // HostField::SimulatedDeviceResident (15's and 16's files read the same). 18: who sent the signal that
 // ended the process (EndSender), also written by the launcher for its child's SIGKILL (15's to 17's
 // files read the same, their sender unknown). 19: the job the process ran in (node_rank, the Slurm task,
-// job; 15's to 18's files read as in none).
-static const uint32_t kFormatVersion = 19;
+// job; 15's to 18's files read as in none). 20: EventType::Context (15's to 19's files read as of
+// processes that made no context).
+static const uint32_t kFormatVersion = 20;
 // The oldest version a reader of this one reads: its layout is this one's.
 static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
@@ -149,6 +150,13 @@ GPULEAK_FORMAT_ENUM(EventType, uint16_t){
     // characters), "frames": [[file, line, function], ...] of its traceback, outermost first, at most the
     // 64 innermost}. In the notable array only, at most once.
     ProgramError = 12,
+    // The process made its first context on `device` (cuDevicePrimaryCtxRetain, which the CUDA runtime
+    // calls at a device's first use): a context takes device memory of its own, which no allocation
+    // counts. time_ns, thread_id, stack_id (where; 0 in a trace that keeps no stacks), api; address and
+    // size hold the device's UUID as its driver gave it (bytes 0-7 and 8-15, little-endian; both 0:
+    // unknown), which tells a physical device apart where processes number the devices they see
+    // differently (CUDA_VISIBLE_DEVICES). In the notable array only, once per device.
+    Context = 13,
 };
 
 // What forked a child, told by the recorder from the file names of the forking thread's Python frames.
@@ -635,10 +643,11 @@ constexpr bool readable_format_version(uint32_t version) {
 
 // The names of the EventType values, from Alloc (1) on.
 inline constexpr const char* kEventTypeNames[] = {
-    "alloc", "free",        "free_unknown",      "alloc_failed", "pool_trim",    "marker",
-    "fork",  "source_name", "python_finalizing", "retainers",    "thread_start", "program_error"};
+    "alloc",        "free",          "free_unknown", "alloc_failed",      "pool_trim",
+    "marker",       "fork",          "source_name",  "python_finalizing", "retainers",
+    "thread_start", "program_error", "context"};
 static_assert(sizeof kEventTypeNames / sizeof kEventTypeNames[0] ==
-              static_cast<uint32_t>(EventType::ProgramError));
+              static_cast<uint32_t>(EventType::Context));
 
 constexpr const char* event_type_name(EventType type) {
     const auto index = static_cast<uint32_t>(type);

@@ -1,6 +1,7 @@
 #include "hooks/device_of_call.h"
 
 #include <atomic>
+#include <cstring>
 #include <limits>
 
 #include "hooks/entry_points.h"
@@ -13,11 +14,13 @@ using CudaGetDevice = cudaError_t (*)(int*);
 using CuCtxGetDevice = CUresult (*)(CUdevice*);
 using CuMemGetInfo = CUresult (*)(size_t*, size_t*);
 using CuThreadExchangeStreamCaptureMode = CUresult (*)(CUstreamCaptureMode*);
+using CuDeviceGetUuid = CUresult (*)(CUuuid*, CUdevice);
 
 constinit std::atomic<void*> real_cuda_get_device{nullptr};
 constinit std::atomic<void*> real_cu_ctx_get_device{nullptr};
 constinit std::atomic<void*> real_cu_mem_get_info{nullptr};
 constinit std::atomic<void*> real_cu_thread_exchange_stream_capture_mode{nullptr};
+constinit std::atomic<void*> real_cu_device_get_uuid{nullptr};
 
 // The first CUDA versions of the two cuGetProcAddress forms; cuCtxGetDevice and cuMemGetInfo_v2 are
 // older than both.
@@ -71,6 +74,10 @@ void* find_cu_ctx_get_device() {
 
 void* find_cu_mem_get_info() {
     return find_driver_function("cuMemGetInfo", "cuMemGetInfo_v2");
+}
+
+void* find_cu_device_get_uuid() {
+    return find_driver_function("cuDeviceGetUuid", "cuDeviceGetUuid_v2");
 }
 
 void* find_cu_thread_exchange_stream_capture_mode() {
@@ -140,6 +147,16 @@ bool driver_memory_info(uint64_t& free_bytes, uint64_t& total_bytes) {
     free_bytes = free_now;
     total_bytes = total;
     return true;
+}
+
+DeviceUuid device_uuid(int device) {
+    DeviceUuid uuid{};
+    const auto get_uuid =
+        reinterpret_cast<CuDeviceGetUuid>(cached<find_cu_device_get_uuid>(real_cu_device_get_uuid));
+    CUuuid answer{};
+    if (get_uuid != nullptr && get_uuid(&answer, device) == CUDA_SUCCESS)
+        std::memcpy(uuid.bytes.data(), answer.bytes, uuid.bytes.size());
+    return uuid;
 }
 
 int16_t vmm_prop_device(const CUmemAllocationProp* prop) {

@@ -22,6 +22,11 @@ int16_t driver_device();
 // memory held outside the allocators: contexts, libraries that allocate by other means, other processes.
 bool driver_memory_info(uint64_t& free_bytes, uint64_t& total_bytes);
 
+// The UUID of `device` as its driver gives it (the real cuDeviceGetUuid_v2): what tells one physical device
+// from another where processes number the devices they see differently (CUDA_VISIBLE_DEVICES). All zero
+// when the driver cannot say.
+DeviceUuid device_uuid(int device);
+
 // Where cuMemCreate places its memory: the device of a device location, else kUnknownDevice.
 int16_t vmm_prop_device(const CUmemAllocationProp* prop);
 

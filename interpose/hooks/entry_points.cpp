@@ -23,6 +23,8 @@ const EntryPointInfo kEntryPoints[] = {
 #define GPULEAK_TRIM(lib, sym, base, since, streams, ...) GPULEAK_ROW_(lib, sym, base, since, streams, Trim)
 #define GPULEAK_LOOKUP(lib, sym, base, since, streams, ...)                                                  \
     GPULEAK_ROW_(lib, sym, base, since, streams, Lookup)
+#define GPULEAK_CONTEXT(lib, sym, base, since, streams, ...)                                                 \
+    GPULEAK_ROW_(lib, sym, base, since, streams, Context)
 #include "gpuleak/cuda_entry_points.def"
 #undef GPULEAK_ROW_
 };

@@ -33,6 +33,7 @@ extern "C" {
     GPULEAK_DECLARE_HOOK_(lib, sym, params)
 #define GPULEAK_TRIM(lib, sym, base, since, streams, params, ...) GPULEAK_DECLARE_HOOK_(lib, sym, params)
 #define GPULEAK_LOOKUP(lib, sym, base, since, streams, params, args) GPULEAK_DECLARE_HOOK_(lib, sym, params)
+#define GPULEAK_CONTEXT(lib, sym, base, since, streams, params, ...) GPULEAK_DECLARE_HOOK_(lib, sym, params)
 #include "gpuleak/cuda_entry_points.def"
 #undef GPULEAK_DECLARE_HOOK_
 }

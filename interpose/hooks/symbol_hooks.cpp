@@ -143,6 +143,18 @@ void sample_device_memory(int16_t device) {
         return rc;                                                                                           \
     }
 
+// Recorded inside other hooks' calls too: the runtime makes a device's context within the call that first
+// uses the device, whose stack names the program's line.
+#define GPULEAK_CONTEXT(lib, sym, base, since, streams, params, args, device_expr)                           \
+    GPULEAK_EXPORT_HOOK(lib, sym, params)                                                                    \
+    extern "C" ResultOf<Library::lib> gpuleak_hook_##sym params {                                            \
+        GPULEAK_CALL_REAL_(lib, sym, args)                                                                   \
+        if (rc == kSuccessOf<Library::lib>) {                                                                \
+            record_context((device_expr), device_uuid(device_expr), api_of(EntryPoint::sym));                \
+        }                                                                                                    \
+        return rc;                                                                                           \
+    }
+
 #include "gpuleak/cuda_entry_points.def"
 #undef GPULEAK_CALL_REAL_
 

@@ -81,6 +81,8 @@ constinit bool g_process_hooks_installed = false;
 constinit std::atomic<bool> g_signal_hooks_installed{false};
 // A PythonFinalizing record is in this process's trace (or being added): at most one per trace.
 constinit std::atomic<bool> g_python_finalizing_noted{false};
+// A bit per device ordinal where the process's context was recorded (EventType::Context).
+constinit std::atomic<uint32_t> g_devices_with_context{0};
 // How many more of its samples the sampler looks for what multiprocessing started this process to run:
 // set where multiprocessing may have started it, 0 once found. A spawned interpreter imports for seconds
 // before its target runs; a process that never runs one stops costing a walk a sample after this.
@@ -194,6 +196,8 @@ void start_over_after_fork(bool record_child) {
     t_thread_start = nullptr;
     t_thread_start_recorded = false;
     g_python_finalizing_noted.store(false, std::memory_order_relaxed);
+    // The parent's contexts are not the child's: CUDA makes its own, where the child uses it.
+    g_devices_with_context.store(0, std::memory_order_relaxed);
     // The parent's sampler may have been installing them as it forked (the flag set, SIGTERM not yet
     // hooked): the child installs what is missing, leaving the handlers it inherited as they are.
     g_signal_hooks_installed.store(false, std::memory_order_relaxed);
@@ -936,6 +940,28 @@ void record_pool_trim(uint64_t pool, uint64_t keep_bytes, uint8_t api) {
     event.api = api;
     event.device = kUnknownDevice;
     g_writer.append_event(event);
+}
+
+void record_context(int device, const DeviceUuid& uuid, uint8_t api) {
+    ErrnoGuard errno_guard;
+    if (device < 0 || device >= static_cast<int>(format::kMaxDevices))
+        return;
+    const uint32_t bit = 1u << device;
+    if ((g_devices_with_context.fetch_or(bit, std::memory_order_relaxed) & bit) != 0)
+        return;
+    const RecordingScope recording(EventSort::Memory);
+    if (!recording.entered() || !ensure_active())
+        return;
+    EventRecord event{};
+    event.time_ns = monotonic_ns();
+    event.stack_id = capture_stack();
+    event.thread_id = current_thread_id();
+    event.type = static_cast<uint16_t>(EventType::Context);
+    event.api = api;
+    event.device = static_cast<int16_t>(device);
+    std::memcpy(&event.address, uuid.bytes.data(), sizeof event.address);
+    std::memcpy(&event.size, uuid.bytes.data() + sizeof event.address, sizeof event.size);
+    g_writer.append_notable(event);
 }
 
 void record_marker(const char* label) {

@@ -3,6 +3,7 @@
 // allocates heap memory on the hot path, and never calls back into CUDA or into the hooks.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "gpuleak/trace_format.h"
@@ -37,6 +38,15 @@ void record_alloc_failure(const Allocation& attempt, int32_t error, uint64_t fre
 // which names the failed allocations of device memory that this thread made just before on `device`
 // (see EventType::AllocFailed).
 void record_block_refusal(uint64_t size, int16_t device, uint64_t free_bytes);
+
+// A device's UUID as its driver gave it; all zero: unknown.
+struct DeviceUuid {
+    std::array<uint8_t, 16> bytes;
+};
+
+// The process has a context on `device`: the first time for that device, records where it was made
+// (EventType::Context). Safe inside another hook's call (the runtime makes its context there).
+void record_context(int device, const DeviceUuid& uuid, uint8_t api);
 
 // The driver's view of a device's memory, asked by the hooks now and then.
 void record_device_memory(int16_t device, uint64_t free_bytes, uint64_t total_bytes);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <iterator>
 #include <sstream>
@@ -54,6 +55,7 @@ constexpr TableRow kTable[] = {
     {#sym, Library::lib, Action::FreeRange, MemoryKind::None, DeviceRule::Unknown, KeySpace::space_},
 #define GPULEAK_TRIM(lib, sym, ...) {#sym, Library::lib, Action::Trim},
 #define GPULEAK_LOOKUP(lib, sym, ...) {#sym, Library::lib, Action::Lookup},
+#define GPULEAK_CONTEXT(lib, sym, ...) {#sym, Library::lib, Action::Context},
 #include "gpuleak/cuda_entry_points.def"
 };
 static_assert(std::size(kTable) == gpuleak::kEntryPointCount);
@@ -130,7 +132,7 @@ Prediction predict(const std::vector<LoggedCall>& calls, int selected_device) {
                                              object.device, stream, 0));
     };
     for (const LoggedCall& call : calls) {
-        if (call.op == "call" || (call.op != "alloc" && call.rc() != 0))
+        if (call.op == "call" || call.op == "context" || (call.op != "alloc" && call.rc() != 0))
             continue;
         const uint8_t api = api_of(call.name);
         const TableRow& row = kTable[api];
@@ -256,9 +258,19 @@ bool reachable(const TableRow& row, std::string_view path) {
            (row.library == Library::DRIVER || path == "symbol" || path == "dlsym_handle");
 }
 
+// The device api_families makes a context on through the context row, and on nothing else.
+constexpr int16_t kContextDevice = 2;
+
 // Every row of the table that `path` reaches left its events: one allocation, one trim, at least one
-// free; rows it cannot reach left none.
-void check_every_row_seen(const TraceReader& trace, std::string_view path) {
+// free, the context it made on the device it used for nothing else (with the program's stack); rows it
+// cannot reach left none. Each device has one context record at most.
+void check_every_row_seen(const TraceReader& trace, std::string_view path, const std::string& program) {
+    std::vector<int16_t> context_devices;
+    for (const Event& event : trace.notable_events().events)
+        if (event.type == EventType::Context)
+            context_devices.push_back(event.device);
+    std::sort(context_devices.begin(), context_devices.end());
+    CHECK(std::adjacent_find(context_devices.begin(), context_devices.end()) == context_devices.end());
     for (size_t api = 0; api < std::size(kTable); ++api) {
         const TableRow& row = kTable[api];
         auto count = [&](EventType type) {
@@ -284,6 +296,21 @@ void check_every_row_seen(const TraceReader& trace, std::string_view path) {
             break;
         case Action::Lookup:
             break;
+        case Action::Context: {
+            const auto made =
+                std::find_if(trace.notable_events().events.begin(), trace.notable_events().events.end(),
+                             [&](const Event& event) {
+                                 return event.type == EventType::Context && event.device == kContextDevice;
+                             });
+            REQUIRE(made != trace.notable_events().events.end());
+            CHECK(made->api == api);
+            check_stack_from(trace, made->stack_id, program);
+            // The simulated driver's UUID of the device: "gpuleak-sim", then the ordinal last.
+            const std::array<uint8_t, 16> uuid = made->device_uuid();
+            CHECK(std::string(uuid.begin(), uuid.begin() + 11) == "gpuleak-sim");
+            CHECK(uuid.back() == kContextDevice);
+            break;
+        }
         }
     }
 }
@@ -296,12 +323,13 @@ std::vector<std::string> failed_calls(const std::vector<LoggedCall>& calls) {
     return failed;
 }
 
-// api_families through `path` on the second of two devices: recorded exactly, and the program's codes,
-// out-parameters and stdout are those of the same run without gpuleak.
+// api_families through `path` on the second of three devices (and a context on the third): recorded
+// exactly, and the program's codes, out-parameters and stdout are those of the same run without gpuleak.
 void check_families(const std::string& path) {
-    const RunOptions two_devices = with_environment({"GPULEAK_SIM_DEVICES=2"});
+    const RunOptions three_devices = with_environment({"GPULEAK_SIM_DEVICES=3"});
     TempDir traced_directory;
-    const LoggedRun traced = run_logged(traced_directory, program_path("api_families"), {path}, two_devices);
+    const LoggedRun traced =
+        run_logged(traced_directory, program_path("api_families"), {path}, three_devices);
     INFO("stderr: " << traced.run.err);
     REQUIRE(traced.run.exited_with(0));
     REQUIRE(!traced.calls.empty());
@@ -310,12 +338,12 @@ void check_families(const std::string& path) {
     CHECK(trace.header().simulated_device());
     check_exited(trace, 0);
     check_trace_matches_log(trace, traced.calls, 1, "api_families");
-    check_every_row_seen(trace, path);
+    check_every_row_seen(trace, path, "api_families");
     CHECK(trace.live_allocations().allocations.empty());
 
     TempDir plain_directory;
     const LoggedRun plain =
-        run_logged(plain_directory, program_path("api_families"), {path}, without_gpuleak(two_devices));
+        run_logged(plain_directory, program_path("api_families"), {path}, without_gpuleak(three_devices));
     CHECK(plain.run.exited_with(0));
     CHECK(plain.run.traces().empty());
     CHECK(comparable(traced.calls) == comparable(plain.calls));

@@ -23,13 +23,19 @@ inline uint32_t line_of(const std::string& source, const std::string& tag) {
     return 0;
 }
 
-inline nlohmann::json report_json(const TempDir& dir, const std::vector<std::string>& traces) {
-    std::vector<std::string> arguments{"--format", "json"};
+// What gpuleak-report prints for `traces` in `format` ("text": without colours).
+inline std::string report_output(const TempDir& dir, const std::string& format,
+                                 const std::vector<std::string>& traces) {
+    std::vector<std::string> arguments{"--format", format, "--no-color"};
     arguments.insert(arguments.end(), traces.begin(), traces.end());
     RunOptions options;
     options.preload = false;
     TracedRun report = run_traced(dir, GPULEAK_REPORT, arguments, options);
     INFO(report.err);
     REQUIRE(report.exited_with(0));
-    return nlohmann::json::parse(report.out);
+    return report.out;
+}
+
+inline nlohmann::json report_json(const TempDir& dir, const std::vector<std::string>& traces) {
+    return nlohmann::json::parse(report_output(dir, "json", traces));
 }

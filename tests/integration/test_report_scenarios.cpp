@@ -369,6 +369,36 @@ TEST_CASE("a forked worker that leaks is found from its parent's trace and diagn
                      line_of("scenario_worker_leak.cpp", "worker leak site")));
 }
 
+TEST_CASE("a device that a process and its worker both used is told with what they held together") {
+    TempDir dir;
+    TracedRun run = run_traced(dir, program_path("scenario_worker_leak"), {});
+    REQUIRE(run.exited_with(0));
+    const json report = report_json(dir, run.traces());
+    REQUIRE(report["run"]["shared_devices"].size() == 1);
+    const json& device = report["run"]["shared_devices"][0];
+    CHECK(device["device"] == 0);
+    // The parent keeps its 8 MiB of weights until its worker has ended with its 20 MiB, and takes 4 MiB of
+    // scratch now and then meanwhile.
+    CHECK(device["peak_reserved_bytes"].get<uint64_t>() >= 28 * kMiB);
+    CHECK(device["peak_reserved_bytes"].get<uint64_t>() <= 32 * kMiB);
+    CHECK(device["final_reserved_bytes"] == 20 * kMiB);
+    REQUIRE(device["processes"].size() == 2);
+    const json& worker = device["processes"][0];
+    const json& parent = device["processes"][1];
+    CHECK(worker["peak_reserved_bytes"] == 20 * kMiB);
+    CHECK(worker["final_reserved_bytes"] == 20 * kMiB);
+    CHECK(parent["peak_reserved_bytes"] == 12 * kMiB);
+    CHECK(parent["final_reserved_bytes"] == 0);
+    // The parent made the context; its forked worker runs in a copy of it.
+    CHECK(parent["context"] == true);
+    CHECK(parent["context_site"].get<std::string>().find("main") != std::string::npos);
+    CHECK(worker["context"] == false);
+    CHECK(device["contexts"] == 1);
+    const std::string text = report_output(dir, "text", run.traces());
+    CHECK(text.find("Device 0 was used by 2 processes: together they reserved at most ") !=
+          std::string::npos);
+}
+
 TEST_CASE("a second report of a trace takes the frames the first kept and says the same") {
     TempDir dir;
     TracedRun run = run_traced(dir, program_path("scenario_leak"), {"5"});

@@ -359,24 +359,82 @@ TEST_CASE("a job's launches write into one -o DIR without colliding, and the rep
     CHECK(text.find("2 of 4 ranks leak at ") != std::string::npos);
 }
 
-TEST_CASE("a rank that allocates before it picks its device is named on the device it took from another") {
+TEST_CASE("a rank that grows far more than its peers, which grow too, is named") {
     TempDir dir;
     const std::string job = dir.path() + "/job";
-    for (int task = 0; task < 2; ++task)
-        run_as_srun_task(dir, job, task, 2, {program_path("scenario_rank_device")},
-                         {"GPULEAK_SIM_DEVICES=2"});
+    // Each iteration keeps 1 MiB: ranks 0 and 1 keep 10 MiB, rank 2 keeps 40 MiB.
+    const char* iterations[] = {"10", "10", "40"};
+    for (int task = 0; task < 3; ++task)
+        run_as_srun_task(dir, job, task, 3, {program_path("scenario_leak"), iterations[task]});
     const json report = json::parse(report_output(dir, {"--format", "json", job}));
-    // Rank 0's early megabyte is on its own device; rank 1's is on rank 0's.
+    for (const json& rank : report["job"]["ranks"])
+        CHECK(rank["leaked_bytes"] == (rank["rank"] == 2 ? 40 : 10) * (1 << 20));
+    std::vector<json> growth;
+    for (const json& apart : report["job"]["apart"])
+        if (apart["by"] == "growth")
+            growth.push_back(apart);
+    REQUIRE(growth.size() == 1);
+    CHECK(growth[0]["rank"] == 2);
+    CHECK(growth[0]["bytes"] == 40 * (1 << 20));
+    CHECK(growth[0]["peers_median_bytes"] == 10 * (1 << 20));
+    CHECK(report["job"]["shared_leaks"][0]["ranks"] == json::array({0, 1, 2}));
+    const std::string text = squeezed(report_output(dir, {"--no-color", job}));
+    CHECK(text.find("Rank 2 grows apart: where it grows held 40.0 MiB by its end, 4.0x the median of what "
+                    "the other ranks' growth held, 10.0 MiB.") != std::string::npos);
+}
+
+namespace {
+
+// scenario_rank_device with `arguments` as two Slurm tasks of one machine with a device each: the report
+// of the job, where rank 1 touched device 0, rank 0's, in main before it picked its own.
+json job_with_rank_on_device_0(const TempDir& dir, const std::vector<std::string>& arguments) {
+    const std::string job = dir.path() + "/job";
+    std::vector<std::string> command = {program_path("scenario_rank_device")};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    for (int task = 0; task < 2; ++task)
+        run_as_srun_task(dir, job, task, 2, command, {"GPULEAK_SIM_DEVICES=2"});
+    json report = json::parse(report_output(dir, {"--format", "json", job}));
     REQUIRE(report["job"]["intruding"].size() == 1);
     const json& intruder = report["job"]["intruding"][0];
     CHECK(intruder["rank"] == 1);
     CHECK(intruder["device"] == 0);
     CHECK(intruder["owner"] == 0);
+    CHECK(intruder["context"] == true);
     CHECK(intruder["first_site"].get<std::string>().find("main") != std::string::npos);
     CHECK(report["job"]["ranks"][1]["devices"] == json::array({0, 1}));
-    const std::string text = squeezed(report_output(dir, {"--no-color", job}));
-    CHECK(text.find("Rank 1 reserved ") != std::string::npos);
+    report["text"] = squeezed(report_output(dir, {"--no-color", job}));
+    return report;
+}
+
+} // namespace
+
+TEST_CASE("a rank that allocates before it picks its device is named on the device it took from another") {
+    TempDir dir;
+    const json report = job_with_rank_on_device_0(dir, {});
+    // Rank 0's early megabyte is on its own device; rank 1's is on rank 0's.
+    CHECK(report["job"]["intruding"][0]["peak_reserved_bytes"] == 1 << 20);
+    const std::string text = report["text"];
+    CHECK(text.find("Rank 1 made a context and reserved 1.0 MiB on device 0, rank 0's (first at ") !=
+          std::string::npos);
     CHECK(text.find("torch.cuda.set_device(local_rank)") != std::string::npos);
+}
+
+TEST_CASE("a rank that only made its context on another rank's device is named there") {
+    TempDir dir;
+    // cudaFree(NULL) makes the context and allocates nothing.
+    const json report = job_with_rank_on_device_0(dir, {"context"});
+    CHECK(report["job"]["intruding"][0]["peak_reserved_bytes"] == 0);
+    for (const json& process : report["processes"]) {
+        const int rank = process["role"]["rank"];
+        json devices = json::array();
+        for (const json& context : process["contexts"]) {
+            devices.push_back(context["device"]);
+            CHECK(context["uuid"].get<std::string>().starts_with("GPU-"));
+        }
+        CHECK(devices == (rank == 0 ? json::array({0}) : json::array({0, 1})));
+    }
+    const std::string text = report["text"];
+    CHECK(text.find("Rank 1 made a context on device 0, rank 0's (first at ") != std::string::npos);
 }
 
 TEST_CASE("a rank that ran out of memory is named with where it asked") {

@@ -8,7 +8,8 @@
 // Runtime rows are reachable by symbol and dlsym only: the lookups hand out driver functions alone.
 // Each call goes to the log (allocation_log.h) as "<op> <symbol> key=value...";
 // stdout gets a summary that must not change under gpuleak. Runs on the second simulated device
-// (GPULEAK_SIM_DEVICES=2), so that a recorder charging everything to device 0 is caught.
+// (GPULEAK_SIM_DEVICES=3), so that a recorder charging everything to device 0 is caught, and makes a
+// context on the third through the context row.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -47,6 +48,8 @@ template <EntryPoint row> struct Row;
     API_FAMILIES_ROW_(lib, sym, base, since, streams, params)
 #define GPULEAK_TRIM(lib, sym, base, since, streams, params, ...)                                            \
     API_FAMILIES_ROW_(lib, sym, base, since, streams, params)
+#define GPULEAK_CONTEXT(lib, sym, base, since, streams, params, ...)                                         \
+    API_FAMILIES_ROW_(lib, sym, base, since, streams, params)
 #include "gpuleak/cuda_entry_points.def"
 #undef API_FAMILIES_ROW_
 
@@ -73,6 +76,8 @@ constexpr std::pair<std::string_view, Path> kPaths[] = {
 };
 
 constexpr int kDevice = 1;
+// A device the program uses only through the context row: its context is the one the row makes.
+constexpr int kContextDevice = 2;
 constexpr unsigned int kMemAttachGlobal = 1;
 constexpr size_t kVmmGranule = size_t{2} << 20;
 
@@ -116,6 +121,7 @@ class Families {
         if (path_ == Path::Symbol || path_ == Path::DlsymHandle)
             runtime_rows();
         driver_rows();
+        context_row();
         check(cudaStreamDestroy(stream_), "cudaStreamDestroy");
         std::printf("api_families %.*s: %d allocations, %d frees, %d trims\n",
                     static_cast<int>(path_name_.size()), path_name_.data(), allocations_, frees_, trims_);
@@ -338,6 +344,15 @@ class Families {
         log_free<EntryPoint::cuMemRelease>(get<EntryPoint::cuMemRelease>()(handle), handle, 0, nullptr);
         log_free<EntryPoint::cuMemAddressFree>(get<EntryPoint::cuMemAddressFree>()(base, reserved), base,
                                                reserved, nullptr);
+    }
+
+    void context_row() {
+        CUcontext context = nullptr;
+        const int rc = get<EntryPoint::cuDevicePrimaryCtxRetain>()(&context, kContextDevice);
+        log_.line("context %s rc=%d device=%d", Row<EntryPoint::cuDevicePrimaryCtxRetain>::symbol, rc,
+                  kContextDevice);
+        if (rc == 0)
+            check(cuDevicePrimaryCtxRelease_v2(kContextDevice), "cuDevicePrimaryCtxRelease_v2");
     }
 
     Path path_;

@@ -14,6 +14,7 @@ extern "C" {
     CUDA_DECLARATIONS_ROW_(lib, sym, params)
 #define GPULEAK_TRIM(lib, sym, base, since, streams, params, ...) CUDA_DECLARATIONS_ROW_(lib, sym, params)
 #define GPULEAK_LOOKUP(lib, sym, base, since, streams, params, args) CUDA_DECLARATIONS_ROW_(lib, sym, params)
+#define GPULEAK_CONTEXT(lib, sym, base, since, streams, params, ...) CUDA_DECLARATIONS_ROW_(lib, sym, params)
 #include "gpuleak/cuda_entry_points.def"
 #undef CUDA_DECLARATIONS_ROW_
 
@@ -23,5 +24,6 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device);
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 cudaError_t cudaThreadExchangeStreamCaptureMode(int* mode);
 }

@@ -1,0 +1,45 @@
+// The devices that several processes of a run used: one device's memory is shared by all of them (ranks,
+// DataLoader workers that touched CUDA, anything else of the run), while torch.cuda.memory_allocated() in
+// each counts only its own. What each held there, and what they held together.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/physical_devices.h"
+
+namespace gpuleak::analyzer {
+
+struct ProcessReport;
+
+struct DeviceUser {
+    size_t process = 0; // among the run's reports
+    int device = 0;     // its number of the device
+    uint64_t peak_reserved = 0;
+    uint64_t final_reserved = 0;
+    bool context = false;
+    std::string context_site; // where it made its context (StackFrames::describe); empty where unknown
+};
+
+struct SharedDevice {
+    std::string host;
+    std::string uuid;              // empty where the traces do not say
+    int device = 0;                // its first user's number of it
+    std::vector<DeviceUser> users; // most reserved at their peaks first
+    // The most its users reserved there at one time (their timelines summed over the host's clock), and
+    // what they held at their ends.
+    uint64_t peak_reserved = 0;
+    uint64_t final_reserved = 0;
+    size_t contexts = 0;
+    std::optional<uint64_t> capacity; // as a user's driver said
+};
+
+// The devices of the run that two processes or more used (held memory or made a context on), by host and
+// device; none where there are none.
+std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<ProcessReport>& reports,
+                                                                const PhysicalDevices& devices);
+
+} // namespace gpuleak::analyzer
