@@ -180,6 +180,16 @@ if timeout 120 env "${device_environment[@]}" GPULEAK_TORCH=0 "$launcher" run -o
     'import torch; x = torch.empty(1 << 20, device="cuda"); torch.cuda.synchronize()' >/dev/null 2>"$tmp/run.err" &&
     compgen -G "$tmp/run/*.trace" >/dev/null; then
     row PASS "gpuleak run" "trace and report in the run directory"
+    # The runtime made its context through cuDevicePrimaryCtxRetain, which the trace records with the UUID.
+    context=$("$python" -c 'import json, sys
+contexts = json.load(open(sys.argv[1]))["processes"][0]["contexts"]
+print("ok " + contexts[0]["uuid"] if contexts and contexts[0]["uuid"] else "no context recorded: %r" % contexts)' \
+        "$tmp/run/report.json" 2>&1 | tail -1)
+    if [[ $context == ok* ]]; then
+        row PASS "gpuleak run: context" "${context#ok }"
+    else
+        row FAIL "gpuleak run: context" "$context"
+    fi
 else
     row FAIL "gpuleak run" "$(tail -1 "$tmp/run.err")"
 fi
