@@ -8,7 +8,8 @@
 
 namespace gpuleak::sim {
 
-inline constexpr int kMaxDevices = 4;
+// A node of eight GPUs, as the machines of multi-node jobs have.
+inline constexpr int kMaxDevices = 8;
 inline constexpr int kDefaultDevices = 1;
 inline constexpr std::size_t kDefaultCapacity = std::size_t{16} << 30;
 

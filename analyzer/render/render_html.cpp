@@ -520,6 +520,9 @@ std::string render_changes_html(Comparison& comparison, const ReportOptions& opt
 
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     json document = render_json(reports, options);
+    // The page says of the job what the text report says, and draws its ranks.
+    if (!reports.empty() && reports.front().job)
+        document["job"]["findings"] = job_findings(*reports.front().job, reports);
     const std::vector<bool> drawn = drawn_processes(reports);
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     for (size_t i = 0; i < reports.size(); ++i) {

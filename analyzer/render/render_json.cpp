@@ -635,7 +635,6 @@ json shared_devices_json(const std::vector<SharedDevice>& devices,
                        {"device", device.device},
                        {"uuid", device.uuid.empty() ? json() : json(device.uuid)},
                        {"peak_reserved_bytes", device.peak_reserved},
-                       {"final_reserved_bytes", device.final_reserved},
                        {"contexts", device.contexts},
                        {"capacity_bytes", optional_json(device.capacity)},
                        {"processes", std::move(users)}});

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -669,25 +670,192 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
 // A job's ranks, one row each with its top site under it, then what stands out across them: the ranks
 // whose memory stands apart from their peers', and the leaks at the same line on several ranks (or on one
 // rank only).
-// "Rank 1 made a context on device 0, rank 0's (first at train.py:3 in <module>), and reserved 2.0 MiB
-// there: ..."
-std::string intrusion_text(const JobFacts& job, const IntrudingRank& intruder) {
-    std::string what;
-    if (intruder.context && intruder.peak_reserved > 0)
-        what = fmt::format("made a context and reserved {}", human_bytes(intruder.peak_reserved));
-    else if (intruder.context)
-        what = "made a context";
-    else
-        what = fmt::format("reserved {}", human_bytes(intruder.peak_reserved));
-    const std::string first =
-        intruder.first_site.empty() ? std::string() : " (first at " + intruder.first_site + ")";
-    return fmt::format(
-        "Rank {} {} on device {}, rank {}'s{}. A context takes device memory of its own, "
-        "hundreds of MiB on a real GPU, which no allocation counts. A rank that touches the GPU "
-        "before torch.cuda.set_device(local_rank) makes its context, and allocates, on the "
-        "device current then; call it first.",
-        job.ranks[intruder.index].rank, what, intruder.device, intruder.owner, first);
+// "ranks 1, 4 and 7"; past kRanksNamed, "ranks 0, 1, 2, ... 15 and 1008 more".
+std::string ranks_named(std::vector<int> ranks) {
+    constexpr size_t kRanksNamed = 16;
+    std::sort(ranks.begin(), ranks.end());
+    if (ranks.size() > kRanksNamed)
+        return fmt::format(
+            "ranks {} and {} more",
+            fmt::join(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(kRanksNamed), ", "),
+            ranks.size() - kRanksNamed);
+    if (ranks.size() == 1)
+        return fmt::format("rank {}", ranks.front());
+    return fmt::format("ranks {} and {}", fmt::join(ranks.begin(), ranks.end() - 1, ", "), ranks.back());
 }
+
+constexpr const char* kContextAdvice =
+    "A context takes device memory of its own, hundreds of MiB on a real GPU, which no allocation counts. A "
+    "rank that touches the GPU before torch.cuda.set_device(local_rank) makes its context, and allocates, on "
+    "the device current then; call it first.";
+
+// "made a context and reserved 2.0 MiB", "made a context", "reserved 2.0 MiB".
+std::string intrusion_deed(const IntrudingRank& intruder) {
+    if (intruder.context && intruder.peak_reserved > 0)
+        return fmt::format("made a context and reserved {}", human_bytes(intruder.peak_reserved));
+    return intruder.context ? std::string("made a context")
+                            : "reserved " + human_bytes(intruder.peak_reserved);
+}
+
+std::string first_at(const std::string& site) {
+    return site.empty() ? std::string() : " (first at " + site + ")";
+}
+
+// Findings of one kind about many ranks are told once for the lot, with the ranks named: a job of a
+// thousand ranks that all ran out of memory at one line says so in one sentence.
+constexpr size_t kToldOneByOne = 4;
+
+void tell_apart(std::vector<std::string>& findings, const JobFacts& job, ApartBy by) {
+    std::vector<const ApartRank*> apart;
+    for (const ApartRank& each : job.apart)
+        if (each.by == by)
+            apart.push_back(&each);
+    const bool peak = by == ApartBy::Peak;
+    const auto figure = [&](const ApartRank& each) {
+        const RankRow& row = job.ranks[each.index];
+        return peak ? row.peak_reserved : row.leaked;
+    };
+    const auto times = [&](const ApartRank& each) {
+        return static_cast<double>(figure(each)) /
+               static_cast<double>(std::max<uint64_t>(each.peers_median, 1));
+    };
+    if (apart.size() <= kToldOneByOne) {
+        for (const ApartRank* each : apart) {
+            const int rank = job.ranks[each->index].rank;
+            findings.push_back(
+                peak ? fmt::format(
+                           "Rank {} stands apart: its reserved memory peaked at {}, {:.1f}x the median of "
+                           "the other ranks' peaks, {}.",
+                           rank, human_bytes(figure(*each)), times(*each), human_bytes(each->peers_median))
+                     : fmt::format(
+                           "Rank {} grows apart: where it grows held {} by its end, {:.1f}x the median of "
+                           "what the other ranks' growth held, {}.",
+                           rank, human_bytes(figure(*each)), times(*each), human_bytes(each->peers_median)));
+        }
+        return;
+    }
+    std::vector<int> ranks;
+    double least = std::numeric_limits<double>::max();
+    double most = 0;
+    for (const ApartRank* each : apart) {
+        ranks.push_back(job.ranks[each->index].rank);
+        least = std::min(least, times(*each));
+        most = std::max(most, times(*each));
+    }
+    findings.push_back(fmt::format(
+        fmt::runtime(peak ? "{} ranks stand apart: their reserved memory peaked at {:.1f}x to {:.1f}x "
+                            "the median of the other ranks' peaks ({})."
+                          : "{} ranks grow apart: where they grow held {:.1f}x to {:.1f}x the median "
+                            "of what the other ranks' growth held ({})."),
+        apart.size(), least, most, ranks_named(ranks)));
+}
+
+void tell_intruders(std::vector<std::string>& findings, const JobFacts& job) {
+    if (job.intruding.size() <= kToldOneByOne) {
+        for (const IntrudingRank& intruder : job.intruding)
+            findings.push_back(fmt::format("Rank {} {} on device {}, rank {}'s{}. {}",
+                                           job.ranks[intruder.index].rank, intrusion_deed(intruder),
+                                           intruder.device, intruder.owner, first_at(intruder.first_site),
+                                           kContextAdvice));
+        return;
+    }
+    std::map<std::string, std::vector<int>> by_site;
+    for (const IntrudingRank& intruder : job.intruding)
+        by_site[intruder.first_site].push_back(job.ranks[intruder.index].rank);
+    for (const auto& [site, ranks] : by_site)
+        findings.push_back(
+            ranks.size() == 1
+                ? fmt::format("Rank {} made a context or memory on another rank's device of its machine{}.",
+                              ranks.front(), first_at(site))
+                : fmt::format(
+                      "{} ranks ({}) made contexts or memory on another rank's device of their machine{}.",
+                      ranks.size(), ranks_named(ranks), first_at(site)));
+    findings.emplace_back(kContextAdvice);
+}
+
+void tell_failures(std::vector<std::string>& findings, const JobFacts& job,
+                   const std::vector<ProcessReport>& reports) {
+    std::vector<const FailedRank*> out_of_memory;
+    std::vector<const FailedRank*> killed;
+    for (const FailedRank& failed : job.failed) {
+        if (failed.out_of_memory)
+            out_of_memory.push_back(&failed);
+        if (failed.killed)
+            killed.push_back(&failed);
+    }
+    const auto model_of = [&](const FailedRank& failed) -> const ProcessModel& {
+        return reports[job.ranks[failed.index].process].model;
+    };
+    if (out_of_memory.size() <= kToldOneByOne) {
+        for (const FailedRank* failed : out_of_memory) {
+            const FailureSummary& failure = model_of(*failed).failures[*failed->out_of_memory];
+            const std::string reserved =
+                failure.reserved_then
+                    ? fmt::format(" with {} reserved there", human_bytes(*failure.reserved_then))
+                    : std::string();
+            findings.push_back(fmt::format("Rank {} ran out of memory at {}: it asked for {} on device {}{}.",
+                                           job.ranks[failed->index].rank, failed->failure_site,
+                                           human_bytes(failure.bytes), failure.device, reserved));
+        }
+    } else {
+        std::map<std::string, std::vector<int>> by_site;
+        for (const FailedRank* failed : out_of_memory)
+            by_site[failed->failure_site].push_back(job.ranks[failed->index].rank);
+        for (const auto& [site, ranks] : by_site)
+            findings.push_back(fmt::format(
+                "{} ran out of memory at {}.",
+                ranks.size() == 1 ? ranks_named(ranks)
+                                  : fmt::format("{} ranks ({})", ranks.size(), ranks_named(ranks)),
+                site));
+    }
+    if (killed.size() <= kToldOneByOne) {
+        for (const FailedRank* failed : killed)
+            findings.push_back(fmt::format("Rank {} {}; it held {} reserved at its end.",
+                                           job.ranks[failed->index].rank, ended_text(model_of(*failed)),
+                                           human_bytes(job.ranks[failed->index].final_reserved)));
+        return;
+    }
+    // The first to end is where to look: a launcher stops the others once one rank has failed.
+    const FailedRank* first =
+        *std::min_element(killed.begin(), killed.end(), [&](const FailedRank* a, const FailedRank* b) {
+            const ProcessModel& first_model = model_of(*a);
+            const ProcessModel& second_model = model_of(*b);
+            return first_model.header.start_monotonic_ns + first_model.duration_ns <
+                   second_model.header.start_monotonic_ns + second_model.duration_ns;
+        });
+    std::vector<int> ranks;
+    for (const FailedRank* failed : killed)
+        ranks.push_back(job.ranks[failed->index].rank);
+    findings.push_back(fmt::format("{} ranks were killed ({}). The first to end, rank {}, {}.", killed.size(),
+                                   ranks_named(ranks), job.ranks[first->index].rank,
+                                   ended_text(model_of(*first))));
+}
+
+} // namespace
+
+std::vector<std::string> job_findings(const JobFacts& job, const std::vector<ProcessReport>& reports) {
+    std::vector<std::string> findings;
+    tell_apart(findings, job, ApartBy::Peak);
+    tell_apart(findings, job, ApartBy::Growth);
+    tell_intruders(findings, job);
+    tell_failures(findings, job, reports);
+    for (const SharedLeak& leak : job.shared_leaks)
+        findings.push_back(fmt::format(
+            "{} of {} ranks leak at {} ({}): {} held there over them as their code ended.", leak.ranks.size(),
+            job.ranks.size(), leak.site, ranks_named(leak.ranks), human_bytes(leak.bytes)));
+    const auto leaking = std::count_if(job.ranks.begin(), job.ranks.end(),
+                                       [](const RankRow& row) { return row.verdict == DiagnosisKind::Leak; });
+    if (leaking == 1) {
+        const RankRow& row = *std::find_if(job.ranks.begin(), job.ranks.end(), [](const RankRow& each) {
+            return each.verdict == DiagnosisKind::Leak;
+        });
+        findings.push_back(fmt::format("Only rank {} leaks{}; the other ranks do not.", row.rank,
+                                       row.top_site.empty() ? std::string() : ", at " + row.top_site));
+    }
+    return findings;
+}
+
+namespace {
 
 void append_job_table(std::string& out, const JobFacts& job, const std::vector<ProcessReport>& reports,
                       const Style& style) {
@@ -716,59 +884,8 @@ void append_job_table(std::string& out, const JobFacts& job, const std::vector<P
                                          row.top_site)) +
                    "\n";
     }
-    for (const ApartRank& apart : job.apart) {
-        const RankRow& row = job.ranks[apart.index];
-        const bool peak = apart.by == ApartBy::Peak;
-        const uint64_t bytes = peak ? row.peak_reserved : row.leaked;
-        const double times =
-            static_cast<double>(bytes) / static_cast<double>(std::max<uint64_t>(apart.peers_median, 1));
-        out +=
-            wrapped(peak ? fmt::format("Rank {} stands apart: its reserved memory peaked at {}, {:.1f}x the "
-                                       "median of the other ranks' peaks, {}.",
-                                       row.rank, human_bytes(bytes), times, human_bytes(apart.peers_median))
-                         : fmt::format("Rank {} grows apart: where it grows held {} by its end, {:.1f}x the "
-                                       "median of what the other ranks' growth held, {}.",
-                                       row.rank, human_bytes(bytes), times, human_bytes(apart.peers_median)),
-                    "  ");
-    }
-    for (const IntrudingRank& intruder : job.intruding)
-        out += wrapped(intrusion_text(job, intruder), "  ");
-    for (const FailedRank& failed : job.failed) {
-        const RankRow& row = job.ranks[failed.index];
-        const ProcessModel& model = reports[row.process].model;
-        if (failed.out_of_memory) {
-            const FailureSummary& failure = model.failures[*failed.out_of_memory];
-            const std::string reserved =
-                failure.reserved_then
-                    ? fmt::format(" with {} reserved there", human_bytes(*failure.reserved_then))
-                    : std::string();
-            out += wrapped(fmt::format("Rank {} ran out of memory at {}: it asked for {} on device {}{}.",
-                                       row.rank, failed.failure_site, human_bytes(failure.bytes),
-                                       failure.device, reserved),
-                           "  ");
-        }
-        if (failed.killed)
-            out += wrapped(fmt::format("Rank {} {}; it held {} reserved at its end.", row.rank,
-                                       ended_text(model), human_bytes(row.final_reserved)),
-                           "  ");
-    }
-    for (const SharedLeak& leak : job.shared_leaks)
-        out +=
-            wrapped(fmt::format("{} of {} ranks leak at {} (ranks {}): {} held there over them as their code "
-                                "ended.",
-                                leak.ranks.size(), job.ranks.size(), leak.site, fmt::join(leak.ranks, ", "),
-                                human_bytes(leak.bytes)),
-                    "  ");
-    const auto leaking = std::count_if(job.ranks.begin(), job.ranks.end(),
-                                       [](const RankRow& row) { return row.verdict == DiagnosisKind::Leak; });
-    if (leaking == 1) {
-        const RankRow& row = *std::find_if(job.ranks.begin(), job.ranks.end(), [](const RankRow& each) {
-            return each.verdict == DiagnosisKind::Leak;
-        });
-        out += wrapped(fmt::format("Only rank {} leaks{}; the other ranks do not.", row.rank,
-                                   row.top_site.empty() ? std::string() : ", at " + row.top_site),
-                       "  ");
-    }
+    for (const std::string& finding : job_findings(job, reports))
+        out += wrapped(finding, "  ");
     out += "\n";
 }
 
@@ -843,11 +960,10 @@ void append_shared_devices(std::string& out, const std::vector<SharedDevice>& de
                       "real GPU that no allocation counts",
                       device.contexts);
         out += style.bold(wrapped(
-            fmt::format("{} was used by {} processes: together they reserved at most {}{}, {} at their "
-                        "ends{}. Each process's own figures (torch.cuda.memory_allocated(), for one) count "
-                        "only its share.",
-                        where, device.users.size(), human_bytes(device.peak_reserved), of,
-                        human_bytes(device.final_reserved), contexts),
+            fmt::format(
+                "{} was used by {} processes: together they reserved at most {} at once{}{}. Each "
+                "process's own figures (torch.cuda.memory_allocated(), for one) count only its share.",
+                where, device.users.size(), human_bytes(device.peak_reserved), of, contexts),
             ""));
         constexpr const char* kRow = "  {:>7}  {:<24} {:>9} {:>9}  {}\n";
         out += fmt::format(kRow, "pid", "process", "reserved", "final", "context");

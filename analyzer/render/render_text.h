@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "report/job_facts.h"
 #include "report/report.h"
 #include "report/site_changes.h"
 
@@ -14,6 +15,11 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
 // A stack as the text report shows it, a line each, without indentation: the frames, the lines that
 // stand for frames left out, and where a thread was started, the stack that started it.
 std::vector<std::string> stack_text(StackFrames& stacks, uint32_t stack_id, const ReportOptions& options);
+
+// What the text report says of a job after its table of ranks, a sentence each, unwrapped: which ranks
+// stand apart, intrude on another's device, ran out of memory or were killed, share a leak. Many ranks
+// alike are told in one sentence. The HTML page says the same.
+std::vector<std::string> job_findings(const JobFacts& job, const std::vector<ProcessReport>& reports);
 
 // What grew and what shrank between two states (--diff, --between), the largest change first.
 std::string render_changes_text(Comparison& comparison, const ReportOptions& options);

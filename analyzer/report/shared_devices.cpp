@@ -91,10 +91,8 @@ std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<Proc
         std::stable_sort(
             shared.users.begin(), shared.users.end(),
             [](const DeviceUser& a, const DeviceUser& b) { return a.peak_reserved > b.peak_reserved; });
-        for (const DeviceUser& user : shared.users) {
-            shared.final_reserved += user.final_reserved;
+        for (const DeviceUser& user : shared.users)
             shared.contexts += user.context ? 1 : 0;
-        }
         shared.peak_reserved = peak_together(shared, reports);
         devices->push_back(std::move(shared));
     }

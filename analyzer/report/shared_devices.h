@@ -29,10 +29,8 @@ struct SharedDevice {
     std::string uuid;              // empty where the traces do not say
     int device = 0;                // its first user's number of it
     std::vector<DeviceUser> users; // most reserved at their peaks first
-    // The most its users reserved there at one time (their timelines summed over the host's clock), and
-    // what they held at their ends.
+    // The most its users reserved there at one time: their timelines summed on the host's clock.
     uint64_t peak_reserved = 0;
-    uint64_t final_reserved = 0;
     size_t contexts = 0;
     std::optional<uint64_t> capacity; // as a user's driver said
 };

@@ -617,6 +617,84 @@
     return table;
   }
 
+  // The job's ranks as one: a bar a rank (its peak of reserved memory, and what it held at its end), the
+  // ranks that stand apart marked, then what the text report says of them. One bar a rank stays bounded:
+  // a thousand ranks are a thousand thin bars.
+  function jobSection(job) {
+    const title = (job.id === null ? "" : `Job ${job.id}, `) + plural(job.ranks.length, "rank") +
+      (job.world_size === null ? "" : ` of ${job.world_size}`);
+    const width = 1180;
+    const height = 200;
+    const left = 70;
+    const bottom = 24;
+    const plotWidth = width - left - 10;
+    const plotHeight = height - bottom - 10;
+    const highest = Math.max(1, ...job.ranks.map((rank) => rank.peak_reserved_bytes));
+    const step = plotWidth / Math.max(1, job.ranks.length);
+    const apart = new Set(job.apart.map((entry) => entry.rank));
+    const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", class: "ranks", role: "img",
+      "aria-label": `peak reserved memory of each of ${job.ranks.length} ranks` });
+    chart.append(svg("text", { x: left - 6, y: 18, "text-anchor": "end", text: bytes(highest) }),
+      svg("text", { x: left - 6, y: 10 + plotHeight, "text-anchor": "end", text: "0" }));
+    job.ranks.forEach((rank, index) => {
+      const x = left + index * step;
+      const barWidth = Math.max(1, step - (step > 4 ? 1 : 0));
+      const scaled = (value) => (plotHeight * value) / highest;
+      const peak = svg("rect", { x, y: 10 + plotHeight - scaled(rank.peak_reserved_bytes), width: barWidth,
+        height: scaled(rank.peak_reserved_bytes), class: `rank-peak ${rank.diagnosis}${apart.has(rank.rank) ? " apart" : ""}`,
+        "data-rank": rank.rank });
+      const final = svg("rect", { x, y: 10 + plotHeight - scaled(rank.final_reserved_bytes), width: barWidth,
+        height: scaled(rank.final_reserved_bytes), class: "rank-final" });
+      const text = `rank ${rank.rank} on ${rank.hostname}${rank.local_rank === null ? "" : ` (local ${rank.local_rank})`}: ` +
+        `peak ${bytes(rank.peak_reserved_bytes)}, ${bytes(rank.final_reserved_bytes)} at its end, ` +
+        `${rank.diagnosis.replace(/_/g, " ")}` + (rank.top_site ? `\n${rank.diagnosis === "leak" ? "grows" : "holds most"} at ${rank.top_site}` : "");
+      for (const box of [peak, final]) {
+        box.addEventListener("mousemove", (event) => showTooltip(event, text));
+        box.addEventListener("mouseleave", hideTooltip);
+      }
+      chart.append(peak, final);
+    });
+    const first = job.ranks.length ? job.ranks[0].rank : 0;
+    const last = job.ranks.length ? job.ranks[job.ranks.length - 1].rank : 0;
+    chart.append(svg("text", { x: left, y: height - 6, text: `rank ${first}` }),
+      svg("text", { x: width - 10, y: height - 6, "text-anchor": "end", text: `rank ${last}` }));
+    return html("section", { class: "job" },
+      html("h2", { text: title }),
+      html("figure", {}, chart,
+        html("figcaption", { text: "Each rank's peak of reserved memory (the full bar; outlined where it stands apart " +
+          "from the other ranks) and what it held at its end (shaded blue). A leaking rank's bar is drawn in the " +
+          "failure colour." })),
+      ...(job.findings || []).map((finding) => html("p", { class: "diagnosis", text: finding })));
+  }
+
+  // Each device that several processes used: what they held together, and each one's share.
+  function sharedDevicesSection(devices, processes) {
+    const byPid = new Map(processes.map((process) => [process.pid, process]));
+    const section = html("section", { class: "shared-devices" }, html("h2", { text: "Devices shared by processes" }));
+    for (const device of devices) {
+      const contexts = device.contexts ? `; ${plural(device.contexts, "process")} made a context there, which takes ` +
+        "hundreds of MiB on a real GPU that no allocation counts" : "";
+      section.append(html("p", { text: `Device ${device.device} on ${device.hostname} was used by ` +
+        `${plural(device.processes.length, "process", "processes")}: together they reserved at most ` +
+        `${bytes(device.peak_reserved_bytes)} at once` + (device.capacity_bytes === null ? "" : ` of its ${bytes(device.capacity_bytes)}`) +
+        `${contexts}.` }));
+      const body = html("tbody");
+      for (const user of device.processes) {
+        const process = byPid.get(user.pid);
+        const who = process && process.role && process.role.text ? process.role.text : (process ? (process.command || []).join(" ") : "");
+        body.append(html("tr", {},
+          html("td", {}, process && process.drawn ? processLink(user.pid) : document.createTextNode(String(user.pid))),
+          html("td", { text: who }),
+          html("td", { class: "number", text: bytes(user.peak_reserved_bytes) }),
+          html("td", { class: "number", text: bytes(user.final_reserved_bytes) }),
+          html("td", { text: user.context ? (user.context_site ? `made at ${user.context_site}` : "yes") : "no" })));
+      }
+      section.append(html("table", {}, html("thead", {}, html("tr", {},
+        ...["pid", "who", "peak reserved", "at its end", "context"].map((text) => html("th", { text })))), body));
+    }
+    return section;
+  }
+
   function stateName(state) {
     const process = `pid ${state.pid} (${state.command_line.join(" ")})`;
     return state.marker === null ? `the end of ${process}` : `"${state.marker}" at ${seconds(state.t_s)} in ${process}`;
@@ -667,7 +745,10 @@
     document.title = "gpuleak: " + processes[0].command.join(" ");
   main.replaceChildren(html("h1", { text: "gpuleak report" }),
     html("p", { class: "muted", text: `${plural(processes.length, "process", "processes")}. Made by gpuleak-report; everything it shows is in this file.` }));
+  if (report.job) main.append(jobSection(report.job));
   if (processes.length > 1) main.append(processTable(processes));
+  if (report.run && report.run.shared_devices && report.run.shared_devices.length)
+    main.append(sharedDevicesSection(report.run.shared_devices, processes));
   const listed = processes.filter((process) => !process.drawn).length;
   if (listed)
     main.append(html("p", { class: "muted", text: `The page draws the ${processes.length - listed} processes that say the most ` +

@@ -59,6 +59,7 @@ SCENARIOS = {
     "many_live": lambda d: traced(d, [program("scenario_many_live"), "50000"], GPULEAK_MAX_MB="4"),
     # More processes than the page draws: 69 stable ones and one that leaks.
     "many_processes": lambda d: many_processes(d, 69),
+    "job": lambda d: job(d, 8),
 }
 
 
@@ -66,6 +67,19 @@ def many_processes(directory, stable):
     for _ in range(stable):
         traced(directory, [program("scenario_stable")], GPULEAK_MAX_MB="4")
     return traced(directory, [program("scenario_leak"), "20"], GPULEAK_MAX_MB="4")
+
+
+def job(directory, ranks):
+    """A job of `ranks` ranks, a device each, in which rank 3 leaks, rank 5 only makes a context on device 0
+    before it picks its own, and the others allocate there first."""
+    for rank in range(ranks):
+        if rank == 3:
+            command = [program("scenario_leak"), "30"]
+        else:
+            command = [program("scenario_rank_device")] + (["context"] if rank == 5 else [])
+        traced(directory, command, GPULEAK_SIM_DEVICES=str(ranks), RANK=str(rank), LOCAL_RANK=str(rank),
+               WORLD_SIZE=str(ranks))
+    return sorted(directory.glob("trace.*"))
 
 
 def drawn_in_page(document, page):
@@ -370,6 +384,41 @@ def test_a_process_a_signal_ended_says_so_with_who_sent_it_before_its_diagnosis(
     assert said[0].endswith(": sent by pid %d (%s), its parent" % (os.getpid(), own_command_name())), said
     # Then the verdict, as for any process.
     assert re.match(r"(leak|stable|cache growth|host ram growth|outside allocators|incomplete): ", said[1]), said
+
+
+def test_a_job_draws_a_bar_per_rank_and_says_what_the_text_says(tmp_path, browser):
+    traces = job(tmp_path, 8)
+    document = json.loads(report("--format", "json", *traces))
+    text = report("--no-color", *traces)
+    page_file = tmp_path / "report.html"
+    report("--format", "html", "-o", page_file, *traces)
+    page = browser.open(page_file.as_uri())
+    try:
+        assert problems_of(browser, page, page_file) == []
+        bars = page.evaluate("[...document.querySelectorAll('section.job rect.rank-peak')].map((bar) => "
+                             "({rank: Number(bar.dataset.rank), height: bar.height.baseVal.value, "
+                             "classes: [...bar.classList]}))")
+        findings = page.evaluate("[...document.querySelectorAll('section.job p.diagnosis')].map((p) => p.textContent)")
+        shared = page.evaluate("document.querySelector('section.shared-devices').innerText")
+    finally:
+        page.close()
+    ranks = document["job"]["ranks"]
+    assert [bar["rank"] for bar in bars] == [row["rank"] for row in ranks] == list(range(8))
+    # Heights in proportion to the peaks, the leaking rank in the failure colour.
+    highest = max(row["peak_reserved_bytes"] for row in ranks)
+    tallest = max(bar["height"] for bar in bars)
+    for bar, row in zip(bars, ranks):
+        assert abs(bar["height"] - tallest * row["peak_reserved_bytes"] / highest) < 0.5
+        assert ("leak" in bar["classes"]) == (row["diagnosis"] == "leak")
+    assert "leak" in bars[3]["classes"]
+    # What the text report says after its table, sentence for sentence; many intruders told as one.
+    assert findings and all(" ".join(finding.split()) in " ".join(text.split()) for finding in findings)
+    assert any(finding.startswith("5 ranks (ranks 1, 2, 4, 6 and 7) made contexts or memory on another rank's "
+                                  "device of their machine (first at main (") for finding in findings), findings
+    assert any(finding.startswith("Rank 5 made a context or memory on another rank's device of its machine (first "
+                                  "at main (") for finding in findings), findings
+    # Device 0 was every rank's: rank 0's own, the others' before they picked theirs.
+    assert "Device 0 on " in shared and "was used by 8 processes" in shared
 
 
 def own_command_name():
