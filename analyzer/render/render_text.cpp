@@ -965,7 +965,20 @@ void append_shared_devices(std::string& out, const std::vector<SharedDevice>& de
                 "process's own figures (torch.cuda.memory_allocated(), for one) count only its share.",
                 where, device.users.size(), human_bytes(device.peak_reserved), of, contexts),
             ""));
-        constexpr const char* kRow = "  {:>7}  {:<24} {:>9} {:>9}  {}\n";
+        // Workers of a DataLoader that made contexts: the dataset touched CUDA.
+        const auto worker =
+            std::find_if(device.users.begin(), device.users.end(), [&](const DeviceUser& user) {
+                return user.context && reports[user.process].model.role.kind == RoleKind::DataLoaderWorker;
+            });
+        if (worker != device.users.end())
+            out += wrapped(
+                fmt::format("DataLoader workers made contexts of their own there{}: each worker that "
+                            "touches CUDA holds its own share of the device. Keep CUDA out of the "
+                            "dataset, and move each batch to the GPU in the training loop.",
+                            worker->context_site.empty() ? std::string()
+                                                         : " (first at " + worker->context_site + ")"),
+                "");
+        constexpr const char* kRow = "  {:>7}  {:<30} {:>9} {:>9}  {}\n";
         out += fmt::format(kRow, "pid", "process", "reserved", "final", "context");
         for (size_t user_shown = 0; user_shown < device.users.size() && user_shown < kDeviceUsersShown;
              ++user_shown) {
@@ -976,7 +989,7 @@ void append_shared_devices(std::string& out, const std::vector<SharedDevice>& de
                 who = short_command(model);
             const std::string numbered =
                 user.device != device.device ? fmt::format(" (its device {})", user.device) : std::string();
-            out += fmt::format(kRow, model.header.pid, cut_to_columns(who + numbered, 24),
+            out += fmt::format(kRow, model.header.pid, cut_to_columns(who + numbered, 30),
                                human_bytes(user.peak_reserved), human_bytes(user.final_reserved),
                                user.context ? "yes" : "no");
             if (!user.context_site.empty())

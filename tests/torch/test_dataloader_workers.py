@@ -1,8 +1,9 @@
 """Real PyTorch DataLoaders under `gpuleak run` (tests/torch/dataloader/: plain scripts): every worker is
 recorded from its fork to its end, named as the loader's worker, and its host memory diagnosed beside
 the main process's GPU verdict: copy-on-write of a dataset held as Python objects, a worker's own leak,
-nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill. torchrun's
-ranks (tests/torch/ranks/) are named by their rank.
+nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill; workers
+whose dataset touches CUDA are counted on the device beside the training process. torchrun's ranks
+(tests/torch/ranks/) are named by their rank.
 
 Environment: that of test_workloads.py.
 """
@@ -178,6 +179,33 @@ def test_spawned_workers_are_recorded_from_their_start_to_their_end(tmp_path, ad
     # however short its work is against its imports (its work starts when its sys.modules is full).
     for worker in workers:
         assert worker["diagnosis"]["host"] is None, worker["diagnosis"]["host"]["text"]
+
+
+def test_workers_that_touch_cuda_are_counted_on_the_device_beside_the_training_process(tmp_path, adapter_cache):
+    traced, main, others = traced_run(tmp_path, adapter_cache, "cuda_in_getitem.py", alone_too=True)
+    workers = [worker for worker in workers_of(main, others) if worker["role"]["kind"] == "dataloader_worker"]
+    assert len(workers) == 2
+    with open(tmp_path / "run" / "report.json") as report:
+        (device,) = json.load(report)["run"]["shared_devices"]
+    assert device["device"] == 0 and device["contexts"] == 3
+    users = {user["pid"]: user for user in device["processes"]}
+    assert set(users) == {main["pid"]} | {worker["pid"] for worker in workers}
+    for worker in workers:
+        user = users[worker["pid"]]
+        # Each worker's own 1 MiB tensor, in a block of the caching allocator's 2 MiB segment.
+        assert user["peak_reserved_bytes"] == 2 * MiB and user["context"], user
+        assert user["context_site"].endswith("cuda_in_getitem.py:20 in Normalised.__getitem__"), user
+        assert worker["contexts"][0]["where"] == user["context_site"]
+    assert users[main["pid"]]["context_site"].endswith("cuda_in_getitem.py:26 in <module>")
+    # Together: the workers serve every batch the training process works on, holding their memory all the
+    # while, so its peak came with theirs.
+    assert device["peak_reserved_bytes"] >= main["summary"]["peak_reserved_bytes"] + 2 * 2 * MiB
+    with open(tmp_path / "run" / "report.txt") as report:
+        text = " ".join(report.read().split())
+    assert "Device 0 was used by 3 processes: together they reserved at most " in text
+    assert "DataLoader workers made contexts of their own there (first at " in text
+    assert ("cuda_in_getitem.py:20 in Normalised.__getitem__): each worker that touches CUDA holds its own share "
+            "of the device.") in text
 
 
 def test_two_loaders_read_together_number_their_workers_each_from_0(tmp_path, adapter_cache):
