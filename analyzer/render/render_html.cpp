@@ -9,6 +9,7 @@
 
 #include "html_assets.h"
 #include "model/timeline_thinning.h"
+#include "render/diagnosis_text.h"
 #include "render/render_json.h"
 #include "render/render_text.h"
 #include "report/site_changes.h"
@@ -522,7 +523,8 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
     json document = render_json(reports, options);
     // The page says of the job what the text report says, and draws its ranks.
     if (!reports.empty() && reports.front().job)
-        document["job"]["findings"] = job_findings(*reports.front().job, reports);
+        document["job"]["findings"] = job_findings(
+            *reports.front().job, [&](const RankRow& row) { return ended_text(reports[row.process].model); });
     const std::vector<bool> drawn = drawn_processes(reports);
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     for (size_t i = 0; i < reports.size(); ++i) {

@@ -604,9 +604,14 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
     json failed = json::array();
     for (const FailedRank& rank : job.failed)
         failed.push_back({{"rank", job.ranks[rank.index].rank},
-                          {"out_of_memory", rank.out_of_memory.has_value()},
+                          {"out_of_memory", rank.out_of_memory},
+                          {"asked_bytes", rank.out_of_memory ? json(rank.asked_bytes) : json()},
+                          {"device", rank.out_of_memory ? json(rank.device) : json()},
+                          {"reserved_bytes", rank.out_of_memory ? optional_json(rank.reserved_then) : json()},
                           {"failure_site", rank.failure_site.empty() ? json() : json(rank.failure_site)},
-                          {"killed", rank.killed}});
+                          {"killed", rank.killed},
+                          {"ended", ended_text(reports[job.ranks[rank.index].process].model)},
+                          {"ended_unix_s", static_cast<double>(rank.ended_realtime_ns) / 1e9}});
     json shared = json::array();
     for (const SharedLeak& leak : job.shared_leaks)
         shared.push_back({{"site", leak.site}, {"ranks", leak.ranks}, {"bytes", leak.bytes}});

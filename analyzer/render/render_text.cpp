@@ -773,8 +773,7 @@ void tell_intruders(std::vector<std::string>& findings, const JobFacts& job) {
     findings.emplace_back(kContextAdvice);
 }
 
-void tell_failures(std::vector<std::string>& findings, const JobFacts& job,
-                   const std::vector<ProcessReport>& reports) {
+void tell_failures(std::vector<std::string>& findings, const JobFacts& job, const EndedText& ended) {
     std::vector<const FailedRank*> out_of_memory;
     std::vector<const FailedRank*> killed;
     for (const FailedRank& failed : job.failed) {
@@ -783,19 +782,15 @@ void tell_failures(std::vector<std::string>& findings, const JobFacts& job,
         if (failed.killed)
             killed.push_back(&failed);
     }
-    const auto model_of = [&](const FailedRank& failed) -> const ProcessModel& {
-        return reports[job.ranks[failed.index].process].model;
-    };
     if (out_of_memory.size() <= kToldOneByOne) {
         for (const FailedRank* failed : out_of_memory) {
-            const FailureSummary& failure = model_of(*failed).failures[*failed->out_of_memory];
             const std::string reserved =
-                failure.reserved_then
-                    ? fmt::format(" with {} reserved there", human_bytes(*failure.reserved_then))
+                failed->reserved_then
+                    ? fmt::format(" with {} reserved there", human_bytes(*failed->reserved_then))
                     : std::string();
             findings.push_back(fmt::format("Rank {} ran out of memory at {}: it asked for {} on device {}{}.",
                                            job.ranks[failed->index].rank, failed->failure_site,
-                                           human_bytes(failure.bytes), failure.device, reserved));
+                                           human_bytes(failed->asked_bytes), failed->device, reserved));
         }
     } else {
         std::map<std::string, std::vector<int>> by_site;
@@ -809,36 +804,34 @@ void tell_failures(std::vector<std::string>& findings, const JobFacts& job,
                 site));
     }
     if (killed.size() <= kToldOneByOne) {
-        for (const FailedRank* failed : killed)
-            findings.push_back(fmt::format("Rank {} {}; it held {} reserved at its end.",
-                                           job.ranks[failed->index].rank, ended_text(model_of(*failed)),
-                                           human_bytes(job.ranks[failed->index].final_reserved)));
+        for (const FailedRank* failed : killed) {
+            const RankRow& row = job.ranks[failed->index];
+            findings.push_back(fmt::format("Rank {} {}; it held {} reserved at its end.", row.rank,
+                                           ended(row), human_bytes(row.final_reserved)));
+        }
         return;
     }
     // The first to end is where to look: a launcher stops the others once one rank has failed.
     const FailedRank* first =
-        *std::min_element(killed.begin(), killed.end(), [&](const FailedRank* a, const FailedRank* b) {
-            const ProcessModel& first_model = model_of(*a);
-            const ProcessModel& second_model = model_of(*b);
-            return first_model.header.start_monotonic_ns + first_model.duration_ns <
-                   second_model.header.start_monotonic_ns + second_model.duration_ns;
+        *std::min_element(killed.begin(), killed.end(), [](const FailedRank* a, const FailedRank* b) {
+            return a->ended_realtime_ns < b->ended_realtime_ns;
         });
     std::vector<int> ranks;
     for (const FailedRank* failed : killed)
         ranks.push_back(job.ranks[failed->index].rank);
     findings.push_back(fmt::format("{} ranks were killed ({}). The first to end, rank {}, {}.", killed.size(),
                                    ranks_named(ranks), job.ranks[first->index].rank,
-                                   ended_text(model_of(*first))));
+                                   ended(job.ranks[first->index])));
 }
 
 } // namespace
 
-std::vector<std::string> job_findings(const JobFacts& job, const std::vector<ProcessReport>& reports) {
+std::vector<std::string> job_findings(const JobFacts& job, const EndedText& ended) {
     std::vector<std::string> findings;
     tell_apart(findings, job, ApartBy::Peak);
     tell_apart(findings, job, ApartBy::Growth);
     tell_intruders(findings, job);
-    tell_failures(findings, job, reports);
+    tell_failures(findings, job, ended);
     for (const SharedLeak& leak : job.shared_leaks)
         findings.push_back(fmt::format(
             "{} of {} ranks leak at {} ({}): {} held there over them as their code ended.", leak.ranks.size(),
@@ -884,7 +877,8 @@ void append_job_table(std::string& out, const JobFacts& job, const std::vector<P
                                          row.top_site)) +
                    "\n";
     }
-    for (const std::string& finding : job_findings(job, reports))
+    for (const std::string& finding :
+         job_findings(job, [&](const RankRow& row) { return ended_text(reports[row.process].model); }))
         out += wrapped(finding, "  ");
     out += "\n";
 }
@@ -1102,7 +1096,7 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
 std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options) {
     const Style style(options.color);
     std::string out;
-    if (!reports.empty() && reports.front().job)
+    if (!reports.empty() && reports.front().job && reports.front().job->ranks.size() > 1)
         append_job_table(out, *reports.front().job, reports, style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);

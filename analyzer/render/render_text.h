@@ -1,6 +1,7 @@
 // The report as text for a terminal: a screenful per process, the diagnosis first.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@ std::vector<std::string> stack_text(StackFrames& stacks, uint32_t stack_id, cons
 // What the text report says of a job after its table of ranks, a sentence each, unwrapped: which ranks
 // stand apart, intrude on another's device, ran out of memory or were killed, share a leak. Many ranks
 // alike are told in one sentence. The HTML page says the same.
-std::vector<std::string> job_findings(const JobFacts& job, const std::vector<ProcessReport>& reports);
+// `ended` says how a rank's process ended ("killed by signal 15 (SIGTERM) after 4.0 s: ...").
+using EndedText = std::function<std::string(const RankRow&)>;
+std::vector<std::string> job_findings(const JobFacts& job, const EndedText& ended);
 
 // What grew and what shrank between two states (--diff, --between), the largest change first.
 std::string render_changes_text(Comparison& comparison, const ReportOptions& options);

@@ -103,6 +103,8 @@ void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports, const Ph
 // The ranks whose `measure` stands apart from their peers': against its peers only, as of two ranks the
 // median of both would sit halfway to the one apart.
 void find_apart(JobFacts& job, ApartBy by, uint64_t RankRow::*measure) {
+    if (job.ranks.size() < 2)
+        return;
     for (size_t i = 0; i < job.ranks.size(); ++i) {
         std::vector<uint64_t> peers;
         peers.reserve(job.ranks.size() - 1);
@@ -129,9 +131,13 @@ void find_failures(JobFacts& job, std::vector<ProcessReport>& reports) {
             std::find_if(model.failures.begin(), model.failures.end(),
                          [](const FailureSummary& failure) { return failure.out_of_memory(); });
         if (ran_out != model.failures.end()) {
-            failed.out_of_memory = static_cast<size_t>(ran_out - model.failures.begin());
+            failed.out_of_memory = true;
+            failed.asked_bytes = ran_out->bytes;
+            failed.device = ran_out->device;
+            failed.reserved_then = ran_out->reserved_then;
             failed.failure_site = report.stacks->describe(ran_out->stack_id);
         }
+        failed.ended_realtime_ns = model.header.start_realtime_ns + model.duration_ns;
         failed.killed =
             model.header.end.state == format::EndState::Signaled || killed_unseen(model.header.end);
         if (failed.out_of_memory || failed.killed)
@@ -147,7 +153,7 @@ std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
     for (size_t i = 0; i < reports.size(); ++i)
         if (reports[i].model.role.kind == RoleKind::Rank)
             job->ranks.push_back(row_of(reports[i], i));
-    if (job->ranks.size() < 2)
+    if (job->ranks.empty())
         return nullptr;
     std::sort(job->ranks.begin(), job->ranks.end(),
               [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });

@@ -67,10 +67,15 @@ struct ApartRank {
 // A rank that ran out of device memory, or was killed (by a signal, or leaving no end record).
 struct FailedRank {
     size_t index = 0; // into JobFacts::ranks
-    // Its first out-of-memory failure: into its ProcessModel::failures, with where it was asked for.
-    std::optional<size_t> out_of_memory;
+    // Its first out-of-memory failure: what it asked for, on which device, what it had reserved there
+    // then, and where it was asked for.
+    bool out_of_memory = false;
+    uint64_t asked_bytes = 0;
+    int device = 0;
+    std::optional<uint64_t> reserved_then;
     std::string failure_site;
     bool killed = false;
+    uint64_t ended_realtime_ns = 0; // when it ended, on the wall clock: comparable across machines
 };
 
 struct JobFacts {
@@ -83,7 +88,7 @@ struct JobFacts {
     std::vector<SharedLeak> shared_leaks; // on the most ranks first
 };
 
-// The job of the run's ranks; none where fewer than two processes are ranks.
+// The job of the run's ranks; none where no process is a rank.
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
                                           const PhysicalDevices& devices);
 

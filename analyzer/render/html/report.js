@@ -745,7 +745,7 @@
     document.title = "gpuleak: " + processes[0].command.join(" ");
   main.replaceChildren(html("h1", { text: "gpuleak report" }),
     html("p", { class: "muted", text: `${plural(processes.length, "process", "processes")}. Made by gpuleak-report; everything it shows is in this file.` }));
-  if (report.job) main.append(jobSection(report.job));
+  if (report.job && report.job.ranks.length > 1) main.append(jobSection(report.job));
   if (processes.length > 1) main.append(processTable(processes));
   if (report.run && report.run.shared_devices && report.run.shared_devices.length)
     main.append(sharedDevicesSection(report.run.shared_devices, processes));
