@@ -14,6 +14,7 @@
 #include "read/trace_error.h"
 #include "read/trace_set.h"
 #include "render/renderers.h"
+#include "report/merged_report.h"
 #include "report/report_builder.h"
 #include "report/site_changes.h"
 #include "symbols/symbol_cache.h"
@@ -83,6 +84,47 @@ std::optional<gpuleak::analyzer::Comparison> compare_markers(gpuleak::analyzer::
                    {&report, after.time_ns, after.label, after.sites});
 }
 
+// The report to stdout, or to `output_path`; the exit status.
+int write_report(const std::string& text, const std::string& output_path) {
+    if (output_path.empty()) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return 0;
+    }
+    // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
+    if (const int failure = gpuleak::write_regular_file(output_path.c_str(), text.data(), text.size(), 0600);
+        failure != 0) {
+        say(fmt::format("{}: cannot write the report: {}", output_path,
+                        gpuleak::write_failure_text(failure)));
+        return kBadInput;
+    }
+    return 0;
+}
+
+// --merge: the machines' reports of a job as one.
+int merged_report(const std::vector<std::string>& inputs, const gpuleak::analyzer::Renderer& renderer,
+                  const gpuleak::analyzer::ReportOptions& options, const std::string& output_path) {
+    using namespace gpuleak::analyzer;
+    if (renderer.render_merged == nullptr) {
+        std::vector<std::string_view> able;
+        for (const Renderer& other : renderers())
+            if (other.render_merged != nullptr)
+                able.push_back(other.name);
+        say(fmt::format("--format {} cannot show merged reports: {} can", renderer.name,
+                        fmt::join(able, ", ")));
+        return kBadInput;
+    }
+    MergedReport merged;
+    try {
+        merged = merge_reports(inputs);
+    } catch (const TraceError& error) {
+        say(error.what());
+        return kBadInput;
+    }
+    for (const std::string& warning : merged.warnings)
+        say(warning);
+    return write_report(renderer.render_merged(merged, options), output_path);
+}
+
 int run(int argc, char** argv) {
     using namespace gpuleak::analyzer;
     CLI::App app{"gpuleak-report: explains the GPU memory of a traced run: leaks, cache growth, OOM sites"};
@@ -128,6 +170,13 @@ int run(int argc, char** argv) {
            "as --diff")
         ->expected(2)
         ->excludes(diff_flag);
+    bool merge = false;
+    app.add_flag("--merge", merge,
+                 "read the report.json that gpuleak run wrote of each machine's run of a job (the files, or "
+                 "the job's -o DIR) as one report, without reading their traces: the ranks, what they say "
+                 "together, the devices that processes shared; text, json or html")
+        ->excludes(diff_flag)
+        ->excludes("--between");
     app.add_option("-o,--output", output_path, "write the report to this file instead of stdout");
     app.add_option("--top", options.top, "leak origins and failures listed per process")
         ->check(CLI::Range(1, 100000));
@@ -175,6 +224,8 @@ int run(int argc, char** argv) {
                                                  : ""));
         return kBadInput;
     }
+    if (merge)
+        return merged_report(inputs, renderer, options, output_path);
     if (diff && inputs.size() != 2) {
         say("--diff compares two traces: name the one before and the one after (each a trace file or a "
             "directory)");
@@ -243,18 +294,7 @@ int run(int argc, char** argv) {
         for (const std::string& warning : warnings)
             say(warning);
     }
-    if (output_path.empty()) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        return 0;
-    }
-    // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
-    if (const int failure = gpuleak::write_regular_file(output_path.c_str(), text.data(), text.size(), 0600);
-        failure != 0) {
-        say(fmt::format("{}: cannot write the report: {}", output_path,
-                        gpuleak::write_failure_text(failure)));
-        return kBadInput;
-    }
-    return 0;
+    return write_report(text, output_path);
 }
 
 } // namespace

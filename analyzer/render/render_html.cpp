@@ -540,4 +540,15 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
     return page_of(document);
 }
 
+std::string render_merged_html(const MergedReport& merged) {
+    json document = render_merged_json(merged);
+    if (!merged.job.ranks.empty())
+        document["job"]["findings"] =
+            job_findings(merged.job, [&](const RankRow& row) { return merged.ended_of(row); });
+    // Each machine's own page draws its processes: this one lists them.
+    for (json& process : document["processes"])
+        process = listed_process(process);
+    return page_of(document);
+}
+
 } // namespace gpuleak::analyzer

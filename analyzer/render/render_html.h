@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/merged_report.h"
 #include "report/report.h"
 #include "report/site_changes.h"
 
@@ -14,6 +15,10 @@ namespace gpuleak::analyzer {
 
 // The models must hold their live allocations and events (ModelDetail::Allocations).
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+// The reports of a job's machines merged: the ranks' chart and what they say together, the devices that
+// processes shared, and every process listed (each machine's own page draws them).
+std::string render_merged_html(const MergedReport& merged);
 
 // What changed between two states (--diff, --between): each site's bytes then and now as a pair of bars,
 // with its stack, the largest change first.

@@ -463,6 +463,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                     {"ppid", model.header.ppid},
                     {"hostname", model.header.hostname},
                     {"job", model.header.job.empty() ? json() : json(model.header.job)},
+                    {"started_unix_s", static_cast<double>(model.header.start_realtime_ns) / 1e9},
                     {"command", model.header.command_line},
                     {"role", role_json(model.role)},
                     {"started_at", report.started_at.empty() ? json() : json(report.started_at)},
@@ -569,11 +570,11 @@ json render_changes_json(Comparison& comparison, const ReportOptions& options) {
 
 namespace {
 
-json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
+json job_json(const JobFacts& job, const EndedText& ended) {
     json ranks = json::array();
     for (const RankRow& row : job.ranks)
         ranks.push_back({{"rank", row.rank},
-                         {"pid", reports[row.process].model.header.pid},
+                         {"pid", row.pid},
                          {"hostname", row.host},
                          {"local_rank", row.local_rank >= 0 ? json(row.local_rank) : json()},
                          {"node_rank", row.node_rank >= 0 ? json(row.node_rank) : json()},
@@ -584,7 +585,8 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
                          {"final_allocated_bytes", row.final_allocated},
                          {"diagnosis", diagnosis_kind_name(row.verdict)},
                          {"leaked_bytes", row.leaked},
-                         {"top_site", row.top_site.empty() ? json() : json(row.top_site)}});
+                         {"top_site", row.top_site.empty() ? json() : json(row.top_site)},
+                         {"top_site_bytes", row.top_site_bytes}});
     json apart = json::array();
     for (const ApartRank& rank : job.apart)
         apart.push_back({{"rank", job.ranks[rank.index].rank},
@@ -610,7 +612,7 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
                           {"reserved_bytes", rank.out_of_memory ? optional_json(rank.reserved_then) : json()},
                           {"failure_site", rank.failure_site.empty() ? json() : json(rank.failure_site)},
                           {"killed", rank.killed},
-                          {"ended", ended_text(reports[job.ranks[rank.index].process].model)},
+                          {"ended", ended(job.ranks[rank.index])},
                           {"ended_unix_s", static_cast<double>(rank.ended_realtime_ns) / 1e9}});
     json shared = json::array();
     for (const SharedLeak& leak : job.shared_leaks)
@@ -624,13 +626,12 @@ json job_json(const JobFacts& job, const std::vector<ProcessReport>& reports) {
             {"shared_leaks", std::move(shared)}};
 }
 
-json shared_devices_json(const std::vector<SharedDevice>& devices,
-                         const std::vector<ProcessReport>& reports) {
+json shared_devices_json(const std::vector<SharedDevice>& devices) {
     json all = json::array();
     for (const SharedDevice& device : devices) {
         json users = json::array();
         for (const DeviceUser& user : device.users)
-            users.push_back({{"pid", reports[user.process].model.header.pid},
+            users.push_back({{"pid", user.pid},
                              {"device", user.device},
                              {"peak_reserved_bytes", user.peak_reserved},
                              {"final_reserved_bytes", user.final_reserved},
@@ -669,9 +670,22 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
          {{"memory_peak", std::move(memory_peak)},
           {"shared_devices", reports.empty() || !reports.front().shared_devices
                                  ? json::array()
-                                 : shared_devices_json(*reports.front().shared_devices, reports)}}},
-        {"job", reports.empty() || !reports.front().job ? json() : job_json(*reports.front().job, reports)},
+                                 : shared_devices_json(*reports.front().shared_devices)}}},
+        {"job", reports.empty() || !reports.front().job
+                    ? json()
+                    : job_json(*reports.front().job,
+                               [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
         {"processes", std::move(processes)}};
+}
+
+json render_merged_json(const MergedReport& merged) {
+    return {
+        {"schema", "gpuleak-report/1"},
+        {"run", {{"memory_peak", json()}, {"shared_devices", shared_devices_json(merged.shared_devices)}}},
+        {"job", merged.job.ranks.empty()
+                    ? json()
+                    : job_json(merged.job, [&](const RankRow& row) { return merged.ended_of(row); })},
+        {"processes", merged.processes}};
 }
 
 } // namespace gpuleak::analyzer

@@ -5,12 +5,17 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "report/merged_report.h"
 #include "report/report.h"
 #include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 
 nlohmann::json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
+// The reports of a job's machines merged: the same schema, every process as its machine's report has it,
+// the job judged over all the ranks, and each machine's devices that processes shared.
+nlohmann::json render_merged_json(const MergedReport& merged);
 
 // What grew and what shrank between two states (--diff, --between), schema "gpuleak-changes/1".
 nlohmann::json render_changes_json(Comparison& comparison, const ReportOptions& options);

@@ -850,8 +850,7 @@ std::vector<std::string> job_findings(const JobFacts& job, const EndedText& ende
 
 namespace {
 
-void append_job_table(std::string& out, const JobFacts& job, const std::vector<ProcessReport>& reports,
-                      const Style& style) {
+void append_job_table(std::string& out, const JobFacts& job, const EndedText& ended, const Style& style) {
     const std::string world = job.world_size > 0 ? fmt::format(" of {}", job.world_size) : std::string();
     const std::string title =
         job.id.empty() ? fmt::format("{} ranks{}:", job.ranks.size(), world)
@@ -877,8 +876,7 @@ void append_job_table(std::string& out, const JobFacts& job, const std::vector<P
                                          row.top_site)) +
                    "\n";
     }
-    for (const std::string& finding :
-         job_findings(job, [&](const RankRow& row) { return ended_text(reports[row.process].model); }))
+    for (const std::string& finding : job_findings(job, ended))
         out += wrapped(finding, "  ");
     out += "\n";
 }
@@ -930,8 +928,9 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
 // Each device that several processes used: what they held together, and each one's share. At most
 // kSharedDevicesShown devices and kDeviceUsersShown users of each: a job of a thousand ranks has a device
 // per eight of them; the JSON report has them all.
+// `who` names a process of the run (DeviceUser::process) as the process table does.
 void append_shared_devices(std::string& out, const std::vector<SharedDevice>& devices,
-                           const std::vector<ProcessReport>& reports, const Style& style) {
+                           const std::function<std::string(size_t)>& who, const Style& style) {
     constexpr size_t kSharedDevicesShown = 16;
     constexpr size_t kDeviceUsersShown = 8;
     const bool several_hosts = std::any_of(devices.begin(), devices.end(), [&](const SharedDevice& device) {
@@ -961,9 +960,8 @@ void append_shared_devices(std::string& out, const std::vector<SharedDevice>& de
             ""));
         // Workers of a DataLoader that made contexts: the dataset touched CUDA.
         const auto worker =
-            std::find_if(device.users.begin(), device.users.end(), [&](const DeviceUser& user) {
-                return user.context && reports[user.process].model.role.kind == RoleKind::DataLoaderWorker;
-            });
+            std::find_if(device.users.begin(), device.users.end(),
+                         [&](const DeviceUser& user) { return user.context && user.dataloader_worker; });
         if (worker != device.users.end())
             out += wrapped(
                 fmt::format("DataLoader workers made contexts of their own there{}: each worker that "
@@ -977,13 +975,9 @@ void append_shared_devices(std::string& out, const std::vector<SharedDevice>& de
         for (size_t user_shown = 0; user_shown < device.users.size() && user_shown < kDeviceUsersShown;
              ++user_shown) {
             const DeviceUser& user = device.users[user_shown];
-            const ProcessModel& model = reports[user.process].model;
-            std::string who = role_text(model.role);
-            if (who.empty())
-                who = short_command(model);
             const std::string numbered =
                 user.device != device.device ? fmt::format(" (its device {})", user.device) : std::string();
-            out += fmt::format(kRow, model.header.pid, cut_to_columns(who + numbered, 30),
+            out += fmt::format(kRow, user.pid, cut_to_columns(who(user.process) + numbered, 30),
                                human_bytes(user.peak_reserved), human_bytes(user.final_reserved),
                                user.context ? "yes" : "no");
             if (!user.context_site.empty())
@@ -1097,15 +1091,50 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
     const Style style(options.color);
     std::string out;
     if (!reports.empty() && reports.front().job && reports.front().job->ranks.size() > 1)
-        append_job_table(out, *reports.front().job, reports, style);
+        append_job_table(
+            out, *reports.front().job,
+            [&](const RankRow& row) { return ended_text(reports[row.process].model); }, style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);
     if (!reports.empty() && reports.front().shared_devices)
-        append_shared_devices(out, *reports.front().shared_devices, reports, style);
+        append_shared_devices(
+            out, *reports.front().shared_devices,
+            [&](size_t process) {
+                const ProcessModel& model = reports[process].model;
+                const std::string role = role_text(model.role);
+                return role.empty() ? short_command(model) : role;
+            },
+            style);
     for (ProcessReport& report : reports)
         append_process(out, report, options, style);
     if (reports.size() > 1)
         append_run_memory(out, reports);
+    return out;
+}
+
+std::string render_merged_text(const MergedReport& merged, const ReportOptions& options) {
+    const Style style(options.color);
+    constexpr size_t kSourcesNamed = 8;
+    std::string out =
+        style.bold(fmt::format("Merged from {} report{} of the job's runs:", merged.sources.size(),
+                               merged.sources.size() == 1 ? "" : "s")) +
+        "\n";
+    for (size_t i = 0; i < merged.sources.size() && i < kSourcesNamed; ++i)
+        out += "  " + printable(merged.sources[i]) + "\n";
+    if (merged.sources.size() > kSourcesNamed)
+        out += fmt::format("  ... and {} more\n", merged.sources.size() - kSourcesNamed);
+    out += "\n";
+    if (merged.job.ranks.size() > 1)
+        append_job_table(
+            out, merged.job, [&](const RankRow& row) { return merged.ended_of(row); }, style);
+    append_shared_devices(
+        out, merged.shared_devices, [&](size_t process) { return printable(merged.process_names[process]); },
+        style);
+    out +=
+        wrapped(fmt::format("{} processes in all ({} ranks). Each run's report.txt, beside its report.json, "
+                            "tells its processes one by one.",
+                            merged.processes.size(), merged.job.ranks.size()),
+                "");
     return out;
 }
 

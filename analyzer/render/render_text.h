@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/job_facts.h"
+#include "report/merged_report.h"
 #include "report/report.h"
 #include "report/site_changes.h"
 
@@ -20,9 +21,12 @@ std::vector<std::string> stack_text(StackFrames& stacks, uint32_t stack_id, cons
 // What the text report says of a job after its table of ranks, a sentence each, unwrapped: which ranks
 // stand apart, intrude on another's device, ran out of memory or were killed, share a leak. Many ranks
 // alike are told in one sentence. The HTML page says the same.
-// `ended` says how a rank's process ended ("killed by signal 15 (SIGTERM) after 4.0 s: ...").
-using EndedText = std::function<std::string(const RankRow&)>;
+// `ended` says how a rank's process ended.
 std::vector<std::string> job_findings(const JobFacts& job, const EndedText& ended);
+
+// The reports of a job's machines merged (gpuleak-report --merge): the ranks, what they say together, the
+// devices that processes shared, and where each machine's report is.
+std::string render_merged_text(const MergedReport& merged, const ReportOptions& options);
 
 // What grew and what shrank between two states (--diff, --between), the largest change first.
 std::string render_changes_text(Comparison& comparison, const ReportOptions& options);

@@ -35,6 +35,14 @@ std::string json_changes(Comparison& comparison, const ReportOptions& options) {
     return json_text(render_changes_json(comparison, options));
 }
 
+std::string json_merged(const MergedReport& merged, const ReportOptions& /*options*/) {
+    return json_text(render_merged_json(merged));
+}
+
+std::string html_merged(const MergedReport& merged, const ReportOptions& /*options*/) {
+    return render_merged_html(merged);
+}
+
 std::string torch_snapshot(std::vector<ProcessReport>& reports, const ReportOptions& options,
                            std::vector<std::string>& warnings) {
     std::vector<std::string> unplaced;
@@ -56,13 +64,14 @@ std::string pprof(std::vector<ProcessReport>& reports, const ReportOptions& opti
 
 const std::array kRenderers{
     Renderer{"text", "what a terminal shows: the diagnosis, then a screenful per process", "text/plain",
-             "report.txt", false, false, ModelDetail::Summary, text, render_changes_text},
+             "report.txt", false, false, ModelDetail::Summary, text, render_changes_text, render_merged_text},
     Renderer{"json", "the whole report as JSON (schema gpuleak-report/1)", "application/json", "report.json",
-             false, false, ModelDetail::Summary, json, json_changes},
+             false, false, ModelDetail::Summary, json, json_changes, json_merged},
     Renderer{"html",
              "one self-contained page for a browser: the memory timeline with markers and failures, the "
              "diagnosis, a flame graph of what holds the memory, what a stretch of the run made",
-             "text/html", "report.html", false, false, ModelDetail::Allocations, html, render_changes_html},
+             "text/html", "report.html", false, false, ModelDetail::Allocations, html, render_changes_html,
+             html_merged},
     Renderer{"torch-snapshot",
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",

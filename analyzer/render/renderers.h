@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/process_model.h"
+#include "report/merged_report.h"
 #include "report/report.h"
 #include "report/site_changes.h"
 
@@ -28,6 +29,8 @@ struct Renderer {
                           std::vector<std::string>& warnings) = nullptr;
     // What changed between two states (--diff, --between); null where the format cannot say.
     std::string (*render_changes)(Comparison& comparison, const ReportOptions& options) = nullptr;
+    // The reports of a job's machines merged (--merge); null where the format cannot show them.
+    std::string (*render_merged)(const MergedReport& merged, const ReportOptions& options) = nullptr;
 };
 
 std::span<const Renderer> renderers();

@@ -20,6 +20,7 @@ RankRow row_of(ProcessReport& report, size_t process) {
     const ProcessModel& model = report.model;
     RankRow row;
     row.process = process;
+    row.pid = model.header.pid;
     row.rank = model.role.rank;
     row.local_rank = model.role.local_rank;
     row.node_rank = model.role.node_rank;
@@ -35,10 +36,14 @@ RankRow row_of(ProcessReport& report, size_t process) {
     if (report.diagnosis.leak && report.diagnosis.leak->cause == LeakCause::Growth)
         row.leaked = report.diagnosis.leak->bytes;
     const std::vector<LeakSite>& sites = model.leak_sites;
-    if (report.diagnosis.leak && !report.diagnosis.leak->sites.empty())
-        row.top_site = report.stacks->describe(sites[report.diagnosis.leak->sites.front()].stack_id);
-    else if (!sites.empty())
-        row.top_site = report.stacks->describe(sites.front().stack_id);
+    const LeakSite* top = report.diagnosis.leak && !report.diagnosis.leak->sites.empty()
+                              ? &sites[report.diagnosis.leak->sites.front()]
+                          : !sites.empty() ? &sites.front()
+                                           : nullptr;
+    if (top != nullptr) {
+        row.top_site = report.stacks->describe(top->stack_id);
+        row.top_site_bytes = top->bytes;
+    }
     return row;
 }
 
@@ -58,46 +63,6 @@ int main_device(const ProcessModel& model) {
             device = summary.device;
         }
     return device;
-}
-
-// Where `report`'s process first touched `device`: its context's stack, else the oldest site it still held
-// there.
-std::string first_touch(ProcessReport& report, int device) {
-    if (const DeviceContext* context = context_on(report.model, device); context && context->stack_id != 0)
-        return report.stacks->describe(context->stack_id);
-    const LeakSite* oldest = nullptr;
-    for (const LeakSite& site : report.model.leak_sites)
-        if (site.device == device && (oldest == nullptr || site.first_ns < oldest->first_ns))
-            oldest = &site;
-    return oldest != nullptr ? report.stacks->describe(oldest->stack_id) : std::string();
-}
-
-void find_intruders(JobFacts& job, std::vector<ProcessReport>& reports, const PhysicalDevices& devices) {
-    std::vector<int> mains;
-    mains.reserve(job.ranks.size());
-    for (const RankRow& row : job.ranks)
-        mains.push_back(main_device(reports[row.process].model));
-    for (size_t i = 0; i < job.ranks.size(); ++i) {
-        ProcessReport& report = reports[job.ranks[i].process];
-        for (const int device : job.ranks[i].devices) {
-            if (device == mains[i])
-                continue;
-            for (size_t j = 0; j < job.ranks.size(); ++j) {
-                const ProcessModel& owner = reports[job.ranks[j].process].model;
-                if (j == i || mains[j] < 0 ||
-                    devices.key(report.model, device) != devices.key(owner, mains[j]))
-                    continue;
-                const auto summary =
-                    std::find_if(report.model.devices.begin(), report.model.devices.end(),
-                                 [&](const DeviceSummary& each) { return each.device == device; });
-                job.intruding.push_back({i, device, job.ranks[j].rank,
-                                         context_on(report.model, device) != nullptr,
-                                         summary != report.model.devices.end() ? summary->peak_reserved : 0,
-                                         first_touch(report, device)});
-                break;
-            }
-        }
-    }
 }
 
 // The ranks whose `measure` stands apart from their peers': against its peers only, as of two ranks the
@@ -145,7 +110,68 @@ void find_failures(JobFacts& job, std::vector<ProcessReport>& reports) {
     }
 }
 
+// Where `report`'s process first touched `device`: its context's stack, else the oldest site it still held
+// there.
+std::string first_touch(ProcessReport& report, int device) {
+    if (const DeviceContext* context = context_on(report.model, device); context && context->stack_id != 0)
+        return report.stacks->describe(context->stack_id);
+    const LeakSite* oldest = nullptr;
+    for (const LeakSite& site : report.model.leak_sites)
+        if (site.device == device && (oldest == nullptr || site.first_ns < oldest->first_ns))
+            oldest = &site;
+    return oldest != nullptr ? report.stacks->describe(oldest->stack_id) : std::string();
+}
+
 } // namespace
+
+void find_intruders(JobFacts& job, const std::vector<const ProcessModel*>& models,
+                    const PhysicalDevices& devices, const FirstTouch& first_touch) {
+    std::vector<int> mains;
+    mains.reserve(job.ranks.size());
+    for (const RankRow& row : job.ranks)
+        mains.push_back(main_device(*models[row.process]));
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+        const ProcessModel& model = *models[job.ranks[i].process];
+        for (const int device : job.ranks[i].devices) {
+            if (device == mains[i])
+                continue;
+            for (size_t j = 0; j < job.ranks.size(); ++j) {
+                const ProcessModel& owner = *models[job.ranks[j].process];
+                if (j == i || mains[j] < 0 || devices.key(model, device) != devices.key(owner, mains[j]))
+                    continue;
+                const auto summary =
+                    std::find_if(model.devices.begin(), model.devices.end(),
+                                 [&](const DeviceSummary& each) { return each.device == device; });
+                job.intruding.push_back({i, device, job.ranks[j].rank, context_on(model, device) != nullptr,
+                                         summary != model.devices.end() ? summary->peak_reserved : 0,
+                                         first_touch(job.ranks[i].process, device)});
+                break;
+            }
+        }
+    }
+}
+
+void judge_ranks(JobFacts& job) {
+    job.apart.clear();
+    job.shared_leaks.clear();
+    find_apart(job, ApartBy::Peak, &RankRow::peak_reserved);
+    find_apart(job, ApartBy::Growth, &RankRow::leaked);
+    std::map<std::string, SharedLeak> by_site;
+    for (const RankRow& row : job.ranks) {
+        if (row.verdict != DiagnosisKind::Leak || row.top_site.empty())
+            continue;
+        SharedLeak& shared = by_site[row.top_site];
+        shared.site = row.top_site;
+        shared.ranks.push_back(row.rank);
+        shared.bytes += row.top_site_bytes;
+    }
+    for (auto& [site, shared] : by_site)
+        if (shared.ranks.size() >= 2)
+            job.shared_leaks.push_back(std::move(shared));
+    std::stable_sort(
+        job.shared_leaks.begin(), job.shared_leaks.end(),
+        [](const SharedLeak& a, const SharedLeak& b) { return a.ranks.size() > b.ranks.size(); });
+}
 
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
                                           const PhysicalDevices& devices) {
@@ -163,26 +189,14 @@ std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
             job->id = header.job;
         job->world_size = std::max(job->world_size, reports[row.process].model.role.world_size);
     }
-    find_apart(*job, ApartBy::Peak, &RankRow::peak_reserved);
-    find_apart(*job, ApartBy::Growth, &RankRow::leaked);
-    find_intruders(*job, reports, devices);
+    std::vector<const ProcessModel*> models;
+    models.reserve(reports.size());
+    for (const ProcessReport& report : reports)
+        models.push_back(&report.model);
+    find_intruders(*job, models, devices,
+                   [&](size_t process, int device) { return first_touch(reports[process], device); });
     find_failures(*job, reports);
-    std::map<std::string, SharedLeak> by_site;
-    for (const RankRow& row : job->ranks) {
-        const ProcessReport& report = reports[row.process];
-        if (row.verdict != DiagnosisKind::Leak || row.top_site.empty())
-            continue;
-        SharedLeak& shared = by_site[row.top_site];
-        shared.site = row.top_site;
-        shared.ranks.push_back(row.rank);
-        shared.bytes += report.model.leak_sites[report.diagnosis.leak->sites.front()].bytes;
-    }
-    for (auto& [site, shared] : by_site)
-        if (shared.ranks.size() >= 2)
-            job->shared_leaks.push_back(std::move(shared));
-    std::stable_sort(
-        job->shared_leaks.begin(), job->shared_leaks.end(),
-        [](const SharedLeak& a, const SharedLeak& b) { return a.ranks.size() > b.ranks.size(); });
+    judge_ranks(*job);
     return job;
 }
 

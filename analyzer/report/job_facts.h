@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ struct ProcessReport;
 
 struct RankRow {
     size_t process = 0; // among the run's reports
+    int pid = 0;
     int rank = -1;
     int local_rank = -1;
     int node_rank = -1;
@@ -31,6 +33,7 @@ struct RankRow {
     // Where its leak grows the most, else where it held the most as its code ended; empty where it held
     // nothing. StackFrames::describe's words: "train.py:88 in train_step".
     std::string top_site;
+    uint64_t top_site_bytes = 0; // what it held there at its end
 };
 
 // A context or memory a rank made on another rank's device (the one where that rank, on the same
@@ -91,5 +94,22 @@ struct JobFacts {
 // The job of the run's ranks; none where no process is a rank.
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
                                           const PhysicalDevices& devices);
+
+// Where process `process` (RankRow::process) first touched `device`, in StackFrames::describe's words; empty
+// where unknown.
+using FirstTouch = std::function<std::string(size_t process, int device)>;
+
+// The ranks that made contexts or memory on another rank's device of their machine (IntrudingRank), added
+// to `job`, whose rows are by rank; RankRow::process indexes `models`.
+void find_intruders(JobFacts& job, const std::vector<const ProcessModel*>& models,
+                    const PhysicalDevices& devices, const FirstTouch& first_touch);
+
+// What the ranks' rows say of them together: the ranks that stand apart, the leaks they share. `job` has
+// its rows, by rank; what it said before is replaced.
+void judge_ranks(JobFacts& job);
+
+// How a rank's process ended, in words ("killed by signal 15 (SIGTERM) after 4.0 s: ..."): what the
+// renderers say a killed rank did, from its model or from the report a machine wrote of it.
+using EndedText = std::function<std::string(const RankRow&)>;
 
 } // namespace gpuleak::analyzer

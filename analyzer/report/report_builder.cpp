@@ -173,7 +173,11 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
     diagnose_run(modelled, diagnoses);
     const PhysicalDevices physical(modelled);
     const std::shared_ptr<const JobFacts> job = job_facts(reports, physical);
-    const std::shared_ptr<const std::vector<SharedDevice>> shared = shared_devices(reports, physical);
+    const std::shared_ptr<const std::vector<SharedDevice>> shared =
+        shared_devices(modelled, physical, [&](size_t process, const DeviceContext& context) {
+            return context.stack_id != 0 ? reports[process].stacks->describe(context.stack_id)
+                                         : std::string();
+        });
     for (ProcessReport& report : reports) {
         report.job = job;
         report.shared_devices = shared;

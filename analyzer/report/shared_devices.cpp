@@ -4,8 +4,6 @@
 #include <map>
 #include <tuple>
 
-#include "report/report.h"
-
 namespace gpuleak::analyzer {
 
 namespace {
@@ -18,7 +16,7 @@ const DeviceSummary* summary_of(const ProcessModel& model, int device) {
 
 // The most the users held at one time: their timelines as steps on the host's monotonic clock, each
 // process's memory gone at its end (the driver frees what a process held when it ends).
-uint64_t peak_together(const SharedDevice& shared, const std::vector<ProcessReport>& reports) {
+uint64_t peak_together(const SharedDevice& shared, const std::vector<const ProcessModel*>& models) {
     struct Step {
         uint64_t time_ns;
         size_t user;
@@ -26,8 +24,9 @@ uint64_t peak_together(const SharedDevice& shared, const std::vector<ProcessRepo
     };
     std::vector<Step> steps;
     for (size_t user = 0; user < shared.users.size(); ++user) {
-        const ProcessModel& model = reports[shared.users[user].process].model;
-        const uint64_t start = model.header.start_monotonic_ns;
+        const ProcessModel& model = *models[shared.users[user].process];
+        // The wall clock: the same on one host for processes that a merge of machines' reports reads.
+        const uint64_t start = model.header.start_realtime_ns;
         if (const DeviceSummary* summary = summary_of(model, shared.users[user].device))
             for (const DevicePoint& point : summary->timeline)
                 steps.push_back({start + point.time_ns, user, point.reserved});
@@ -48,13 +47,13 @@ uint64_t peak_together(const SharedDevice& shared, const std::vector<ProcessRepo
 
 } // namespace
 
-std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<ProcessReport>& reports,
-                                                                const PhysicalDevices& physical) {
+std::shared_ptr<const std::vector<SharedDevice>>
+shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDevices& physical,
+               const SiteOfContext& context_site) {
     std::map<std::string, SharedDevice> by_key;
     std::vector<std::string> order;
-    for (size_t process = 0; process < reports.size(); ++process) {
-        ProcessReport& report = reports[process];
-        const ProcessModel& model = report.model;
+    for (size_t process = 0; process < models.size(); ++process) {
+        const ProcessModel& model = *models[process];
         for (const int device : devices_used(model)) {
             const std::string key = physical.key(model, device);
             auto [entry, added] = by_key.try_emplace(key);
@@ -66,6 +65,8 @@ std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<Proc
             }
             DeviceUser user;
             user.process = process;
+            user.pid = model.header.pid;
+            user.dataloader_worker = model.role.kind == RoleKind::DataLoaderWorker;
             user.device = device;
             if (const DeviceSummary* summary = summary_of(model, device)) {
                 user.peak_reserved = summary->peak_reserved;
@@ -77,8 +78,7 @@ std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<Proc
                 user.context = true;
                 if (shared.uuid.empty())
                     shared.uuid = context->uuid;
-                if (context->stack_id != 0)
-                    user.context_site = report.stacks->describe(context->stack_id);
+                user.context_site = context_site(process, *context);
             }
             shared.users.push_back(std::move(user));
         }
@@ -93,7 +93,7 @@ std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<Proc
             [](const DeviceUser& a, const DeviceUser& b) { return a.peak_reserved > b.peak_reserved; });
         for (const DeviceUser& user : shared.users)
             shared.contexts += user.context ? 1 : 0;
-        shared.peak_reserved = peak_together(shared, reports);
+        shared.peak_reserved = peak_together(shared, models);
         devices->push_back(std::move(shared));
     }
     if (devices->empty())

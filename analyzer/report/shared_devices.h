@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,11 +14,11 @@
 
 namespace gpuleak::analyzer {
 
-struct ProcessReport;
-
 struct DeviceUser {
     size_t process = 0; // among the run's reports
-    int device = 0;     // its number of the device
+    int pid = 0;
+    bool dataloader_worker = false;
+    int device = 0; // its number of the device
     uint64_t peak_reserved = 0;
     uint64_t final_reserved = 0;
     bool context = false;
@@ -35,9 +36,14 @@ struct SharedDevice {
     std::optional<uint64_t> capacity; // as a user's driver said
 };
 
-// The devices of the run that two processes or more used (held memory or made a context on), by host and
-// device; none where there are none.
-std::shared_ptr<const std::vector<SharedDevice>> shared_devices(std::vector<ProcessReport>& reports,
-                                                                const PhysicalDevices& devices);
+// Where process `process` (of those the facts are of) made `context`, in StackFrames::describe's words;
+// empty where unknown.
+using SiteOfContext = std::function<std::string(size_t process, const DeviceContext& context)>;
+
+// The devices that two processes or more of `models` used (held memory or made a context on), by host and
+// device; none where there are none. DeviceUser::process indexes `models`.
+std::shared_ptr<const std::vector<SharedDevice>>
+shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDevices& devices,
+               const SiteOfContext& context_site);
 
 } // namespace gpuleak::analyzer

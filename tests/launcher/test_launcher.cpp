@@ -454,6 +454,71 @@ TEST_CASE("a rank that ran out of memory is named with where it asked") {
                     ": it asked for ") != std::string::npos);
 }
 
+TEST_CASE("the machines' reports of a job merged say what reading every trace says of the job") {
+    TempDir dir;
+    const std::string job = dir.path() + "/job";
+    // Three tasks launched apart on one machine: rank 1 makes its context on rank 0's device, rank 2 runs
+    // out of memory. Only a merge that reads all three reports can see the first.
+    run_as_srun_task(dir, job, 0, 3, {program_path("scenario_rank_device")}, {"GPULEAK_SIM_DEVICES=3"});
+    run_as_srun_task(dir, job, 1, 3, {program_path("scenario_rank_device"), "context"},
+                     {"GPULEAK_SIM_DEVICES=3"});
+    run_as_srun_task(dir, job, 2, 3, {program_path("scenario_oom")},
+                     {"GPULEAK_SIM_DEVICES=3", "GPULEAK_SIM_CAPACITY=64MiB"});
+    const json direct = json::parse(report_output(dir, {"--format", "json", job}));
+    const json merged = json::parse(report_output(dir, {"--merge", "--format", "json", job}));
+    CHECK(merged["job"] == direct["job"]);
+    CHECK(merged["run"]["shared_devices"] == direct["run"]["shared_devices"]);
+    REQUIRE(merged["processes"].size() == 3);
+    CHECK(merged["job"]["intruding"].size() == 1);
+    CHECK(merged["job"]["failed"].size() == 1);
+    // The same of the report.json files named one by one.
+    std::vector<std::string> files = {"--merge", "--format", "json"};
+    for (const auto& entry : fs::directory_iterator(job))
+        files.push_back(entry.path().string() + "/report.json");
+    CHECK(json::parse(report_output(dir, files))["job"] == direct["job"]);
+    const std::string text = squeezed(report_output(dir, {"--merge", "--no-color", job}));
+    CHECK(text.starts_with("Merged from 3 reports of the job's runs:"));
+    CHECK(text.find("Job 81234, 3 ranks of 3: rank host") != std::string::npos);
+    CHECK(text.find("Rank 1 made a context on device 0, rank 0's (first at ") != std::string::npos);
+    CHECK(text.find("Rank 2 ran out of memory at ") != std::string::npos);
+    CHECK(text.find("Device 0 was used by 3 processes") != std::string::npos);
+}
+
+TEST_CASE("a merge refuses what is not a machine's report, in one line") {
+    TempDir dir;
+    const std::string job = dir.path() + "/job";
+    run_as_srun_task(dir, job, 0, 2, {program_path("scenario_stable"), "5"});
+    const std::string report =
+        job + "/" + fs::directory_iterator(job)->path().filename().string() + "/report.json";
+    RunOptions plain;
+    plain.preload = false;
+    const auto refused = [&](const std::vector<std::string>& arguments, const std::string& said) {
+        TracedRun run = run_traced(dir, GPULEAK_REPORT, arguments, plain);
+        INFO(run.err);
+        CHECK(run.exited_with(2));
+        CHECK(run.out.empty());
+        CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+        CHECK(run.err.find(said) != std::string::npos);
+    };
+    refused({"--merge", dir.path() + "/nothing-here"}, "nothing-here");
+    const std::string empty = dir.path() + "/empty";
+    fs::create_directory(empty);
+    refused({"--merge", empty}, "no report.json in it");
+    const std::string text = dir.path() + "/notes.json";
+    std::ofstream(text) << "not json";
+    refused({"--merge", text}, "not JSON");
+    const std::string other = dir.path() + "/other.json";
+    std::ofstream(other) << R"({"schema": "something-else/1", "processes": []})";
+    refused({"--merge", other}, "not a gpuleak report");
+    refused({"--merge", "--format", "pprof", "-o", dir.path() + "/out.pb.gz", report},
+            "--format pprof cannot show merged reports");
+    // The same report twice: its rank once, with a warning.
+    TracedRun twice = run_traced(dir, GPULEAK_REPORT, {"--merge", "--format", "json", report, report}, plain);
+    CHECK(twice.exited_with(0));
+    CHECK(twice.err.find("rank 0 is in an earlier report too") != std::string::npos);
+    CHECK(json::parse(twice.out)["job"]["ranks"].size() == 1);
+}
+
 TEST_CASE("run -o DIR refuses a directory others may write to, before the command runs") {
     TempDir dir;
     const std::string shared = dir.path() + "/shared";

@@ -421,6 +421,30 @@ def test_a_job_draws_a_bar_per_rank_and_says_what_the_text_says(tmp_path, browse
     assert "Device 0 on " in shared and "was used by 8 processes" in shared
 
 
+def test_the_page_of_merged_reports_draws_the_job_and_lists_every_process(tmp_path, browser):
+    for rank in range(3):
+        run = tmp_path / ("vm.task%d" % rank)
+        run.mkdir()
+        command = [program("scenario_leak"), "30"] if rank == 2 else [program("scenario_rank_device")]
+        traces = traced(run, command, GPULEAK_SIM_DEVICES="3", RANK=str(rank), LOCAL_RANK=str(rank),
+                        WORLD_SIZE="3")
+        (run / "report.json").write_text(report("--format", "json", *traces))
+    page_file = tmp_path / "merged.html"
+    report("--merge", "--format", "html", "-o", page_file, tmp_path)
+    page = browser.open(page_file.as_uri())
+    try:
+        assert problems_of(browser, page, page_file) == []
+        bars = page.evaluate("document.querySelectorAll('section.job rect.rank-peak').length")
+        rows = page.evaluate("[...document.querySelectorAll('tbody tr[data-drawn]')].map((r) => r.dataset.drawn)")
+        findings = page.evaluate("[...document.querySelectorAll('section.job p.diagnosis')].map((p) => p.textContent)")
+    finally:
+        page.close()
+    assert bars == 3
+    # Each machine's own page draws its processes: the merged one lists them.
+    assert rows == ["false"] * 3
+    assert any(finding.startswith("Only rank 2 leaks") for finding in findings), findings
+
+
 def own_command_name():
     with open("/proc/self/comm") as comm:
         return comm.read().rstrip("\n")

@@ -205,6 +205,17 @@ def python_program(directory):
             json_report("--between", "epoch 0", "epoch 2", directory)]
 
 
+def merged(directory):
+    """Two ranks' runs, each with the report.json gpuleak run writes, read by --merge."""
+    for rank in (0, 1):
+        run = directory / ("vm.task%d" % rank)
+        run.mkdir()
+        traces = traced(run, [program("scenario_rank_device")] + (["context"] if rank else []), GPULEAK_SIM_DEVICES="2",
+                        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
+        (run / "report.json").write_text(report("--format", "json", *traces))
+    return [json_report("--merge", directory)]
+
+
 def single(command, returncode=0, **extra):
     return lambda directory: [json_report(*traced(directory, command(), returncode, **extra))]
 
@@ -231,6 +242,7 @@ SCENARIOS = {
     "exec": single(lambda: [program("exec_child"), "log", "reexec"]),
     "ended_by_the_test": ended_by_the_test,
     "python": python_program,
+    "merged": merged,
 }
 
 

@@ -1,0 +1,279 @@
+#include "report/merged_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "model/physical_devices.h"
+#include "read/trace_error.h"
+
+namespace gpuleak::analyzer {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kReportFile = "report.json";
+
+// The report.json files of a directory: its own, else those of its runs' directories (a job's -o DIR),
+// by name.
+std::vector<std::string> reports_in(const std::string& directory) {
+    const fs::path own = fs::path(directory) / kReportFile;
+    std::error_code error;
+    if (fs::is_regular_file(own, error))
+        return {own.string()};
+    std::vector<std::string> found;
+    for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
+        const fs::path report = entry.path() / kReportFile;
+        if (entry.is_directory(error) && fs::is_regular_file(report, error))
+            found.push_back(report.string());
+    }
+    if (error)
+        throw TraceError(directory, "cannot read the directory: " + error.message());
+    std::sort(found.begin(), found.end());
+    if (found.empty())
+        throw TraceError(directory, "no report.json in it or in its subdirectories (gpuleak run writes one "
+                                    "beside each run's traces)");
+    return found;
+}
+
+json read_report(const std::string& path) {
+    std::ifstream file(path);
+    if (!file)
+        throw TraceError(path, "cannot open it");
+    std::stringstream text;
+    text << file.rdbuf();
+    json report = json::parse(text.str(), nullptr, false);
+    if (report.is_discarded() || !report.is_object())
+        throw TraceError(path, "not JSON: --merge reads the report.json files gpuleak run writes");
+    if (report.value("schema", "") != "gpuleak-report/1")
+        throw TraceError(path, "not a gpuleak report (its schema is not gpuleak-report/1)");
+    if (!report["processes"].is_array())
+        throw TraceError(path, "a gpuleak report without its processes");
+    return report;
+}
+
+// A field of a report that must be there, as `T`: a report another tool changed is refused in one line.
+template <class T> T field(const json& object, const char* name, const std::string& path) {
+    const auto found = object.find(name);
+    if (found == object.end())
+        throw TraceError(path, fmt::format("a gpuleak report without its \"{}\"", name));
+    try {
+        return found->get<T>();
+    } catch (const json::exception&) {
+        throw TraceError(path, fmt::format("a gpuleak report whose \"{}\" is not what gpuleak writes", name));
+    }
+}
+
+template <class T> std::optional<T> maybe(const json& object, const char* name, const std::string& path) {
+    const auto found = object.find(name);
+    if (found == object.end() || found->is_null())
+        return std::nullopt;
+    return field<T>(object, name, path);
+}
+
+DiagnosisKind kind_named(const std::string& name, const std::string& path) {
+    for (const DiagnosisKind kind :
+         {DiagnosisKind::Leak, DiagnosisKind::CacheGrowth, DiagnosisKind::OutsideAllocators,
+          DiagnosisKind::HostRamGrowth, DiagnosisKind::PoolExhausted, DiagnosisKind::Incomplete,
+          DiagnosisKind::Stable})
+        if (name == diagnosis_kind_name(kind))
+            return kind;
+    throw TraceError(path, fmt::format("a rank's diagnosis \"{}\" is not one gpuleak gives", name));
+}
+
+// A process's words in the process tables: its role's, else its command line.
+std::string process_name(const json& process) {
+    const auto role = process.find("role");
+    if (role != process.end() && role->is_object() && role->value("text", "") != "")
+        return (*role)["text"].get<std::string>();
+    std::string command;
+    for (const json& argument : process.value("command", json::array()))
+        if (argument.is_string())
+            command += (command.empty() ? "" : " ") + argument.get<std::string>();
+    return command;
+}
+
+struct Source {
+    std::string path;
+    size_t first_process = 0; // in MergedReport::processes
+    size_t processes = 0;
+};
+
+// The process of `source` with `pid`, among the merged ones.
+size_t process_of(const MergedReport& merged, const Source& source, int pid) {
+    for (size_t i = source.first_process; i < source.first_process + source.processes; ++i)
+        if (merged.processes[i].value("pid", -1) == pid)
+            return i;
+    throw TraceError(source.path, fmt::format("its job names pid {}, which none of its processes is", pid));
+}
+
+RankRow row_from(const json& row, const MergedReport& merged, const Source& source) {
+    const std::string& path = source.path;
+    RankRow parsed;
+    parsed.pid = field<int>(row, "pid", path);
+    parsed.process = process_of(merged, source, parsed.pid);
+    parsed.rank = field<int>(row, "rank", path);
+    parsed.local_rank = maybe<int>(row, "local_rank", path).value_or(-1);
+    parsed.node_rank = maybe<int>(row, "node_rank", path).value_or(-1);
+    parsed.host = field<std::string>(row, "hostname", path);
+    parsed.devices = field<std::vector<int>>(row, "devices", path);
+    parsed.peak_reserved = field<uint64_t>(row, "peak_reserved_bytes", path);
+    parsed.final_reserved = field<uint64_t>(row, "final_reserved_bytes", path);
+    parsed.peak_allocated = field<uint64_t>(row, "peak_allocated_bytes", path);
+    parsed.final_allocated = field<uint64_t>(row, "final_allocated_bytes", path);
+    parsed.verdict = kind_named(field<std::string>(row, "diagnosis", path), path);
+    parsed.leaked = field<uint64_t>(row, "leaked_bytes", path);
+    parsed.top_site = maybe<std::string>(row, "top_site", path).value_or("");
+    parsed.top_site_bytes = field<uint64_t>(row, "top_site_bytes", path);
+    return parsed;
+}
+
+// What the facts across processes need of one, from its JSON: its machine and times, its devices and their
+// timelines, its contexts.
+ProcessModel model_from(const json& process, const std::string& path) {
+    ProcessModel model;
+    model.header.hostname = field<std::string>(process, "hostname", path);
+    model.header.pid = field<int>(process, "pid", path);
+    model.header.start_realtime_ns =
+        static_cast<uint64_t>(field<double>(process, "started_unix_s", path) * 1e9);
+    model.duration_ns = static_cast<uint64_t>(field<double>(process, "duration_s", path) * 1e9);
+    const std::string role = field<json>(process, "role", path).value("kind", "");
+    if (role == role_kind_name(RoleKind::DataLoaderWorker))
+        model.role.kind = RoleKind::DataLoaderWorker;
+    else if (role == role_kind_name(RoleKind::Rank))
+        model.role.kind = RoleKind::Rank;
+    for (const json& device : field<json>(field<json>(process, "summary", path), "devices", path)) {
+        DeviceSummary summary;
+        summary.device = field<int>(device, "device", path);
+        summary.peak_reserved = field<uint64_t>(device, "peak_reserved_bytes", path);
+        summary.final_reserved = field<uint64_t>(device, "final_reserved_bytes", path);
+        summary.capacity = maybe<uint64_t>(device, "capacity_bytes", path);
+        for (const json& point : field<json>(device, "timeline", path))
+            summary.timeline.push_back({static_cast<uint64_t>(field<double>(point, "t_s", path) * 1e9),
+                                        field<uint64_t>(point, "reserved_bytes", path),
+                                        field<uint64_t>(point, "allocated_bytes", path)});
+        model.devices.push_back(std::move(summary));
+    }
+    for (const json& context : field<json>(process, "contexts", path))
+        model.contexts.push_back({field<int>(context, "device", path),
+                                  static_cast<uint64_t>(field<double>(context, "t_s", path) * 1e9), 0,
+                                  maybe<std::string>(context, "uuid", path).value_or("")});
+    return model;
+}
+
+size_t rank_index(const JobFacts& job, int rank, const std::string& path) {
+    const auto found = std::find_if(job.ranks.begin(), job.ranks.end(),
+                                    [&](const RankRow& row) { return row.rank == rank; });
+    if (found == job.ranks.end())
+        throw TraceError(path, fmt::format("its job names rank {}, which none of its rows is", rank));
+    return static_cast<size_t>(found - job.ranks.begin());
+}
+
+} // namespace
+
+MergedReport merge_reports(const std::vector<std::string>& inputs) {
+    std::vector<std::string> paths;
+    for (const std::string& input : inputs) {
+        std::error_code error;
+        if (fs::is_directory(input, error)) {
+            for (std::string& found : reports_in(input))
+                paths.push_back(std::move(found));
+        } else {
+            paths.push_back(input);
+        }
+    }
+    MergedReport merged;
+    std::vector<json> documents;
+    std::vector<Source> sources;
+    for (const std::string& path : paths) {
+        json document = read_report(path);
+        Source source{path, merged.processes.size(), document["processes"].size()};
+        for (json& process : document["processes"]) {
+            merged.process_names.push_back(process_name(process));
+            merged.processes.push_back(std::move(process));
+        }
+        merged.sources.push_back(path);
+        sources.push_back(source);
+        documents.push_back(std::move(document));
+    }
+    // The rows first, by rank: the facts that name ranks find them there.
+    for (size_t i = 0; i < documents.size(); ++i) {
+        const json& job = documents[i]["job"];
+        if (job.is_null())
+            continue;
+        if (merged.job.id.empty())
+            merged.job.id = maybe<std::string>(job, "id", sources[i].path).value_or("");
+        merged.job.world_size =
+            std::max(merged.job.world_size, maybe<int>(job, "world_size", sources[i].path).value_or(-1));
+        for (const json& row : field<json>(job, "ranks", sources[i].path)) {
+            RankRow parsed = row_from(row, merged, sources[i]);
+            const bool twice = std::any_of(merged.job.ranks.begin(), merged.job.ranks.end(),
+                                           [&](const RankRow& other) { return other.rank == parsed.rank; });
+            if (twice) {
+                merged.warnings.push_back(
+                    fmt::format("{}: warning: rank {} is in an earlier report too; this "
+                                "one is left out of the job",
+                                sources[i].path, parsed.rank));
+                continue;
+            }
+            merged.job.ranks.push_back(std::move(parsed));
+        }
+    }
+    std::stable_sort(merged.job.ranks.begin(), merged.job.ranks.end(),
+                     [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
+    for (size_t i = 0; i < documents.size(); ++i) {
+        const std::string& path = sources[i].path;
+        const json& job = documents[i]["job"];
+        if (!job.is_null()) {
+            for (const json& failed : field<json>(job, "failed", path)) {
+                FailedRank parsed;
+                const int rank = field<int>(failed, "rank", path);
+                parsed.index = rank_index(merged.job, rank, path);
+                parsed.out_of_memory = field<bool>(failed, "out_of_memory", path);
+                parsed.asked_bytes = maybe<uint64_t>(failed, "asked_bytes", path).value_or(0);
+                parsed.device = maybe<int>(failed, "device", path).value_or(0);
+                parsed.reserved_then = maybe<uint64_t>(failed, "reserved_bytes", path);
+                parsed.failure_site = maybe<std::string>(failed, "failure_site", path).value_or("");
+                parsed.killed = field<bool>(failed, "killed", path);
+                parsed.ended_realtime_ns =
+                    static_cast<uint64_t>(field<double>(failed, "ended_unix_s", path) * 1e9);
+                merged.ended[rank] = field<std::string>(failed, "ended", path);
+                merged.job.failed.push_back(std::move(parsed));
+            }
+        }
+    }
+    // What spans the machines' runs (ranks of one machine launched apart, as srun launches each task) is
+    // judged again from their processes: who touched which physical device.
+    std::vector<ProcessModel> models;
+    models.reserve(merged.processes.size());
+    for (size_t i = 0; i < sources.size(); ++i)
+        for (size_t p = sources[i].first_process; p < sources[i].first_process + sources[i].processes; ++p)
+            models.push_back(model_from(merged.processes[p], sources[i].path));
+    std::vector<const ProcessModel*> modelled;
+    modelled.reserve(models.size());
+    for (const ProcessModel& model : models)
+        modelled.push_back(&model);
+    const PhysicalDevices physical(modelled);
+    const auto context_where = [&](size_t process, int device) {
+        for (const json& context : merged.processes[process].value("contexts", json::array()))
+            if (context.value("device", -1) == device && context["where"].is_string())
+                return context["where"].get<std::string>();
+        return std::string();
+    };
+    find_intruders(merged.job, modelled, physical, context_where);
+    if (const auto shared =
+            shared_devices(modelled, physical, [&](size_t process, const DeviceContext& context) {
+                return context_where(process, context.device);
+            }))
+        merged.shared_devices = *shared;
+    judge_ranks(merged.job);
+    return merged;
+}
+
+} // namespace gpuleak::analyzer
