@@ -679,13 +679,13 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
 }
 
 json render_merged_json(const MergedReport& merged) {
-    return {
-        {"schema", "gpuleak-report/1"},
-        {"run", {{"memory_peak", json()}, {"shared_devices", shared_devices_json(merged.shared_devices)}}},
-        {"job", merged.job.ranks.empty()
-                    ? json()
-                    : job_json(merged.job, [&](const RankRow& row) { return merged.ended_of(row); })},
-        {"processes", merged.processes}};
+    return {{"schema", "gpuleak-job/1"},
+            {"reports", merged.sources},
+            {"run", {{"shared_devices", shared_devices_json(merged.shared_devices)}}},
+            {"job", merged.job.ranks.empty()
+                        ? json()
+                        : job_json(merged.job, [&](const RankRow& row) { return merged.ended_of(row); })},
+            {"processes", merged.processes}};
 }
 
 } // namespace gpuleak::analyzer

@@ -13,8 +13,8 @@ namespace gpuleak::analyzer {
 
 nlohmann::json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options);
 
-// The reports of a job's machines merged: the same schema, every process as its machine's report has it,
-// the job judged over all the ranks, and each machine's devices that processes shared.
+// The reports of a job's machines merged (schema "gpuleak-job/1"): the job judged over all the ranks, the
+// devices that processes shared, and every process cut to what tells the job.
 nlohmann::json render_merged_json(const MergedReport& merged);
 
 // What grew and what shrank between two states (--diff, --between), schema "gpuleak-changes/1".

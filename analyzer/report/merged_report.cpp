@@ -4,8 +4,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
-#include <sstream>
+#include <string_view>
 #include <system_error>
 
 #include "model/physical_devices.h"
@@ -42,18 +43,48 @@ std::vector<std::string> reports_in(const std::string& directory) {
     return found;
 }
 
+bool one_of(const std::string& key, std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+// A machine's report, without what a merge does not read: each process's sites, holders, failures, host
+// memory and timeline (its devices' timelines stay), which make most of its bytes. A thousand ranks'
+// reports are then held at once in a few hundred MiB.
 json read_report(const std::string& path) {
     std::ifstream file(path);
     if (!file)
         throw TraceError(path, "cannot open it");
-    std::stringstream text;
-    text << file.rdbuf();
-    json report = json::parse(text.str(), nullptr, false);
+    std::vector<std::string> keys; // the keys down to the value being parsed, by depth
+    const json::parser_callback_t keep = [&](int depth, json::parse_event_t event, json& parsed) {
+        if (event != json::parse_event_t::key || !parsed.is_string())
+            return true;
+        const auto at = static_cast<size_t>(depth);
+        keys.resize(at);
+        const std::string& key = parsed.get_ref<const std::string&>();
+        keys[at - 1] = key;
+        if (at == 2 && keys[0] == "run")
+            return key != "shared_devices";
+        if (keys[0] != "processes" || at < 3)
+            return true;
+        if (at == 3)
+            return one_of(key,
+                          {"trace", "pid", "ppid", "hostname", "job", "started_unix_s", "command", "role",
+                           "ended", "host_only", "duration_s", "summary", "contexts", "diagnosis"});
+        if (at == 4 && keys[2] == "summary")
+            return one_of(key, {"peak_reserved_bytes", "final_reserved_bytes", "peak_allocated_bytes",
+                                "final_allocated_bytes", "devices"});
+        if (at == 4 && keys[2] == "diagnosis")
+            return one_of(key, {"kind", "text"});
+        if (at == 4 && keys[2] == "ended")
+            return key == "text";
+        return !(at == 6 && keys[2] == "summary" && key == "driver_used");
+    };
+    json report = json::parse(file, keep, false);
     if (report.is_discarded() || !report.is_object())
         throw TraceError(path, "not JSON: --merge reads the report.json files gpuleak run writes");
     if (report.value("schema", "") != "gpuleak-report/1")
         throw TraceError(path, "not a gpuleak report (its schema is not gpuleak-report/1)");
-    if (!report["processes"].is_array())
+    if (!report.contains("processes") || !report["processes"].is_array())
         throw TraceError(path, "a gpuleak report without its processes");
     return report;
 }
@@ -189,22 +220,28 @@ MergedReport merge_reports(const std::vector<std::string>& inputs) {
         }
     }
     MergedReport merged;
-    std::vector<json> documents;
+    std::vector<json> jobs; // each report's
     std::vector<Source> sources;
+    std::vector<ProcessModel> models; // each process's, as the facts across processes read them
     for (const std::string& path : paths) {
         json document = read_report(path);
         Source source{path, merged.processes.size(), document["processes"].size()};
         for (json& process : document["processes"]) {
+            models.push_back(model_from(process, path));
+            // The model holds its devices' timelines: the merged report is of the job, and each machine's
+            // report has them.
+            for (json& device : process["summary"]["devices"])
+                device.erase("timeline");
             merged.process_names.push_back(process_name(process));
             merged.processes.push_back(std::move(process));
         }
         merged.sources.push_back(path);
         sources.push_back(source);
-        documents.push_back(std::move(document));
+        jobs.push_back(std::move(document["job"]));
     }
     // The rows first, by rank: the facts that name ranks find them there.
-    for (size_t i = 0; i < documents.size(); ++i) {
-        const json& job = documents[i]["job"];
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        const json& job = jobs[i];
         if (job.is_null())
             continue;
         if (merged.job.id.empty())
@@ -227,9 +264,9 @@ MergedReport merge_reports(const std::vector<std::string>& inputs) {
     }
     std::stable_sort(merged.job.ranks.begin(), merged.job.ranks.end(),
                      [](const RankRow& a, const RankRow& b) { return a.rank < b.rank; });
-    for (size_t i = 0; i < documents.size(); ++i) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
         const std::string& path = sources[i].path;
-        const json& job = documents[i]["job"];
+        const json& job = jobs[i];
         if (!job.is_null()) {
             for (const json& failed : field<json>(job, "failed", path)) {
                 FailedRank parsed;
@@ -250,11 +287,6 @@ MergedReport merge_reports(const std::vector<std::string>& inputs) {
     }
     // What spans the machines' runs (ranks of one machine launched apart, as srun launches each task) is
     // judged again from their processes: who touched which physical device.
-    std::vector<ProcessModel> models;
-    models.reserve(merged.processes.size());
-    for (size_t i = 0; i < sources.size(); ++i)
-        for (size_t p = sources[i].first_process; p < sources[i].first_process + sources[i].processes; ++p)
-            models.push_back(model_from(merged.processes[p], sources[i].path));
     std::vector<const ProcessModel*> modelled;
     modelled.reserve(models.size());
     for (const ProcessModel& model : models)
