@@ -293,6 +293,9 @@ int run(int argc, char** argv) {
         text = renderer.render(reports, options, warnings);
         for (const std::string& warning : warnings)
             say(warning);
+        // A format with nothing to say of these traces (--format job of a run that is no job) said why.
+        if (text.empty())
+            return kBadInput;
     }
     return write_report(text, output_path);
 }

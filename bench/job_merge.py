@@ -1,11 +1,11 @@
-"""How gpuleak-report --merge scales with a job's ranks: the report.json of each machine's run of a job of
-RANKS ranks (8 a machine), made from real reports of corpus scripts run as ranks under gpuleak run
-(tests/workloads: each machine's ranks take them in turn, renumbered as the job's), merged as text, JSON
-and HTML; its time, peak memory and output sizes. A benchmark, not a test: it prints figures and checks
+"""How gpuleak-report --merge scales with a job's ranks: the job.json (or with FROM=report, the report.json)
+of each machine's run of a job of RANKS ranks (8 a machine), made from real ones of corpus scripts run as
+ranks under gpuleak run (tests/workloads: each machine's ranks take them in turn, renumbered as the
+job's), merged as text, JSON and HTML; its time, peak memory and output sizes. A benchmark, not a test: it prints figures and checks
 nothing about them. Figures in bench/README.md.
 
 usage: python3 bench/job_merge.py
-environment: RANKS (default "64 256 1024"), WORKLOADS (corpus scripts, default "mlp_adam.py
+environment: FROM (job or report, default job), RANKS (default "64 256 1024"), WORKLOADS (corpus scripts, default "mlp_adam.py
 leak_losses_append.py cnn.py transformer_block.py"), REPS (runs of each merge, default 3; the median is
 printed), BUILD (build tree, default build/), TORCH_PYTHON (default: what scripts/setup-torch.sh gives)
 """
@@ -24,6 +24,7 @@ ranks_wanted = [int(ranks) for ranks in os.environ.get("RANKS", "64 256 1024").s
 workloads = os.environ.get("WORKLOADS", "mlp_adam.py leak_losses_append.py cnn.py transformer_block.py").split()
 reps = int(os.environ.get("REPS", "3"))
 per_machine = 8
+source = os.environ.get("FROM", "job") + ".json"
 
 
 def torch_python():
@@ -35,7 +36,7 @@ def torch_python():
 
 
 def corpus_reports(directory):
-    """A report.json of each workload, run as rank 0 of a job under gpuleak run on the simulated device."""
+    """The `source` file of each workload, run as rank 0 of a job under gpuleak run on the simulated device."""
     python = torch_python()
     reports = []
     for index, workload in enumerate(workloads):
@@ -46,7 +47,7 @@ def corpus_reports(directory):
         subprocess.run([os.path.join(build, "launcher", "gpuleak"), "run", "--quiet", "-o", run, "--", python,
                         os.path.join(root, "tests", "workloads", workload)],
                        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        with open(os.path.join(run, "report.json")) as report:
+        with open(os.path.join(run, source)) as report:
             reports.append(json.load(report))
     return reports
 
@@ -73,10 +74,13 @@ def machine_report(templates, machine, world):
         row.update(rank=rank, pid=pid, hostname=host, local_rank=local, node_rank=machine, devices=[local])
         processes.append(process)
         rows.append(row)
-    return {"schema": "gpuleak-report/1", "run": {"memory_peak": None, "shared_devices": []},
-            "job": {"id": "4242", "world_size": world, "ranks": rows, "apart": [], "intruding": [], "failed": [],
-                    "shared_leaks": []},
-            "processes": processes}
+    # The template's schema and run (job.json's empty reports, report.json's memory peak), this machine's job.
+    document = {key: value for key, value in templates[0].items() if key not in ("processes", "job")}
+    document["run"] = dict(document["run"], shared_devices=[])
+    document["job"] = {"id": "4242", "world_size": world, "ranks": rows, "apart": [], "intruding": [], "failed": [],
+                       "shared_leaks": []}
+    document["processes"] = processes
+    return document
 
 
 def merge(directory, output_format, output):
@@ -92,13 +96,13 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         templates = corpus_reports(work)
         sizes = [len(json.dumps(report)) for report in templates]
-        print("corpus reports (one rank each): %s bytes of JSON" % ", ".join(map(str, sizes)))
+        print("corpus %s files (one rank each): %s bytes of JSON" % (source, ", ".join(map(str, sizes))))
         for ranks in ranks_wanted:
             job = os.path.join(work, "job%d" % ranks)
             for machine in range(ranks // per_machine):
                 run = os.path.join(job, "node%04d" % machine)
                 os.makedirs(run)
-                with open(os.path.join(run, "report.json"), "w") as out:
+                with open(os.path.join(run, source), "w") as out:
                     json.dump(machine_report(templates, machine, ranks), out)
             for output_format in ("text", "json", "html"):
                 output = os.path.join(work, "merged%d.%s" % (ranks, output_format))

@@ -90,8 +90,10 @@ RunReport write_run_report(const RunDirectory& directory) {
             continue;
         // The model's warnings are in the text report; a run's report has no other place for a renderer's.
         std::vector<std::string> warnings;
-        report.files.push_back(write_file(directory, std::string(renderer.run_file),
-                                          renderer.render(report.processes, options, warnings)));
+        const std::string text = renderer.render(report.processes, options, warnings);
+        // A format that has nothing to say of this run (job.json of a run that is no job) writes no file.
+        if (!text.empty())
+            report.files.push_back(write_file(directory, std::string(renderer.run_file), text));
     }
     return report;
 }

@@ -124,21 +124,21 @@ class StreamingThinner {
 };
 
 // A series thinned by time, for a timeline drawn as steps: the process's time up to `end_ns` is cut into
-// kTimeStretches stretches of equal length, and each keeps its point of most of each of `Weights`
-// (the earliest of equals), so that every line's peaks survive, and its latest (the first given of equal
-// times: the replay gives the latest state first), so that a step through the points reads what was held
-// after every stretch. Points come in any order; memory follows the stretches, not the points.
+// `stretches` (kTimeStretches unless said) of equal length, and each keeps its point of most of each of
+// `Weights` (the earliest of equals), so that every line's peaks survive, and its latest (the first given of
+// equal times: the replay gives the latest state first), so that a step through the points reads what was
+// held after every stretch. Points come in any order; memory follows the stretches, not the points.
 template <class Point, uint64_t Point::*... Weights> class TimeThinner {
   public:
-    explicit TimeThinner(uint64_t end_ns)
-        : per_ns_(static_cast<double>(kTimeStretches) / (static_cast<double>(end_ns) + 1)),
-          stretches_(kTimeStretches) {}
+    explicit TimeThinner(uint64_t end_ns, size_t stretches = kTimeStretches)
+        : per_ns_(static_cast<double>(stretches) / (static_cast<double>(end_ns) + 1)), stretches_(stretches) {
+    }
 
     void add(const Point& point) {
         // Compared as a double: a time far past the end (a corrupt trace's) does not fit a size_t.
         const double at = static_cast<double>(point.time_ns) * per_ns_;
-        Stretch& stretch = stretches_[at < static_cast<double>(kTimeStretches - 1) ? static_cast<size_t>(at)
-                                                                                   : kTimeStretches - 1];
+        const size_t last = stretches_.size() - 1;
+        Stretch& stretch = stretches_[at < static_cast<double>(last) ? static_cast<size_t>(at) : last];
         if (!stretch.any) {
             stretch.most.fill(point);
             stretch.latest = point;

@@ -1,6 +1,7 @@
 #include "render/render_json.h"
 
 #include "common/name_table.h"
+#include "model/timeline_thinning.h"
 #include "python/program_files.h"
 #include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
@@ -676,6 +677,48 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
                     : job_json(*reports.front().job,
                                [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
         {"processes", std::move(processes)}};
+}
+
+json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+    if (reports.empty() || !reports.front().job)
+        return json();
+    // Each device's timeline in this many stretches: what the devices that processes of other machines'
+    // reports shared sum up to at once, in few KB.
+    constexpr size_t kJobStretches = 100;
+    json processes = json::array();
+    for (ProcessReport& report : reports) {
+        json process = process_json(report, options);
+        for (auto key = process.begin(); key != process.end();)
+            key = merge_reads(1, key.key(), key.key()) ? std::next(key) : process.erase(key);
+        for (const char* top : {"summary", "diagnosis", "ended"})
+            for (auto key = process[top].begin(); key != process[top].end();)
+                key = merge_reads(2, top, key.key()) ? std::next(key) : process[top].erase(key);
+        json& devices = process["summary"]["devices"];
+        for (size_t i = 0; i < devices.size(); ++i) {
+            for (auto key = devices[i].begin(); key != devices[i].end();)
+                key = merge_reads(4, "summary", key.key()) ? std::next(key) : devices[i].erase(key);
+            TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated> thinner(
+                report.model.duration_ns, kJobStretches);
+            for (const DevicePoint& point : report.model.devices[i].timeline)
+                thinner.add(point);
+            json timeline = json::array();
+            for (const DevicePoint& point : thinner.finish())
+                timeline.push_back({{"t_s", seconds_of(point.time_ns)},
+                                    {"reserved_bytes", point.reserved},
+                                    {"allocated_bytes", point.allocated}});
+            devices[i]["timeline"] = std::move(timeline);
+        }
+        processes.push_back(std::move(process));
+    }
+    return {{"schema", "gpuleak-job/1"},
+            {"reports", json::array()},
+            {"run",
+             {{"shared_devices", reports.front().shared_devices
+                                     ? shared_devices_json(*reports.front().shared_devices)
+                                     : json::array()}}},
+            {"job", job_json(*reports.front().job,
+                             [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
+            {"processes", std::move(processes)}};
 }
 
 json render_merged_json(const MergedReport& merged) {

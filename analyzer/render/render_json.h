@@ -13,6 +13,11 @@ namespace gpuleak::analyzer {
 
 nlohmann::json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options);
 
+// A run's job as a merge reads it (schema "gpuleak-job/1", gpuleak run's job.json): its ranks, the devices
+// its processes shared, each process cut to what tells the job with its devices' timelines thinned to a
+// few KB; null where no process is a rank.
+nlohmann::json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& options);
+
 // The reports of a job's machines merged (schema "gpuleak-job/1"): the job judged over all the ranks, the
 // devices that processes shared, and every process cut to what tells the job.
 nlohmann::json render_merged_json(const MergedReport& merged);

@@ -35,6 +35,16 @@ std::string json_changes(Comparison& comparison, const ReportOptions& options) {
     return json_text(render_changes_json(comparison, options));
 }
 
+std::string job(std::vector<ProcessReport>& reports, const ReportOptions& options,
+                std::vector<std::string>& warnings) {
+    const nlohmann::json document = render_job_json(reports, options);
+    if (document.is_null()) {
+        warnings.emplace_back("--format job: no process is a rank, so the run is no job; nothing written");
+        return {};
+    }
+    return json_text(document);
+}
+
 std::string json_merged(const MergedReport& merged, const ReportOptions& /*options*/) {
     return json_text(render_merged_json(merged));
 }
@@ -72,6 +82,11 @@ const std::array kRenderers{
              "diagnosis, a flame graph of what holds the memory, what a stretch of the run made",
              "text/html", "report.html", false, false, ModelDetail::Allocations, html, render_changes_html,
              html_merged},
+    Renderer{
+        "job",
+        "a job's run as gpuleak-report --merge reads it (schema gpuleak-job/1): its ranks, the devices its "
+        "processes shared, each process in a few KB; gpuleak run writes it where a process is a rank",
+        "application/json", "job.json", false, false, ModelDetail::Summary, job},
     Renderer{"torch-snapshot",
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",

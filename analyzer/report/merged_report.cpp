@@ -19,32 +19,34 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kReportFile = "report.json";
-
-// The report.json files of a directory: its own, else those of its runs' directories (a job's -o DIR),
-// by name.
-std::vector<std::string> reports_in(const std::string& directory) {
-    const fs::path own = fs::path(directory) / kReportFile;
+// A run directory's report for a merge: its job.json, the few KB of it a merge reads, else its
+// report.json; empty where it has neither.
+std::string report_of_run(const fs::path& run) {
     std::error_code error;
-    if (fs::is_regular_file(own, error))
-        return {own.string()};
+    for (const char* name : {"job.json", "report.json"})
+        if (fs::is_regular_file(run / name, error))
+            return (run / name).string();
+    return {};
+}
+
+// The reports of a directory: its own, else those of its runs' directories (a job's -o DIR), by name.
+std::vector<std::string> reports_in(const std::string& directory) {
+    if (std::string own = report_of_run(directory); !own.empty())
+        return {own};
+    std::error_code error;
     std::vector<std::string> found;
-    for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
-        const fs::path report = entry.path() / kReportFile;
-        if (entry.is_directory(error) && fs::is_regular_file(report, error))
-            found.push_back(report.string());
-    }
+    for (const fs::directory_entry& entry : fs::directory_iterator(directory, error))
+        if (entry.is_directory(error))
+            if (std::string report = report_of_run(entry.path()); !report.empty())
+                found.push_back(std::move(report));
     if (error)
         throw TraceError(directory, "cannot read the directory: " + error.message());
     std::sort(found.begin(), found.end());
     if (found.empty())
-        throw TraceError(directory, "no report.json in it or in its subdirectories (gpuleak run writes one "
-                                    "beside each run's traces)");
+        throw TraceError(directory,
+                         "neither job.json nor report.json in it or in its subdirectories (gpuleak "
+                         "run writes them beside each run's traces)");
     return found;
-}
-
-bool one_of(const std::string& key, std::initializer_list<std::string_view> names) {
-    return std::find(names.begin(), names.end(), key) != names.end();
 }
 
 // A machine's report, without what a merge does not read: each process's sites, holders, failures, host
@@ -66,24 +68,15 @@ json read_report(const std::string& path) {
             return key != "shared_devices";
         if (keys[0] != "processes" || at < 3)
             return true;
-        if (at == 3)
-            return one_of(key,
-                          {"trace", "pid", "ppid", "hostname", "job", "started_unix_s", "command", "role",
-                           "ended", "host_only", "duration_s", "summary", "contexts", "diagnosis"});
-        if (at == 4 && keys[2] == "summary")
-            return one_of(key, {"peak_reserved_bytes", "final_reserved_bytes", "peak_allocated_bytes",
-                                "final_allocated_bytes", "devices"});
-        if (at == 4 && keys[2] == "diagnosis")
-            return one_of(key, {"kind", "text"});
-        if (at == 4 && keys[2] == "ended")
-            return key == "text";
-        return !(at == 6 && keys[2] == "summary" && key == "driver_used");
+        return merge_reads(at - 2, keys[2], key);
     };
     json report = json::parse(file, keep, false);
     if (report.is_discarded() || !report.is_object())
         throw TraceError(path, "not JSON: --merge reads the report.json files gpuleak run writes");
-    if (report.value("schema", "") != "gpuleak-report/1")
-        throw TraceError(path, "not a gpuleak report (its schema is not gpuleak-report/1)");
+    const std::string schema = report.value("schema", "");
+    if (schema != "gpuleak-report/1" && schema != "gpuleak-job/1")
+        throw TraceError(path,
+                         "not a gpuleak report (its schema is neither gpuleak-report/1 nor gpuleak-job/1)");
     if (!report.contains("processes") || !report["processes"].is_array())
         throw TraceError(path, "a gpuleak report without its processes");
     return report;
@@ -207,6 +200,23 @@ size_t rank_index(const JobFacts& job, int rank, const std::string& path) {
 }
 
 } // namespace
+
+bool merge_reads(size_t level, std::string_view top, std::string_view key) {
+    const auto one_of = [&](std::initializer_list<std::string_view> names) {
+        return std::find(names.begin(), names.end(), key) != names.end();
+    };
+    if (level == 1)
+        return one_of({"trace", "pid", "ppid", "hostname", "job", "started_unix_s", "command", "role",
+                       "ended", "host_only", "duration_s", "summary", "contexts", "diagnosis"});
+    if (level == 2 && top == "summary")
+        return one_of({"peak_reserved_bytes", "final_reserved_bytes", "peak_allocated_bytes",
+                       "final_allocated_bytes", "devices"});
+    if (level == 2 && top == "diagnosis")
+        return one_of({"kind", "text"});
+    if (level == 2 && top == "ended")
+        return key == "text";
+    return !(level == 4 && top == "summary" && key == "driver_used");
+}
 
 MergedReport merge_reports(const std::vector<std::string>& inputs) {
     std::vector<std::string> paths;

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "report/job_facts.h"
@@ -31,8 +32,14 @@ struct MergedReport {
     }
 };
 
-// `inputs`: report.json files, or directories with them in their subdirectories (a job's -o DIR, where
-// each machine's run has a directory of its own). Throws TraceError for an input that is not such a report.
+// `inputs`: job.json or report.json files, or directories with them in their subdirectories (a job's -o
+// DIR, where each machine's run has a directory of its own; a run's job.json is read where it has one).
+// Throws TraceError for an input that is not such a report.
 MergedReport merge_reports(const std::vector<std::string>& inputs);
+
+// Whether a merge reads a process's value `key` at `level` below the process object (1: the process's own
+// keys; 2: those of its `top` one, "summary", "diagnosis", "ended"; 4: those of a device of its summary):
+// what it parses of a report.json, and all that a run's job.json keeps of each process.
+bool merge_reads(size_t level, std::string_view top, std::string_view key);
 
 } // namespace gpuleak::analyzer

@@ -353,11 +353,13 @@ TEST_CASE("the formats' table names every format with its media type, and needs 
     std::map<std::string, json> formats;
     for (const json& format : table["formats"])
         formats[format["name"]] = format;
-    REQUIRE(formats.size() == 5);
+    REQUIRE(formats.size() == 6);
     CHECK(formats["text"]["media_type"] == "text/plain");
     CHECK(formats["json"]["media_type"] == "application/json");
     CHECK(formats["html"]["media_type"] == "text/html");
     CHECK(formats["html"]["run_file"] == "report.html");
+    CHECK(formats["job"]["media_type"] == "application/json");
+    CHECK(formats["job"]["run_file"] == "job.json");
     CHECK(formats["pprof"]["binary"] == true);
     CHECK(formats["torch-snapshot"]["one_process"] == true);
     CHECK(formats["torch-snapshot"]["changes"] == false);
@@ -370,6 +372,13 @@ TEST_CASE("the formats' table names every format with its media type, and needs 
         const std::string out = dir.path() + "/report." + name;
         const TracedRun run = run_report(dir, {"--format", name, "-o", out, path});
         REQUIRE(WIFEXITED(run.wait_status));
+        if (name == "job") {
+            // A process that is no rank makes no job: said in one line, and nothing written.
+            CHECK(WEXITSTATUS(run.wait_status) == 2);
+            CHECK(run.err.find("no process is a rank") != std::string::npos);
+            CHECK_FALSE(std::filesystem::exists(out));
+            continue;
+        }
         CHECK(WEXITSTATUS(run.wait_status) == 0);
         CHECK(std::filesystem::file_size(out) > 0);
     }

@@ -471,17 +471,33 @@ TEST_CASE("the machines' reports of a job merged say what reading every trace sa
     REQUIRE(merged["processes"].size() == 3);
     CHECK(merged["job"]["intruding"].size() == 1);
     CHECK(merged["job"]["failed"].size() == 1);
-    // The same of the report.json files named one by one.
+    // Each run's job.json is what the merge of the job's directory read; its report.json, named one by one,
+    // says the same.
     std::vector<std::string> files = {"--merge", "--format", "json"};
-    for (const auto& entry : fs::directory_iterator(job))
+    for (const auto& entry : fs::directory_iterator(job)) {
+        CHECK(fs::exists(entry.path() / "job.json"));
         files.push_back(entry.path().string() + "/report.json");
-    CHECK(json::parse(report_output(dir, files))["job"] == direct["job"]);
+    }
+    CHECK(merged["reports"].size() == 3);
+    CHECK(merged["reports"][0].get<std::string>().ends_with("/job.json"));
+    const json from_reports = json::parse(report_output(dir, files));
+    CHECK(from_reports["job"] == direct["job"]);
+    CHECK(from_reports["run"]["shared_devices"] == direct["run"]["shared_devices"]);
     const std::string text = squeezed(report_output(dir, {"--merge", "--no-color", job}));
     CHECK(text.starts_with("Merged from 3 reports of the job's runs:"));
     CHECK(text.find("Job 81234, 3 ranks of 3: rank host") != std::string::npos);
     CHECK(text.find("Rank 1 made a context on device 0, rank 0's (first at ") != std::string::npos);
     CHECK(text.find("Rank 2 ran out of memory at ") != std::string::npos);
     CHECK(text.find("Device 0 was used by 3 processes") != std::string::npos);
+}
+
+TEST_CASE("a run in which no process is a rank writes no job.json") {
+    TempDir dir;
+    const std::string run = dir.path() + "/run";
+    TracedRun traced = launch(dir, {"run", "-o", run, "--", program_path("scenario_stable"), "5"});
+    REQUIRE(traced.exited_with(0));
+    CHECK(fs::exists(run + "/report.json"));
+    CHECK_FALSE(fs::exists(run + "/job.json"));
 }
 
 TEST_CASE("a merge refuses what is not a machine's report, in one line") {
@@ -503,7 +519,7 @@ TEST_CASE("a merge refuses what is not a machine's report, in one line") {
     refused({"--merge", dir.path() + "/nothing-here"}, "nothing-here");
     const std::string empty = dir.path() + "/empty";
     fs::create_directory(empty);
-    refused({"--merge", empty}, "no report.json in it");
+    refused({"--merge", empty}, "neither job.json nor report.json in it");
     const std::string text = dir.path() + "/notes.json";
     std::ofstream(text) << "not json";
     refused({"--merge", text}, "not JSON");
