@@ -817,6 +817,7 @@ void tell_failures(std::vector<std::string>& findings, const JobFacts& job, cons
             return a->ended_realtime_ns < b->ended_realtime_ns;
         });
     std::vector<int> ranks;
+    ranks.reserve(killed.size());
     for (const FailedRank* failed : killed)
         ranks.push_back(job.ranks[failed->index].rank);
     findings.push_back(fmt::format("{} ranks were killed ({}). The first to end, rank {}, {}.", killed.size(),
