@@ -136,7 +136,7 @@ template <typename Prop> CUresult read_properties(const DriverFunctions& cu, Pro
 
 // Both layouts' entry points, the same call.
 template <typename Properties> cudaError_t get_device_properties(Properties* prop, int device) {
-    return with_context([&](const DriverFunctions& cu) {
+    return with_driver([&](const DriverFunctions& cu) {
         return prop == nullptr ? CUDA_ERROR_INVALID_VALUE : read_properties(cu, *prop, device);
     });
 }
@@ -158,12 +158,12 @@ cudaError_t cudaGetDeviceProperties_v2(cuda12::cudaDeviceProp* prop, int device)
 
 // cudaDeviceAttr numbers are those of CUdevice_attribute.
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-    return with_context(
+    return with_driver(
         [&](const DriverFunctions& cu) { return cu.device_get_attribute(value, attr, device); });
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
-    return with_context(
+    return with_driver(
         [&](const DriverFunctions& cu) { return cu.device_get_pci_bus_id(pciBusId, len, device); });
 }
 

@@ -36,4 +36,13 @@ template <typename Call> cudaError_t with_context(Call&& call) {
     return record_error(error);
 }
 
+// The same for a question about a device (its properties, an attribute): the real runtime answers those
+// from the driver without making a context, so a program that looks at every device before it picks one
+// (PyTorch's start) holds a context on none of them.
+template <typename Call> cudaError_t with_driver(Call&& call) {
+    const DriverFunctions* cu = driver_functions();
+    return record_error(cu == nullptr ? cudaErrorInsufficientDriver
+                                      : from_driver(std::forward<Call>(call)(*cu)));
+}
+
 } // namespace gpuleak::sim

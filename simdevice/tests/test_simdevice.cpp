@@ -440,6 +440,27 @@ TEST_CASE("a thread's first runtime call makes device 0's primary context curren
     CHECK(device == 0);
 }
 
+TEST_CASE("questions about a device make no context, as PyTorch's start asks about every device") {
+    REQUIRE(CU(cuInit)(0) == CUDA_SUCCESS);
+    const auto get_device = CU(cuCtxGetDevice);
+    const auto properties = RT(cudaGetDeviceProperties);
+    const auto attribute = RT(cudaDeviceGetAttribute);
+    cudaError_t asked = kNotSet;
+    cudaError_t asked_attribute = kNotSet;
+    CUresult after = kNotSet;
+    std::thread([&] {
+        cudaDeviceProp prop{};
+        int value = 0;
+        asked = properties(&prop, 1);
+        asked_attribute = attribute(&value, 16, 0); // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        CUdevice unused = -1;
+        after = get_device(&unused);
+    }).join();
+    CHECK(asked == cudaSuccess);
+    CHECK(asked_attribute == cudaSuccess);
+    CHECK(after == CUDA_ERROR_INVALID_CONTEXT);
+}
+
 TEST_CASE("allocations from several threads at once keep the books balanced") {
     const auto allocate = RT(cudaMalloc);
     const auto release = RT(cudaFree);

@@ -3,7 +3,9 @@ recorded from its fork to its end, named as the loader's worker, and its host me
 the main process's GPU verdict: copy-on-write of a dataset held as Python objects, a worker's own leak,
 nothing for a dataset in numpy arrays, the explanation for a worker the OOM killer would kill; workers
 whose dataset touches CUDA are counted on the device beside the training process. torchrun's ranks
-(tests/torch/ranks/) are named by their rank.
+(tests/torch/ranks/) are named by their rank; a job on two machines (two torchrun launches with
+--nnodes 2, each in a UTS namespace of its own host name) is read as one job, from its traces and merged
+from each machine's report.
 
 Environment: that of test_workloads.py.
 """
@@ -11,10 +13,15 @@ Environment: that of test_workloads.py.
 import json
 import os
 import re
+import shutil
+import socket
+import subprocess
 import sys
 
 import pytest
-from test_workloads import HERE, LAUNCHER, run_script
+from test_torch_adapter import CUDA_LIB_DIR, PACKAGE, REAL_DEVICE, REPORT, SIMDEVICE_DIR, TORCH_PYTHON
+from test_workloads import DEFAULT_CAPACITY, HERE, LAUNCHER, run_script
+from torch_environment import simulated_device_environment
 from test_workloads import pytestmark as workload_marks
 from test_torch_adapter import adapter_cache  # noqa: F401 (a fixture)
 
@@ -249,6 +256,87 @@ def test_torchruns_ranks_are_named_by_their_rank(tmp_path, adapter_cache):
     with open(tmp_path / "run" / "report.txt") as report:
         text = report.read()
     assert "rank 0 of 2" in text and "rank 1 of 2" in text
+
+
+def two_machines(tmp_path, adapter_cache, mode):
+    """The job of tests/torch/ranks/two_machines.py `mode` on two machines of two ranks and two devices
+    each: two torchrun launches with --nnodes 2 (c10d rendezvous on 127.0.0.1, gloo), each in a UTS
+    namespace with a host name of its own (node0, node1) and under gpuleak run -o one job directory. The
+    report of that directory as JSON, the same of --merge, and its text."""
+    if REAL_DEVICE or shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("two machines on one are made with unshare -u, as root, on the simulated device")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = dict(os.environ, PYTHONWARNINGS="ignore", GLOO_SOCKET_IFNAME="lo",
+                       GPULEAK_TORCH_ADAPTER_DIR=adapter_cache)
+    environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    environment.update(simulated_device_environment(SIMDEVICE_DIR, CUDA_LIB_DIR, DEFAULT_CAPACITY))
+    environment["GPULEAK_SIM_DEVICES"] = "2"
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE, environment.get("PYTHONPATH")]))
+    job = tmp_path / "job"
+    launches = []
+    for node in (0, 1):
+        command = [LAUNCHER, "run", "--quiet", "-o", str(job), "--", TORCH_PYTHON, "-m", "torch.distributed.run",
+                   "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                   "--rdzv-endpoint", "127.0.0.1:%d" % port, "--rdzv-id", "job-" + mode, "--local-addr",
+                   "127.0.0.1", os.path.join(HERE, "ranks", "two_machines.py"), mode]
+        launches.append(subprocess.Popen(["unshare", "-u", "sh", "-c", 'hostname "$0" && exec "$@"',
+                                          "node%d" % node, *command],
+                                         env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for launch in launches:
+        out, err = launch.communicate(timeout=300)
+        assert launch.returncode == 0, err[-4000:]
+    assert sorted(os.listdir(job)) == ["node0.node0", "node1.node1"]
+
+    def report(*arguments):
+        completed = subprocess.run([REPORT, *arguments, str(job)], capture_output=True, text=True, timeout=120)
+        assert completed.returncode == 0, completed.stderr
+        return completed.stdout
+
+    direct = json.loads(report("--format", "json"))
+    merged = json.loads(report("--merge", "--format", "json"))
+    assert merged["job"] == direct["job"]
+    assert merged["run"]["shared_devices"] == direct["run"]["shared_devices"]
+    ranks = direct["job"]["ranks"]
+    assert [row["rank"] for row in ranks] == [0, 1, 2, 3]
+    # torchrun numbers the ranks by the machines' order at the rendezvous: two on each machine.
+    hosts = {row["hostname"] for row in ranks}
+    assert hosts == {"node0", "node1"}
+    for row in ranks:
+        assert row["local_rank"] == row["rank"] % 2
+        assert [other["hostname"] for other in ranks if other["rank"] // 2 == row["rank"] // 2] == [row["hostname"]] * 2
+    return direct, " ".join(report("--no-color").split())
+
+
+def test_a_job_on_two_machines_in_which_one_rank_leaks_names_that_rank(tmp_path, adapter_cache):
+    report, text = two_machines(tmp_path, adapter_cache, "leak")
+    job = report["job"]
+    assert [row["diagnosis"] for row in job["ranks"]] == ["stable", "leak", "stable", "stable"]
+    assert job["ranks"][1]["top_site"].endswith("two_machines.py:25 in <module>")
+    assert job["intruding"] == [] and job["failed"] == []
+    assert "Only rank 1 leaks, at " in text
+
+
+def test_a_job_on_two_machines_whose_ranks_touch_device_0_first_names_each_on_its_machine(tmp_path, adapter_cache):
+    report, text = two_machines(tmp_path, adapter_cache, "early")
+    intruding = report["job"]["intruding"]
+    # Local rank 1 of each machine took device 0, its local rank 0's, before it picked its own.
+    assert sorted((entry["rank"], entry["owner"]) for entry in intruding) == [(1, 0), (3, 2)]
+    for entry in intruding:
+        assert entry["device"] == 0 and entry["context"] is True
+        assert entry["first_site"].endswith("two_machines.py:14 in <module>")
+    assert len(report["run"]["shared_devices"]) == 2
+    assert "made a context and reserved" in text and "torch.cuda.set_device(local_rank)" in text
+
+
+def test_a_clean_job_on_two_machines_says_nothing_of_its_ranks(tmp_path, adapter_cache):
+    report, text = two_machines(tmp_path, adapter_cache, "clean")
+    job = report["job"]
+    assert all(row["diagnosis"] == "stable" for row in job["ranks"]), job["ranks"]
+    assert job["apart"] == [] and job["intruding"] == [] and job["failed"] == [] and job["shared_leaks"] == []
+    assert report["run"]["shared_devices"] == []
+    assert "leaks" not in text and "made a context" not in text
 
 
 if __name__ == "__main__":
