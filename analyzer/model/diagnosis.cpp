@@ -98,29 +98,34 @@ std::optional<OutsideFacts> outside_allocators(const ProcessModel& model) {
 }
 
 // Where the process's own work starts, up to `to`: a forked child's at its start (it inherits what its
-// parent loaded); a program's that used CUDA at its first event (before it, it imported and loaded); a
-// Python program's that did not once its imports are done, when sys.modules first held nearly the most
-// it held up to `to` (a spawned worker imports torch before it unpickles its dataset; a module imported
-// for the results at the end moves it only when it brings many); else its start.
+// parent loaded); else a Python program's once its imports are done, when sys.modules first held nearly
+// the most it held up to `to` (a spawned worker imports torch before it unpickles its dataset; a module
+// imported for the results at the end moves it only when it brings many); and a program's that recorded
+// events not before its first (before it, it imported and loaded). A marker set before the imports (a
+// gpuleak.isolated child's, set before the call that imports its framework) is an event too: the
+// imports still come first.
 size_t work_start(const ProcessModel& model, size_t to) {
     const std::vector<HostPoint>& points = model.host.points;
     if (!model.header.parent_trace.empty())
         return 0;
-    if (model.events > 0) {
-        for (size_t i = 0; i < points.size(); ++i)
-            if (points[i].events > 0)
-                return i;
-        return 0;
-    }
     // The most it held: at its last samples the interpreter may be finalizing, when it is not read.
     uint64_t imported = 0;
     for (size_t i = 0; i <= to; ++i)
         imported = std::max(imported, points[i].python_modules);
+    size_t imports_done = 0;
     for (size_t i = 0; i < to && imported > 0; ++i)
         if (static_cast<double>(points[i].python_modules) >=
-            kImportsDoneShare * static_cast<double>(imported))
-            return i;
-    return 0;
+            kImportsDoneShare * static_cast<double>(imported)) {
+            imports_done = i;
+            break;
+        }
+    if (model.events > 0) {
+        for (size_t i = 0; i < points.size(); ++i)
+            if (points[i].events > 0)
+                return std::max(i, imports_done);
+        return imports_done;
+    }
+    return imports_done;
 }
 
 // The last point at or before `share` of the way along a clock of [from, to], as an offset from `from`.

@@ -297,6 +297,21 @@ TEST_CASE("a load before the work is not growth, however long it took against th
     CHECK(loaded.diagnosis.kind == DiagnosisKind::Stable);
 }
 
+TEST_CASE("a marker set before a Python program's imports does not start its work") {
+    // gpuleak.isolated's child sets its marker, an event, before the call that imports the framework:
+    // the work starts when the imports are done, as without the marker. Then it leaks 10 MiB a sample.
+    std::vector<Sample> samples;
+    for (uint64_t i = 0; i <= 20; ++i) {
+        Sample sample{i * 100, i <= 4 ? 20 + 50 * i : 220 + 10 * (i - 4)};
+        sample.modules = i <= 4 ? 100 + 200 * i : 1000;
+        sample.events = 1;
+        samples.push_back(sample);
+    }
+    const ProcessReport leaked = report_of_samples(samples);
+    REQUIRE(leaked.diagnosis.host_ram);
+    CHECK(leaked.diagnosis.host_ram->from.time_ns == 500 * kMillisecond);
+}
+
 TEST_CASE("what a short CUDA program's first step takes after its set-up's events is not growth") {
     // A framework's start and a model's variables make most of the events at once; the first step then
     // compiles (the memory rises by 100 MiB over four samples, with a few events), and the steps after it
