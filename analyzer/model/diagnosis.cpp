@@ -38,19 +38,12 @@ constexpr double kMinImportedShare = 1.0 / 16;
 constexpr double kMaxCopyOnWriteRssShare = 0.5; // of the USS growth: RSS stayed (nearly) flat
 constexpr double kMinPressureShare = 0.9;       // of the cgroup's limit, or of the machine's memory
 
-const DeviceSummary* device_of(const ProcessModel& model, int device) {
-    for (const DeviceSummary& summary : model.devices)
-        if (summary.device == device)
-            return &summary;
-    return nullptr;
-}
-
 // The device a site's memory is on, by the site's stack of most bytes being that device's: a site is
 // one kind, and in practice one device; what matters here is whose free memory it eats.
 std::optional<FillEstimate> fill_estimate(const ProcessModel& model, const LeakSite& site) {
     if (!format::occupies_device_memory(site.kind) && site.kind != format::MemoryKind::Block)
         return std::nullopt;
-    const DeviceSummary* device = device_of(model, site.device);
+    const DeviceSummary* device = device_summary(model, site.device);
     if (device == nullptr || !device->lowest_free || site.count == 0)
         return std::nullopt;
     FillEstimate estimate;

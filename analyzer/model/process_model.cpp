@@ -1145,6 +1145,12 @@ uint64_t site_of(const ProcessModel& model, uint32_t stack_id) {
     return site != model.site_of_stack.end() ? site->second : stack_id;
 }
 
+const DeviceSummary* device_summary(const ProcessModel& model, int device) {
+    const auto found = std::find_if(model.devices.begin(), model.devices.end(),
+                                    [&](const DeviceSummary& summary) { return summary.device == device; });
+    return found != model.devices.end() ? &*found : nullptr;
+}
+
 const DeviceContext* context_on(const ProcessModel& model, int device) {
     const auto found = std::find_if(model.contexts.begin(), model.contexts.end(),
                                     [&](const DeviceContext& context) { return context.device == device; });

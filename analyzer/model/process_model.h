@@ -473,6 +473,9 @@ struct ProcessModel {
 // (ModelDetail::Allocations).
 uint64_t site_of(const ProcessModel& model, uint32_t stack_id);
 
+// The summary of the process's `device`; null where it held no memory there.
+const DeviceSummary* device_summary(const ProcessModel& model, int device);
+
 // The context the process made on `device`; null where it made none there (or its trace predates them).
 const DeviceContext* context_on(const ProcessModel& model, int device);
 

@@ -139,11 +139,9 @@ void find_intruders(JobFacts& job, const std::vector<const ProcessModel*>& model
                 const ProcessModel& owner = *models[job.ranks[j].process];
                 if (j == i || mains[j] < 0 || devices.key(model, device) != devices.key(owner, mains[j]))
                     continue;
-                const auto summary =
-                    std::find_if(model.devices.begin(), model.devices.end(),
-                                 [&](const DeviceSummary& each) { return each.device == device; });
+                const DeviceSummary* summary = device_summary(model, device);
                 job.intruding.push_back({i, device, job.ranks[j].rank, context_on(model, device) != nullptr,
-                                         summary != model.devices.end() ? summary->peak_reserved : 0,
+                                         summary != nullptr ? summary->peak_reserved : 0,
                                          first_touch(job.ranks[i].process, device)});
                 break;
             }

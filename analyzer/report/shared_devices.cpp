@@ -8,14 +8,9 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-const DeviceSummary* summary_of(const ProcessModel& model, int device) {
-    const auto found = std::find_if(model.devices.begin(), model.devices.end(),
-                                    [&](const DeviceSummary& summary) { return summary.device == device; });
-    return found != model.devices.end() ? &*found : nullptr;
-}
-
-// The most the users held at one time: their timelines as steps on the host's monotonic clock, each
-// process's memory gone at its end (the driver frees what a process held when it ends).
+// The most the users held at one time: their timelines as steps on the host's wall clock (the one a merge
+// of machines' reports has too), each process's memory gone at its end (the driver frees what a process
+// held when it ends).
 uint64_t peak_together(const SharedDevice& shared, const std::vector<const ProcessModel*>& models) {
     struct Step {
         uint64_t time_ns;
@@ -25,9 +20,8 @@ uint64_t peak_together(const SharedDevice& shared, const std::vector<const Proce
     std::vector<Step> steps;
     for (size_t user = 0; user < shared.users.size(); ++user) {
         const ProcessModel& model = *models[shared.users[user].process];
-        // The wall clock: the same on one host for processes that a merge of machines' reports reads.
         const uint64_t start = model.header.start_realtime_ns;
-        if (const DeviceSummary* summary = summary_of(model, shared.users[user].device))
+        if (const DeviceSummary* summary = device_summary(model, shared.users[user].device))
             for (const DevicePoint& point : summary->timeline)
                 steps.push_back({start + point.time_ns, user, point.reserved});
         steps.push_back({start + model.duration_ns + 1, user, 0});
@@ -68,7 +62,7 @@ shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDev
             user.pid = model.header.pid;
             user.dataloader_worker = model.role.kind == RoleKind::DataLoaderWorker;
             user.device = device;
-            if (const DeviceSummary* summary = summary_of(model, device)) {
+            if (const DeviceSummary* summary = device_summary(model, device)) {
                 user.peak_reserved = summary->peak_reserved;
                 user.final_reserved = summary->final_reserved;
                 if (!shared.capacity)
