@@ -96,7 +96,9 @@ std::optional<OutsideFacts> outside_allocators(const ProcessModel& model) {
 // imported for the results at the end moves it only when it brings many); and a program's that recorded
 // events not before its first (before it, it imported and loaded). A marker set before the imports (a
 // gpuleak.isolated child's, set before the call that imports its framework) is an event too: the
-// imports still come first.
+// imports still come first. Where its device work repeats, not before the end of its first step
+// (ProcessModel::first_step_end_ns): a model's build and the compile of its step are set-up, and in a
+// short process (a search's trial in a process of its own) they are most of its work.
 size_t work_start(const ProcessModel& model, size_t to) {
     const std::vector<HostPoint>& points = model.host.points;
     if (!model.header.parent_trace.empty())
@@ -112,13 +114,18 @@ size_t work_start(const ProcessModel& model, size_t to) {
             imports_done = i;
             break;
         }
-    if (model.events > 0) {
+    size_t start = imports_done;
+    if (model.events > 0)
         for (size_t i = 0; i < points.size(); ++i)
-            if (points[i].events > 0)
-                return std::max(i, imports_done);
-        return imports_done;
-    }
-    return imports_done;
+            if (points[i].events > 0) {
+                start = std::max(start, i);
+                break;
+            }
+    if (model.first_step_end_ns)
+        for (size_t i = start; i < points.size(); ++i)
+            if (points[i].time_ns >= *model.first_step_end_ns)
+                return i;
+    return start;
 }
 
 // The last point at or before `share` of the way along a clock of [from, to], as an offset from `from`.

@@ -36,6 +36,9 @@ namespace {
 
 constexpr size_t kMaxFailureSnapshots = 64;
 constexpr size_t kTopSitesAtFailure = 5;
+// Comings back to one level of allocated device memory that make the program's work a loop of steps: the
+// first step's end and two more.
+constexpr uint64_t kMinStepReturns = 3;
 
 // Reserved and allocated bytes per device, as they change when objects come and go.
 class Totals {
@@ -718,6 +721,12 @@ struct AllocatedPeak {
     std::optional<uint64_t> after_sequence; // none: the end, after every event
 };
 
+// How often the program's allocated device memory came back down to one level, and when it first did.
+struct LevelReturns {
+    uint64_t count = 0;
+    uint64_t first_ns = 0;
+};
+
 // What replay_backwards finds as it goes back from the end, for its caller to keep.
 struct Replay {
     Replay(bool reports_blocks, std::vector<Moment>& asked, FailuresByTimeSize& failures_by_time_size)
@@ -732,6 +741,8 @@ struct Replay {
     FailuresByTimeSize& failures;
     // Where the allocated total was highest.
     AllocatedPeak peak;
+    // By level, the frees of the program's code that brought the allocated total down to it.
+    std::unordered_map<uint64_t, LevelReturns> returns;
 };
 
 // An event that changed no device's memory, as replay_backwards tells add_point.
@@ -784,6 +795,7 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
     };
     AllocatedPeak& peak = replay.peak;
     peak = {totals.allocated(), model.duration_ns, std::nullopt};
+    replay.returns.clear();
     trace.visit_events_newest_first([&](const Event& event) {
         const uint64_t time_ns = since_start(event.time_ns, model.header);
         take_moments_until(time_ns, event.sequence);
@@ -806,9 +818,15 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
                     totals.change(made, false);
             }
         } else if (event.type == EventType::Free) {
+            const uint64_t level = totals.allocated();
             LiveObject object{event.size, event.kind, event.device, event.stack_id};
             objects.assign(format::key_space_of(event.kind), event.address, object);
             totals.change(object, true);
+            if (totals.allocated() > level && event.sequence < model.program_events) {
+                LevelReturns& returns = replay.returns[level];
+                ++returns.count;
+                returns.first_ns = time_ns;
+            }
         } else if (event.type == EventType::AllocFailed && snapshots < kMaxFailureSnapshots) {
             auto failure = replay.failures.find({event.time_ns, event.size});
             if (failure != replay.failures.end()) {
@@ -829,6 +847,24 @@ std::optional<size_t> replay_backwards(const TraceReader& trace, const ProcessMo
             return std::nullopt;
     }
     return points;
+}
+
+// The end of the first of the program's steps, where its device work repeats: each step frees what it
+// made, bringing the allocated total back to where the step before left it, while set-up (a model's
+// weights, an optimizer's state, a compile) makes what stays. The first time the total came back to the
+// level it came back to most often (the earliest such level where several tie), if that was often enough.
+// Not where the ring no longer holds the oldest events: its first step was before them.
+std::optional<uint64_t> first_step_end(const TraceReader& trace, const Replay& replay) {
+    if (trace.events_dropped() > 0)
+        return std::nullopt;
+    const LevelReturns* steps = nullptr;
+    for (const auto& [level, returns] : replay.returns)
+        if (steps == nullptr || returns.count > steps->count ||
+            (returns.count == steps->count && returns.first_ns < steps->first_ns))
+            steps = &returns;
+    if (steps == nullptr || steps->count < kMinStepReturns)
+        return std::nullopt;
+    return steps->first_ns;
 }
 
 using DeviceThinner = TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated>;
@@ -1191,6 +1227,7 @@ ProcessModel build_model(const std::string& path, const TraceReader& trace, Mode
     Replay replay(model.reports_blocks, model.moments, failures_by_time_size);
     model.timeline = build_timeline(trace, model, site_keys, samples, replay,
                                     several_devices ? &device_timelines : nullptr);
+    model.first_step_end_ns = first_step_end(trace, replay);
     // After the replay: the ring's torn count, among the reader's warnings, comes from it.
     model.warnings = trace.warnings();
     find_program_errors(trace, model);

@@ -413,6 +413,11 @@ struct ProcessModel {
     // Python began finalizing, else all the process's events).
     uint64_t program_events = 0;
     bool reports_blocks = false; // a sub-allocator reported blocks: allocated is told from reserved
+    // Where the program's device work repeats (a loop's steps, each freeing what it made), the end of its
+    // first step, since the start: what came before it (imports, a model's weights, a compile at the
+    // first step) is set-up. Absent where no level of its allocated device memory was come back to often
+    // enough in the events the ring holds.
+    std::optional<uint64_t> first_step_end_ns;
     // The program's code freed blocks of its sub-allocator, which may keep them cached (or the ring no
     // longer holds its oldest events): otherwise what the allocator reserved beyond them is only the rest
     // of the segments it made for blocks still held.
