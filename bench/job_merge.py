@@ -1,13 +1,16 @@
-"""How gpuleak-report --merge scales with a job's ranks: the job.json (or with FROM=report, the report.json)
-of each machine's run of a job of RANKS ranks (8 a machine), made from real ones of corpus scripts run as
-ranks under gpuleak run (tests/workloads: each machine's ranks take them in turn, renumbered as the
-job's), merged as text, JSON and HTML; its time, peak memory and output sizes. A benchmark, not a test: it prints figures and checks
-nothing about them. Figures in bench/README.md.
+"""How gpuleak-report scales with a job's ranks: the job.json (or with FROM=report, the report.json) of each
+machine's run of a job of RANKS ranks (8 a machine), made from real ones of corpus scripts run as ranks
+under gpuleak run (tests/workloads: each machine's ranks take them in turn, renumbered as the job's),
+merged (--merge) as text, JSON and HTML; or with FROM=trace, the ranks' traces themselves, copies of the
+corpus runs' (bench_rank_trace: each a process of its own machine, sparse as the recorder's files are),
+read directly from the job's directory. Its time, peak memory and output sizes. A benchmark, not a test:
+it prints figures and checks nothing about them. Figures in bench/README.md.
 
 usage: python3 bench/job_merge.py
-environment: FROM (job or report, default job), RANKS (default "64 256 1024"), WORKLOADS (corpus scripts, default "mlp_adam.py
-leak_losses_append.py cnn.py transformer_block.py"), REPS (runs of each merge, default 3; the median is
-printed), BUILD (build tree, default build/), TORCH_PYTHON (default: what scripts/setup-torch.sh gives)
+environment: FROM (job, report or trace; default job), RANKS (default "64 256 1024"), WORKLOADS (corpus
+scripts, default "mlp_adam.py leak_losses_append.py cnn.py transformer_block.py"), REPS (runs of each
+report, default 3; the median is printed), BUILD (build tree, default build/), TORCH_PYTHON (default:
+what scripts/setup-torch.sh gives)
 """
 
 import copy
@@ -24,7 +27,8 @@ ranks_wanted = [int(ranks) for ranks in os.environ.get("RANKS", "64 256 1024").s
 workloads = os.environ.get("WORKLOADS", "mlp_adam.py leak_losses_append.py cnn.py transformer_block.py").split()
 reps = int(os.environ.get("REPS", "3"))
 per_machine = 8
-source = os.environ.get("FROM", "job") + ".json"
+reading = os.environ.get("FROM", "job")
+source = "report.json" if reading == "trace" else reading + ".json"
 
 
 def torch_python():
@@ -39,6 +43,8 @@ def corpus_reports(directory):
     """The `source` file of each workload, run as rank 0 of a job under gpuleak run on the simulated device."""
     python = torch_python()
     reports = []
+    if reading not in ("job", "report", "trace"):
+        sys.exit("job_merge.py: FROM must be job, report or trace, not %r" % reading)
     for index, workload in enumerate(workloads):
         run = os.path.join(directory, "corpus%d" % index)
         environment = dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE="8",
@@ -83,10 +89,30 @@ def machine_report(templates, machine, world):
     return document
 
 
-def merge(directory, output_format, output):
-    """Seconds and peak RSS (KiB) of one merge, its output written to `output`."""
+def trace_of(job, rank):
+    return os.path.join(job, "gpuleak.node%04d.%d.trace" % (rank // per_machine, 100000 + rank))
+
+
+def rank_trace(templates, job, machine, local, world):
+    """Rank `local` of machine `machine`: a copy of a template's rank trace, renumbered, in `job`. The first
+    ranks copy the corpus runs' traces; the others, those sparse copies (the originals' written zeros are
+    read again for each otherwise)."""
+    rank = machine * per_machine + local
+    template = rank % len(templates)
+    (process,) = [p for p in templates[template]["processes"] if p["role"]["kind"] == "rank"]
+    pid = 100000 + rank
+    subprocess.run([os.path.join(build, "bench", "bench_rank_trace"),
+                    process["trace"] if rank == template else trace_of(job, template),
+                    trace_of(job, rank), "--pid", str(pid), "--rank",
+                    str(rank), "--local-rank", str(local), "--node-rank", str(machine), "--world", str(world),
+                    "--host", "node%04d" % machine, "--job", "4242"], check=True)
+
+
+def report(directory, output_format, output):
+    """Seconds and peak RSS (KiB) of one report of `directory`, its output written to `output`."""
+    merging = [] if reading == "trace" else ["--merge"]
     timed = subprocess.run(["/usr/bin/time", "-f", "%e %M", os.path.join(build, "analyzer", "gpuleak-report"),
-                            "--merge", "--format", output_format, "-o", output, directory],
+                            *merging, "--format", output_format, "-o", output, directory],
                            stderr=subprocess.PIPE, universal_newlines=True, check=True)
     seconds, kib = timed.stderr.strip().splitlines()[-1].split()
     return float(seconds), int(kib)
@@ -100,13 +126,18 @@ def main():
         for ranks in ranks_wanted:
             job = os.path.join(work, "job%d" % ranks)
             for machine in range(ranks // per_machine):
+                if reading == "trace":
+                    os.makedirs(job, exist_ok=True)
+                    for local in range(per_machine):
+                        rank_trace(templates, job, machine, local, ranks)
+                    continue
                 run = os.path.join(job, "node%04d" % machine)
                 os.makedirs(run)
                 with open(os.path.join(run, source), "w") as out:
                     json.dump(machine_report(templates, machine, ranks), out)
             for output_format in ("text", "json", "html"):
                 output = os.path.join(work, "merged%d.%s" % (ranks, output_format))
-                runs = [merge(job, output_format, output) for _ in range(reps)]
+                runs = [report(job, output_format, output) for _ in range(reps)]
                 print("ranks=%d machines=%d format=%s seconds=%.2f peak_rss_mib=%.1f output_bytes=%d" % (
                     ranks, ranks // per_machine, output_format, statistics.median(run[0] for run in runs),
                     max(run[1] for run in runs) / 1024, os.path.getsize(output)))

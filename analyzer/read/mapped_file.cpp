@@ -115,6 +115,8 @@ MappedFile::MappedFile(const std::string& path) {
         throw TraceError(path, std::string("cannot map: ") + std::strerror(errno));
     data_ = static_cast<const std::byte*>(mapping);
     guard_ = guard(data_, size_);
+    // See prefetch(). Advice only: if it fails, the kernel reads around each fault.
+    ::madvise(mapping, size_, MADV_RANDOM);
 }
 
 bool MappedFile::shrank() const {
@@ -128,6 +130,16 @@ void MappedFile::release(std::span<const std::byte> part) const {
     // Advice only: if it fails, the pages merely stay resident.
     if (begin < end)
         ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void MappedFile::prefetch(std::span<const std::byte> part) const {
+    if (part.empty())
+        return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    // From the start of its first page, which lies in the mapping: madvise takes whole pages.
+    const size_t before = reinterpret_cast<uintptr_t>(part.data()) & (page - 1);
+    // Advice only: if it fails, each page is read at its first use.
+    ::madvise(const_cast<std::byte*>(part.data() - before), part.size() + before, MADV_WILLNEED);
 }
 
 MappedFile::~MappedFile() {

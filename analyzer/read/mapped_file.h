@@ -29,6 +29,12 @@ class MappedFile {
     // stay; touching them again reads them back from the file (or the page cache).
     void release(std::span<const std::byte> part) const;
 
+    // Reads `part` (a piece of bytes()) into memory ahead of its use. The file is mapped for reads here
+    // and there, a fault reading its own page alone: a trace's regions are sized by GPULEAK_MAX_MB, not
+    // by what they hold, and reading around each fault took tens of MiB of a trace of a short script
+    // (a thousand ranks' traces, tens of GiB). The reader names the parts in use.
+    void prefetch(std::span<const std::byte> part) const;
+
     // Some of it was read after the file was cut shorter: those bytes read as zeros.
     [[nodiscard]] bool shrank() const;
 

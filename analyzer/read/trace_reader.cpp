@@ -335,11 +335,18 @@ class TraceReader::Decoder {
         return bytes_.subspan(region.offset, present);
     }
 
+    // The first `used` bytes of a region, which the decoder reads next (MappedFile::prefetch).
+    void prefetch(std::span<const std::byte> region, uint64_t used) const {
+        if (file_ != nullptr)
+            file_->prefetch(region.first(std::min<uint64_t>(used, region.size())));
+    }
+
     // Walks an append-only stream. `decode` takes one complete record of the declared size and returns
     // nullptr once it has stored it, or why it is malformed.
     template <class Record, class Decode>
     void walk_stream(const char* name, const Region& region, uint64_t used, Decode decode) {
         const std::span<const std::byte> bytes = region_bytes(name, region);
+        prefetch(bytes, used);
         uint64_t offset = 0;
         format::RecordPrefix prefix{};
         while (copy_out(bytes, offset, prefix) && prefix.commit == format::kRecordCommit) {
@@ -547,6 +554,7 @@ class TraceReader::Decoder {
         const std::span<const std::byte> bytes = region_bytes("spill", raw_.spill);
         const uint64_t records = std::min<uint64_t>(
             {raw_.spill_used, raw_.spill_capacity, bytes.size() / sizeof(format::SpillSite)});
+        prefetch(bytes, records * sizeof(format::SpillSite));
         uint64_t malformed = 0;
         for (uint64_t i = 0; i < records; ++i) {
             format::SpillSite record{};
@@ -600,6 +608,7 @@ class TraceReader::Decoder {
     // its warning is added to the decoder's when that pass is made.
     void decode_ring() {
         std::span<const std::byte> bytes = region_bytes("ring", raw_.ring);
+        prefetch(bytes, std::min(raw_.ring_head, raw_.ring_capacity) * sizeof(format::EventRecord));
         std::shared_ptr<const void> owner = file_;
         if (file_ == nullptr) {
             // parse()'s bytes belong to the caller, who may free them once it returns: the ring gets a copy.
@@ -617,6 +626,7 @@ class TraceReader::Decoder {
         EventLog& log = trace_.notable_;
         const uint64_t kept = std::min(raw_.notable_count, raw_.notable_capacity);
         log.dropped = raw_.notable_count - kept;
+        prefetch(bytes, kept * sizeof(format::EventRecord));
         if (log.dropped != 0)
             warn(fmt::format(
                 "notable events: the array was full: the last {} were not kept (failures, markers, "
@@ -635,6 +645,7 @@ class TraceReader::Decoder {
 
     void decode_timeline() {
         const std::span<const std::byte> bytes = region_bytes("timeline", raw_.timeline);
+        prefetch(bytes, raw_.timeline_capacity * sizeof(format::TimelineSample));
         std::vector<TimelineSample>& timeline = trace_.timeline_;
         for (uint64_t slot = 0; slot < raw_.timeline_capacity; ++slot) {
             format::TimelineSample record{};

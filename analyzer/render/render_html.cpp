@@ -520,7 +520,7 @@ std::string render_changes_html(Comparison& comparison, const ReportOptions& opt
 }
 
 std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
-    json document = render_json(reports, options);
+    json document = run_json(reports);
     // The page says of the job what the text report says, and draws its ranks.
     if (!reports.empty() && reports.front().job)
         document["job"]["findings"] = job_findings(
@@ -528,14 +528,15 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
     const std::vector<bool> drawn = drawn_processes(reports);
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     for (size_t i = 0; i < reports.size(); ++i) {
-        json& process = document["processes"][i];
+        json process = process_json(reports[i], options);
         if (!drawn[i]) {
-            process = listed_process(process);
+            document["processes"].push_back(listed_process(process));
             continue;
         }
         process = page_process(std::move(process), reports[i].model, budget);
         process["pictures"] = pictures_json(reports[i], options, budget);
         process["drawn"] = true;
+        document["processes"].push_back(std::move(process));
     }
     return page_of(document);
 }

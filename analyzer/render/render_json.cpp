@@ -309,6 +309,8 @@ uint64_t sum(const std::vector<DeviceSummary>& devices, uint64_t DeviceSummary::
     return total;
 }
 
+} // namespace
+
 json process_json(ProcessReport& report, const ReportOptions& options) {
     const ProcessModel& model = report.model;
     json devices = json::array();
@@ -530,6 +532,8 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
     return process;
 }
 
+namespace {
+
 json state_json(const MemoryState& state, uint64_t bytes) {
     const ProcessModel& model = state.report->model;
     return {{"trace", model.path},
@@ -652,9 +656,13 @@ json shared_devices_json(const std::vector<SharedDevice>& devices) {
 } // namespace
 
 json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
-    json processes = json::array();
+    json document = run_json(reports);
     for (ProcessReport& report : reports)
-        processes.push_back(process_json(report, options));
+        document["processes"].push_back(process_json(report, options));
+    return document;
+}
+
+json run_json(std::vector<ProcessReport>& reports) {
     json memory_peak;
     if (!reports.empty() && reports.front().diagnosis.run_memory) {
         const RunMemoryFacts& peak = *reports.front().diagnosis.run_memory;
@@ -676,7 +684,7 @@ json render_json(std::vector<ProcessReport>& reports, const ReportOptions& optio
                     ? json()
                     : job_json(*reports.front().job,
                                [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
-        {"processes", std::move(processes)}};
+        {"processes", json::array()}};
 }
 
 json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {

@@ -26,9 +26,30 @@ std::string json_text(const nlohmann::json& document) {
     return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+// render_json's document as json_text writes it, each process's JSON made, written and dropped in turn.
 std::string json(std::vector<ProcessReport>& reports, const ReportOptions& options,
                  std::vector<std::string>& /*warnings*/) {
-    return json_text(render_json(reports, options));
+    const std::string run = json_text(run_json(reports));
+    // A top-level key, at the document's first indent; no string holds a raw newline.
+    const std::string no_processes = "\n  \"processes\": []";
+    const size_t closing = run.find(no_processes) + no_processes.size() - 1;
+    std::string text = run.substr(0, closing);
+    for (size_t i = 0; i < reports.size(); ++i) {
+        std::string process = json_text(process_json(reports[i], options));
+        process.pop_back();
+        text += i == 0 ? "\n" : ",\n";
+        // Indented as a member of the array, a line at a time.
+        for (size_t line = 0; line < process.size();) {
+            const size_t next = std::min(process.find('\n', line), process.size() - 1) + 1;
+            text += "    ";
+            text.append(process, line, next - line);
+            line = next;
+        }
+    }
+    if (!reports.empty())
+        text += "\n  ";
+    text.append(run, closing);
+    return text;
 }
 
 std::string json_changes(Comparison& comparison, const ReportOptions& options) {

@@ -129,11 +129,11 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
                                          const SymbolizeOptions& options, ModelDetail detail,
                                          const std::vector<std::string>& moments) {
     std::vector<ProcessReport> reports;
+    const auto modules = std::make_shared<ModuleRegistry>(options.debuginfo_path, options.cache_directory);
     for (const std::string& path : trace_paths) {
         TraceReader trace = TraceReader::open(path);
         ProcessReport report;
-        auto symbolized =
-            std::make_unique<SymbolizedStacks>(trace, options.debuginfo_path, options.cache_directory);
+        auto symbolized = std::make_unique<SymbolizedStacks>(trace, modules);
         {
             std::optional<DebugInfoReadAhead> reading;
             if (options.read_ahead)

@@ -38,10 +38,9 @@ std::vector<ReportFrame> report_frames(const PythonStacks& python, const NamedSo
 
 } // namespace
 
-SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path,
-                                   const std::string& cache_directory)
+SymbolizedStacks::SymbolizedStacks(const TraceReader& trace, std::shared_ptr<ModuleRegistry> modules)
     : addresses_(trace.stacks()), python_(trace), named_(trace),
-      symbolizer_(trace.modules(), debuginfo_path, cache_directory) {}
+      symbolizer_(trace.modules(), std::move(modules)) {}
 
 void SymbolizedStacks::read_ahead(const std::stop_token& stop) {
     std::vector<uint64_t> addresses;

@@ -17,8 +17,8 @@ namespace gpuleak::analyzer {
 
 class SymbolizedStacks : public StackFrames {
   public:
-    SymbolizedStacks(const TraceReader& trace, const std::string& debuginfo_path,
-                     const std::string& cache_directory = {});
+    // `modules`: shared with the other traces of the report, whose processes load the same libraries.
+    SymbolizedStacks(const TraceReader& trace, std::shared_ptr<ModuleRegistry> modules);
     const std::vector<ReportFrame>& frames(uint32_t stack_id) override;
 
     // Reads the debug info of the modules the stacks pass through (Symbolizer::read_ahead), for a

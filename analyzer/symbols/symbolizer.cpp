@@ -9,9 +9,44 @@
 
 namespace gpuleak::analyzer {
 
+ModuleRegistry::ModuleRegistry(std::string debuginfo_path, std::string cache_directory)
+    : debuginfo_path_(std::move(debuginfo_path)), cache_directory_(std::move(cache_directory)) {}
+
+ModuleRegistry::~ModuleRegistry() {
+    // The cache only saves time: failing to write it must not end the report.
+    try {
+        for (const auto& [key, opened] : modules_)
+            if (opened->cache != nullptr && opened->cache->has_additions())
+                opened->cache->save({debuginfo_path_, opened->debug->file(), opened->debug->frame_sources()});
+    } catch (...) {
+    }
+}
+
+ModuleRegistry::Opened& ModuleRegistry::open(const Module& module) {
+    std::unique_ptr<Opened>& opened = modules_[{module.path, module.build_id}];
+    if (opened == nullptr) {
+        opened = std::make_unique<Opened>();
+        opened->module = module;
+        opened->debug = std::make_unique<DebugModule>(module, debuginfo_path_);
+    }
+    return *opened;
+}
+
+ModuleFrameCache* ModuleRegistry::frame_cache(Opened& opened) {
+    if (!opened.cache_made && opened.debug->state() == DebugModule::State::Usable)
+        opened.cache = std::make_unique<ModuleFrameCache>(cache_directory_, opened.module.build_id,
+                                                          debuginfo_path_, opened.debug->file());
+    opened.cache_made = true;
+    return opened.cache.get();
+}
+
 Symbolizer::Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path,
                        std::string cache_directory)
-    : debuginfo_path_(std::move(debuginfo_path)), cache_directory_(std::move(cache_directory)) {
+    : Symbolizer(modules,
+                 std::make_shared<ModuleRegistry>(std::move(debuginfo_path), std::move(cache_directory))) {}
+
+Symbolizer::Symbolizer(const std::vector<Module>& modules, std::shared_ptr<ModuleRegistry> registry)
+    : registry_(std::move(registry)) {
     std::vector<AddressIndex<size_t>::Entry> ranges;
     for (const Module& module : modules) {
         if (module.low >= module.high)
@@ -21,17 +56,6 @@ Symbolizer::Symbolizer(const std::vector<Module>& modules, std::string debuginfo
     }
     // A range given later wins a tie: the module recorded last is the one loaded there most recently.
     index_ = AddressIndex<size_t>(std::move(ranges));
-}
-
-Symbolizer::~Symbolizer() {
-    // The cache only saves time: failing to write it must not end the report.
-    try {
-        for (Slot& slot : slots_) {
-            if (slot.cache != nullptr && slot.cache->has_additions())
-                slot.cache->save({debuginfo_path_, slot.debug->file(), slot.debug->frame_sources()});
-        }
-    } catch (...) {
-    }
 }
 
 const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
@@ -46,24 +70,25 @@ const std::vector<SourceFrame>& Symbolizer::symbolize(uint64_t return_address) {
         return frames;
     }
     Slot& slot = slots_[*slot_index];
-    DebugModule& debug = debug_module(slot);
+    ModuleRegistry::Opened& shared = opened(slot);
+    DebugModule& debug = *shared.debug;
     if (!slot.reached && debug.state() != DebugModule::State::Usable)
         warnings_.push_back(
             fmt::format("{}: {}; its frames are shown as module+offset", slot.module.path, debug.problem()));
     slot.reached = true;
-    if (ModuleFrameCache* cache = frame_cache(slot)) {
-        const uint64_t module_offset = return_address - slot.module.load_address;
+    const uint64_t module_offset = return_address - slot.module.load_address;
+    if (ModuleFrameCache* cache = registry_->frame_cache(shared)) {
         if (const ModuleFrameCache::Frames* cached_frames = cache->find(module_offset)) {
             frames = *cached_frames;
         } else {
-            frames = debug.frames_at(return_address - 1);
+            frames = debug.frames_at(shared.module.load_address + module_offset - 1);
             cache->add(module_offset, frames);
         }
     } else
         frames.emplace_back().stale = debug.state() == DebugModule::State::Stale;
     for (SourceFrame& frame : frames) {
         frame.module = slot.module.path;
-        frame.module_offset = return_address - slot.module.load_address;
+        frame.module_offset = module_offset;
     }
     return frames;
 }
@@ -78,7 +103,7 @@ void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, const
         Slot& slot = slots_[*slot_index];
         ++hits[*slot_index];
         if (!uncached[*slot_index]) {
-            const ModuleFrameCache* cache = frame_cache(slot);
+            const ModuleFrameCache* cache = registry_->frame_cache(opened(slot));
             uncached[*slot_index] =
                 cache != nullptr && cache->find(address - slot.module.load_address) == nullptr;
         }
@@ -92,25 +117,14 @@ void Symbolizer::read_ahead(const std::vector<uint64_t>& return_addresses, const
         if (hits[slot_index] == 0 || stop.stop_requested())
             return;
         if (uncached[slot_index])
-            debug_module(slots_[slot_index]).read_debug_info();
+            opened(slots_[slot_index]).debug->read_debug_info();
     }
 }
 
-DebugModule& Symbolizer::debug_module(Slot& slot) {
-    if (slot.debug == nullptr)
-        slot.debug = std::make_unique<DebugModule>(slot.module, debuginfo_path_);
-    return *slot.debug;
-}
-
-ModuleFrameCache* Symbolizer::frame_cache(Slot& slot) {
-    if (slot.cache == nullptr) {
-        const DebugModule& debug = debug_module(slot);
-        if (debug.state() != DebugModule::State::Usable)
-            return nullptr;
-        slot.cache = std::make_unique<ModuleFrameCache>(cache_directory_, slot.module.build_id,
-                                                        debuginfo_path_, debug.file());
-    }
-    return slot.cache.get();
+ModuleRegistry::Opened& Symbolizer::opened(Slot& slot) {
+    if (slot.opened == nullptr)
+        slot.opened = &registry_->open(slot.module);
+    return *slot.opened;
 }
 
 } // namespace gpuleak::analyzer

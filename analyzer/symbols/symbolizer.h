@@ -8,10 +8,12 @@
 // A module is opened when an address first falls in it (see DebugModule for which file is used), and
 // each address is resolved once: stacks of a trace share most of their frames. With a cache directory,
 // the frames of modules with DWARF are also kept there between reports (symbol_cache.h), and written
-// when the Symbolizer is destroyed. Not thread-safe: one thread at a time, read_ahead() included.
+// when its ModuleRegistry is destroyed. Not thread-safe: one thread at a time, read_ahead() included,
+// and with a shared registry, one thread at a time among the Symbolizers that share it.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stop_token>
 #include <string>
@@ -27,15 +29,50 @@ namespace gpuleak::analyzer {
 class DebugModule;
 class ModuleFrameCache;
 
-class Symbolizer {
+// The modules that the stacks of one or more traces pass through, each opened once, for Symbolizers to
+// share: the processes of a run (a job's ranks, a loader's workers) load the same libraries at other
+// addresses, and a library's symbol table and debug info take tens of MiB (libtorch's) and a file
+// descriptor or more each. A module is known by its path and build id. Its frames kept between reports
+// (symbol_cache.h) are written when the registry is destroyed. Not thread-safe, as Symbolizer.
+class ModuleRegistry {
   public:
     // `debuginfo_path`: where separate debug info is looked for, in elfutils' syntax (see
     // dwfl_standard_find_debuginfo in elfutils/libdwfl.h); its absolute directories are searched by
     // build id (".build-id/xx/yyyy.debug"). Empty means elfutils' default, ":.debug:/usr/lib/debug".
     // `cache_directory`: where frames are kept between reports; empty for none.
+    explicit ModuleRegistry(std::string debuginfo_path = {}, std::string cache_directory = {});
+    ~ModuleRegistry();
+    ModuleRegistry(const ModuleRegistry&) = delete;
+    ModuleRegistry& operator=(const ModuleRegistry&) = delete;
+
+    struct Opened {
+        // As the first trace to reach it recorded it, and opened where that trace had loaded it: another
+        // trace's addresses are moved by the difference of the two load addresses.
+        Module module;
+        std::unique_ptr<DebugModule> debug;
+        std::unique_ptr<ModuleFrameCache> cache; // null while not made, or where the module is not usable
+        bool cache_made = false;
+    };
+    // The module `module` names, opened the first time it is asked for.
+    Opened& open(const Module& module);
+    // How many modules were opened.
+    [[nodiscard]] size_t size() const { return modules_.size(); }
+    // Its frames kept between reports; null where the module is not usable.
+    ModuleFrameCache* frame_cache(Opened& opened);
+
+  private:
+    std::string debuginfo_path_;
+    std::string cache_directory_;
+    std::map<std::pair<std::string, std::vector<uint8_t>>, std::unique_ptr<Opened>> modules_;
+};
+
+class Symbolizer {
+  public:
+    // With a registry of its own: see ModuleRegistry for the arguments.
     explicit Symbolizer(const std::vector<Module>& modules, std::string debuginfo_path = {},
                         std::string cache_directory = {});
-    ~Symbolizer();
+    // Sharing `registry`'s modules with the other Symbolizers given it.
+    Symbolizer(const std::vector<Module>& modules, std::shared_ptr<ModuleRegistry> registry);
     Symbolizer(const Symbolizer&) = delete;
     Symbolizer& operator=(const Symbolizer&) = delete;
 
@@ -60,17 +97,13 @@ class Symbolizer {
   private:
     struct Slot {
         Module module;
-        std::unique_ptr<DebugModule> debug;      // null until an address falls in the module, or read_ahead()
-        bool reached = false;                    // by symbolize(), which warns then if the module is unusable
-        std::unique_ptr<ModuleFrameCache> cache; // null until the module is found usable
+        ModuleRegistry::Opened* opened =
+            nullptr;          // null until an address falls in the module, or read_ahead()
+        bool reached = false; // by symbolize(), which warns then if the module is unusable
     };
+    ModuleRegistry::Opened& opened(Slot& slot);
 
-    DebugModule& debug_module(Slot& slot);
-    // Null when the module is not usable.
-    ModuleFrameCache* frame_cache(Slot& slot);
-
-    std::string debuginfo_path_;
-    std::string cache_directory_;
+    std::shared_ptr<ModuleRegistry> registry_;
     std::vector<Slot> slots_;
     AddressIndex<size_t> index_; // address range -> slot
     std::unordered_map<uint64_t, std::vector<SourceFrame>> frames_;

@@ -17,7 +17,8 @@ namespace gpuleak::test {
 inline analyzer::ProcessReport report_of(const analyzer::TraceReader& trace) {
     analyzer::ProcessReport report;
     report.model = analyzer::build_model("trace.bin", trace);
-    report.stacks = std::make_unique<analyzer::SymbolizedStacks>(trace, "");
+    report.stacks =
+        std::make_unique<analyzer::SymbolizedStacks>(trace, std::make_shared<analyzer::ModuleRegistry>());
     analyzer::diagnose_report(report);
     return report;
 }

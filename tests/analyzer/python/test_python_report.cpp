@@ -267,7 +267,7 @@ TEST_CASE("symbolized stacks carry their Python frames, unknown ones included") 
     add_code(builder);
     builder.add_stack(1, {0x401000, 0x402000}, {{1, 4}, {0, 0}, {2, 14}});
     const TraceReader trace = parse(builder);
-    SymbolizedStacks stacks(trace, "");
+    SymbolizedStacks stacks(trace, std::make_shared<ModuleRegistry>());
     const std::vector<ReportFrame>& frames = stacks.frames(1);
     REQUIRE(frames.size() == 5);
     // Without a module map the native frames name no evaluation loop: the Python frames follow them all.

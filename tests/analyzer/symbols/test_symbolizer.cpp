@@ -25,6 +25,7 @@
 
 using Catch::Matchers::EndsWith;
 using gpuleak::analyzer::Module;
+using gpuleak::analyzer::ModuleRegistry;
 using gpuleak::analyzer::SourceFrame;
 using gpuleak::analyzer::Symbolizer;
 
@@ -539,4 +540,36 @@ TEST_CASE("the cache directory keeps the modules written last") {
     CHECK(std::filesystem::exists(fmt::format("{}/{:040x}.frames", fixture.cache.path(), 599)));
     CHECK_FALSE(std::filesystem::exists(fmt::format("{}/{:040x}.frames", fixture.cache.path(), 88)));
     CHECK(std::filesystem::exists(unrelated));
+}
+
+TEST_CASE("processes that loaded a library at other addresses share its opening and get the same frames") {
+    // A job's ranks load the same libraries, each where its own address space put them.
+    const FixtureSite site = call_fixture(kFixtureWidget);
+    std::vector<Module> here = loaded_modules();
+    const Module& fixture_here = fixture_module(here);
+    constexpr uint64_t kElsewhere = 0x1000'0000'0000;
+    std::vector<Module> elsewhere;
+    for (Module module : here) {
+        if (module.path == fixture_here.path) {
+            module.load_address += kElsewhere;
+            module.low += kElsewhere;
+            module.high += kElsewhere;
+        }
+        elsewhere.push_back(module);
+    }
+    const auto registry = std::make_shared<ModuleRegistry>();
+    Symbolizer first(here, registry);
+    Symbolizer second(elsewhere, registry);
+    const std::vector<SourceFrame> frames = first.symbolize(site.return_address);
+    const std::vector<SourceFrame>& moved = second.symbolize(site.return_address + kElsewhere);
+    REQUIRE(frames.front().symbolized);
+    CHECK(frames.front().function == "fixture::Widget::make(int)");
+    REQUIRE(moved.size() == frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+        CHECK(moved[i].function == frames[i].function);
+        CHECK(moved[i].file == frames[i].file);
+        CHECK(moved[i].line == frames[i].line);
+        CHECK(moved[i].module_offset == frames[i].module_offset);
+    }
+    CHECK(registry->size() == 1);
 }
