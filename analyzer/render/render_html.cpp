@@ -53,19 +53,27 @@ struct Budget {
     }
 };
 
-// The frames of a process's sites, each once: sites refer to them by index.
+// The frames of the page's sites, each once: sites refer to them by index. Once for the page, not for
+// each process: a job's ranks, and a loader's workers, run the same code, and their frames took most of
+// a page that draws 64 of them.
 class FrameTable {
   public:
-    FrameTable(StackFrames& stacks, const ReportOptions& options, size_t most)
-        : stacks_(stacks), options_(options), most_(most) {}
+    explicit FrameTable(const ReportOptions& options) : options_(options) {}
+
+    // The frames to come are of `stacks`' process, whose share of the page is `most` frames it adds.
+    void start_process(StackFrames& stacks, size_t most) {
+        stacks_ = &stacks;
+        most_ = most;
+        added_ = 0;
+    }
 
     // Past its share of the page: the sites still to come are drawn as one box.
-    [[nodiscard]] bool full() const { return table_.size() >= most_; }
+    [[nodiscard]] bool full() const { return added_ >= most_; }
 
     // The stack's frames, innermost first, as indices; a stack without frames is one frame saying so.
     json stack(uint32_t stack_id) {
         json indices = json::array();
-        const std::vector<ReportFrame>& frames = stacks_.frames(stack_id);
+        const std::vector<ReportFrame>& frames = stacks_->frames(stack_id);
         if (frames.empty()) {
             indices.push_back(named("(no stack)"));
             return indices;
@@ -78,8 +86,8 @@ class FrameTable {
         for (const ReportFrame* frame : profile_frames(frames, options_))
             indices.push_back(index_of(*frame, !program.empty() && frame->module == program));
         // The stack that started a library's thread is where the program asked for what it made.
-        if (const uint32_t start = stacks_.thread_start_of(stack_id); start != 0)
-            for (const ReportFrame* frame : profile_frames(stacks_.frames(start), options_))
+        if (const uint32_t start = stacks_->thread_start_of(stack_id); start != 0)
+            for (const ReportFrame* frame : profile_frames(stacks_->frames(start), options_))
                 indices.push_back(index_of(*frame, false));
         return indices;
     }
@@ -101,6 +109,7 @@ class FrameTable {
     size_t add(const Key& key) {
         const auto [found, added] = indices_.try_emplace(key, table_.size());
         if (added) {
+            ++added_;
             const auto& [name, file, line, python, program, library, source_line] = key;
             table_.push_back({{"name", name},
                               {"file", file},
@@ -113,9 +122,10 @@ class FrameTable {
         return found->second;
     }
 
-    StackFrames& stacks_;
     const ReportOptions& options_;
-    size_t most_;
+    StackFrames* stacks_ = nullptr;
+    size_t most_ = 0;
+    size_t added_ = 0;
     std::map<Key, size_t> indices_;
     json table_ = json::array();
 };
@@ -299,9 +309,9 @@ json activity_json(ProcessReport& report, FrameTable& frames, const Budget& budg
             {"sites", std::move(drawn)}};
 }
 
-json pictures_json(ProcessReport& report, const ReportOptions& options, const Budget& budget) {
+json pictures_json(ProcessReport& report, FrameTable& frames, const Budget& budget) {
     const ProcessModel& model = report.model;
-    FrameTable frames(*report.stacks, options, budget.frames);
+    frames.start_process(*report.stacks, budget.frames);
     json states = json::array();
     uint64_t cached = 0;
     if (model.reports_blocks)
@@ -324,7 +334,7 @@ json pictures_json(ProcessReport& report, const ReportOptions& options, const Bu
             seconds_of(failure.time_ns), failure.top_sites_then, true));
     }
     json activity = activity_json(report, frames, budget);
-    return {{"frames", frames.take()}, {"states", std::move(states)}, {"activity", std::move(activity)}};
+    return {{"states", std::move(states)}, {"activity", std::move(activity)}};
 }
 
 // Of `count` points, those a timeline of at most `most` keeps: the first and the last, and in each
@@ -527,6 +537,7 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
             *reports.front().job, [&](const RankRow& row) { return ended_text(reports[row.process].model); });
     const std::vector<bool> drawn = drawn_processes(reports);
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
+    FrameTable frames(options);
     for (size_t i = 0; i < reports.size(); ++i) {
         json process = process_json(reports[i], options);
         if (!drawn[i]) {
@@ -534,10 +545,11 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
             continue;
         }
         process = page_process(std::move(process), reports[i].model, budget);
-        process["pictures"] = pictures_json(reports[i], options, budget);
+        process["pictures"] = pictures_json(reports[i], frames, budget);
         process["drawn"] = true;
         document["processes"].push_back(std::move(process));
     }
+    document["frames"] = frames.take();
     return page_of(document);
 }
 

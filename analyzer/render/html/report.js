@@ -347,7 +347,7 @@
 
   function flameFigure(process) {
     const pictures = process.pictures;
-    const frames = pictures.frames;
+    const frames = report.frames;
     const width = 1180;
     const row = 18;
     let stateIndex = 0;
@@ -478,7 +478,7 @@
       return;
     }
     const activity = process.pictures.activity;
-    const frames = process.pictures.frames;
+    const frames = report.frames;
     const [from, to] = range;
     const first = Math.min(activity.buckets - 1, Math.floor((from / activity.duration_s) * activity.buckets));
     const last = Math.min(activity.buckets - 1, Math.max(first, Math.ceil((to / activity.duration_s) * activity.buckets) - 1));

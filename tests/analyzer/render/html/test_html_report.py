@@ -133,6 +133,13 @@ def test_the_page_loads_from_its_file_alone_without_a_message(scenario, browser)
     name, document, page, page_file = scenario
     assert page_file.stat().st_size < 5 * MiB
     assert problems_of(browser, page, page_file) == []
+    # The sites' frames are the page's, each once, not each drawn process's.
+    frames, distinct, per_process = page.evaluate(
+        "(() => { const data = JSON.parse(document.getElementById('gpuleak-data').textContent);"
+        " return [data.frames.length, new Set(data.frames.map((f) => JSON.stringify(f))).size,"
+        " data.processes.some((p) => p.pictures && 'frames' in p.pictures)]; })()"
+    )
+    assert frames > 0 and distinct == frames and not per_process
     sections = page.evaluate("[...document.querySelectorAll('section[data-pid]')].map((s) => Number(s.dataset.pid))")
     every_pid = [process["pid"] for process in document["processes"]]
     if len(every_pid) <= 64:
