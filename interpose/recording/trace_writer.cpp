@@ -240,7 +240,7 @@ bool TraceWriter::create(const Config& config, const ProcessIdentity& identity, 
     removed_for_exec_ = false;
     next_string_id_ = 1;
     strings_lock_.reset_after_fork();
-    write_header(config, identity, layout, host_only);
+    write_header(config, identity, layout, host_only, host);
     char unnamed[32];
     std::snprintf(unnamed, sizeof unnamed, "/proc/self/fd/%d", fd);
     if (!named && !take_free_name(base_path, path_, sizeof path_, [&](const char* path) {
@@ -360,7 +360,7 @@ void write_job_identity(FileHeader& header) {
 }
 
 void TraceWriter::write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
-                               bool host_only) {
+                               bool host_only, const char* host) {
     FileHeader& h = *header_;
     if (host_only)
         h.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
@@ -380,7 +380,8 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     h.stack_depth = config.stack_depth;
     h.timeline_interval_ms_initial = config.sample_interval_ms;
     h.timeline_interval_ns = static_cast<uint64_t>(config.sample_interval_ms) * 1000000ull;
-    ::gethostname(h.hostname, sizeof h.hostname - 1);
+    // The name %h put in the file's name: the same machine, read once.
+    std::snprintf(h.hostname, sizeof h.hostname, "%s", host);
     if (identity.parent_trace != nullptr)
         std::snprintf(h.parent_trace, sizeof h.parent_trace, "%s", identity.parent_trace);
     h.command_line_bytes =

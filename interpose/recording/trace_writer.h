@@ -117,7 +117,7 @@ class TraceWriter {
     uint8_t* reserve(Stream stream, uint32_t bytes);
     int64_t commit(Stream stream, uint8_t* record, uint32_t bytes);
     void write_header(const Config& config, const ProcessIdentity& identity, const Layout& layout,
-                      bool host_only);
+                      bool host_only, const char* host);
     void populate_ring(uint64_t head, uint64_t lead);
     // The trace's directory, opened again: -1 where it is no longer the one the trace was made in or no
     // longer trusted.
