@@ -33,12 +33,10 @@ readonly screenshot=leak-light.png
 source "$root/scripts/pinned-environment.sh"
 
 docs_environment() {
-    local python python_version dir
+    local python dir
     python=${GPULEAK_DOCS_PYTHON:-$(pyenv_python docs 12 13 11)}
-    python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    dir=${GPULEAK_DOCS_DIR:-$HOME/.cache/gpuleak/docs-sphinx-${sphinx_version}-py${python_version}}
-    install_pinned_environment docs "$python" "$dir" "${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}" \
-        "${requirements[@]}" >&2
+    dir=$(pinned_environment_dir "$python" "docs-sphinx-${sphinx_version}" "${GPULEAK_DOCS_DIR:-}")
+    install_pinned_environment docs "$python" "$dir" "${requirements[@]}" >&2
     echo "$dir"
 }
 

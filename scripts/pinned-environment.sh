@@ -22,14 +22,25 @@ pyenv_python() {
     exit 1
 }
 
+# Where the environment named `name` (its pinned package and version, "torch-2.11.0") of `python` goes:
+# `override` where the caller's variable set it, else ~/.cache/gpuleak/<name>-py<X.Y>.
+pinned_environment_dir() {
+    local python=$1 name=$2 override=$3
+    if [[ -n $override ]]; then
+        echo "$override"
+        return
+    fi
+    echo "$HOME/.cache/gpuleak/$name-py$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+}
+
 # Makes `dir` a virtual environment of `python` holding exactly `requirements` (the arguments after
-# `wheels`), downloading into the wheel cache `wheels` only what it lacks. Idempotent: an environment whose
-# completion stamp (written last, holding the list it was built from) matches is left as it is, without
-# touching the network; an interrupted or outdated one is built again. Two concurrent runs (parallel
-# ctest, two terminals) wait for each other.
+# `dir`), downloading into the wheel cache (GPULEAK_WHEEL_CACHE, default ~/.cache/gpuleak/wheels) only
+# what it lacks. Idempotent: an environment whose completion stamp (written last, holding the list it was
+# built from) matches is left as it is, without touching the network; an interrupted or outdated one is
+# built again. Two concurrent runs (parallel ctest, two terminals) wait for each other.
 install_pinned_environment() {
-    local label=$1 python=$2 dir=$3 wheels=$4 lock
-    shift 4
+    local label=$1 python=$2 dir=$3 wheels=${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels} lock
+    shift 3
     local stamp=$dir/.gpuleak-$label-complete
     mkdir -p "$(dirname "$dir")" "$wheels"
     exec {lock}>"$dir.lock"

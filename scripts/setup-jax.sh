@@ -32,12 +32,10 @@ readonly requirements=(
 source "$(dirname "${BASH_SOURCE[0]}")/pinned-environment.sh"
 
 main() {
-    local python python_version dir
+    local python dir
     python=${GPULEAK_JAX_PYTHON:-$(pyenv_python jax 12 13 11)}
-    python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    dir=${GPULEAK_JAX_DIR:-$HOME/.cache/gpuleak/jax-${jax_version}-py${python_version}}
-    install_pinned_environment jax "$python" "$dir" "${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}" \
-        "${requirements[@]}"
+    dir=$(pinned_environment_dir "$python" "jax-${jax_version}" "${GPULEAK_JAX_DIR:-}")
+    install_pinned_environment jax "$python" "$dir" "${requirements[@]}"
     echo "$dir"
 }
 

@@ -55,12 +55,10 @@ readonly requirements=(
 source "$(dirname "${BASH_SOURCE[0]}")/pinned-environment.sh"
 
 main() {
-    local python python_version dir
+    local python dir
     python=${GPULEAK_TENSORFLOW_PYTHON:-$(pyenv_python tensorflow 12 13 11 10)}
-    python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    dir=${GPULEAK_TENSORFLOW_DIR:-$HOME/.cache/gpuleak/tensorflow-${tensorflow_version}-py${python_version}}
-    install_pinned_environment tensorflow "$python" "$dir" "${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}" \
-        "${requirements[@]}"
+    dir=$(pinned_environment_dir "$python" "tensorflow-${tensorflow_version}" "${GPULEAK_TENSORFLOW_DIR:-}")
+    install_pinned_environment tensorflow "$python" "$dir" "${requirements[@]}"
     echo "$dir"
 }
 

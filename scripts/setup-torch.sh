@@ -105,12 +105,10 @@ prebuild_adapter() {
 }
 
 main() {
-    local python python_version dir
+    local python dir
     python=${GPULEAK_TORCH_PYTHON:-$(pyenv_python torch 12 13 11 10)}
-    python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-    dir=${GPULEAK_TORCH_DIR:-$HOME/.cache/gpuleak/torch-${torch_version}-py${python_version}}
-    install_pinned_environment torch "$python" "$dir" "${GPULEAK_WHEEL_CACHE:-$HOME/.cache/gpuleak/wheels}" \
-        "${requirements[@]}"
+    dir=$(pinned_environment_dir "$python" "torch-${torch_version}" "${GPULEAK_TORCH_DIR:-}")
+    install_pinned_environment torch "$python" "$dir" "${requirements[@]}"
     prebuild_adapter "$dir"
     echo "$dir"
 }
