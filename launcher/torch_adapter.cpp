@@ -164,18 +164,25 @@ bool loads_this_adapter(const std::string& library) {
 
 // Holds an exclusive lock on `path` (created if missing) while it lives: the launchers of a
 // hyperparameter search started at once build the adapter once. Read-only suffices for flock, so a
-// lock file another user made in a shared cache serves too.
+// lock file another user made in a shared cache serves too. A file system may have no such locks
+// (Lustre mounted without flock, some NFS servers): then none is held.
 class BuildLock {
   public:
     explicit BuildLock(const std::string& path)
         : file_(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644)) {
-        if (file_.get() >= 0)
-            while (::flock(file_.get(), LOCK_EX) != 0 && errno == EINTR) {
-            }
+        if (file_.get() < 0)
+            return;
+        int locked = -1;
+        while ((locked = ::flock(file_.get(), LOCK_EX)) != 0 && errno == EINTR) {
+        }
+        held_ = locked == 0;
     }
+
+    [[nodiscard]] bool held() const { return held_; }
 
   private:
     FileDescriptor file_;
+    bool held_ = false;
 };
 
 void record_failure(AdapterBuild& build, const std::string& why) {
@@ -243,8 +250,11 @@ AdapterBuild ensure_torch_adapter(const std::string& python, const TorchInstall&
         build.built = true;
         return build;
     }
-    // A launcher that held the lock meanwhile tried and failed: its answer is this one's too.
-    if (const auto written = fs::last_write_time(build.log, error); !error && written >= waited_from) {
+    // A launcher that held the lock meanwhile tried and failed: its answer is this one's too. Without the
+    // lock another may be building now, writing that log: this one builds beside it (build-adapter.sh
+    // renames its library into place whole).
+    if (const auto written = fs::last_write_time(build.log, error);
+        lock.held() && !error && written >= waited_from) {
         record_failure(build, "the build failed");
         return build;
     }

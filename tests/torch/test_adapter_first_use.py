@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from test_torch_adapter import CUDA_LIB_DIR, SIMDEVICE_DIR, TORCH_PYTHON, REAL_DEVICE
@@ -102,6 +103,29 @@ def torch_version():
     return subprocess.run(
         [TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, check=True
     ).stdout.strip()
+
+
+def test_launchers_on_a_file_system_without_locks_both_get_the_adapter(tmp_path):
+    # Lustre mounted without flock, where flock fails: two launchers of a search started together build
+    # side by side, the second while the first compiles, and each gets the whole library.
+    shim = tmp_path / "no_flock.so"
+    source = tmp_path / "no_flock.c"
+    source.write_text("#include <errno.h>\nint flock(int fd, int operation) { (void)fd; (void)operation;"
+                      " errno = ENOLCK; return -1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+    compiler = tmp_path / "slow-c++"
+    compiler.write_text('#!/bin/sh\nsleep 3\nexec c++ "$@"\n')
+    compiler.chmod(0o755)
+    environment = dict(os.environ, GPULEAK_TORCH_ADAPTER_DIR=str(tmp_path / "cache"), LD_PRELOAD=str(shim),
+                       CXX=str(compiler))
+    command = [LAUNCHER, "torch-adapter", "--python", TORCH_PYTHON]
+    first = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    second = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outputs = [process.communicate(timeout=300) for process in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], outputs
+    (library,) = (tmp_path / "cache").glob("*/libgpuleak_torch-*.so")
+    assert [stdout for stdout, _ in outputs] == [f"{library}\n"] * 2
 
 
 if __name__ == "__main__":
