@@ -867,7 +867,6 @@ std::optional<uint64_t> first_step_end(const TraceReader& trace, const Replay& r
     return steps->first_ns;
 }
 
-using DeviceThinner = TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated>;
 // Each device's timeline, as the replay passes the events that change it.
 class DeviceTimelines {
   public:

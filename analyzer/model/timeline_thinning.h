@@ -187,6 +187,9 @@ template <class Point, uint64_t Point::*... Weights> class TimeThinner {
     std::vector<Stretch> stretches_;
 };
 
+// A device's reserved and allocated bytes over time, each line's peaks kept.
+using DeviceThinner = TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated>;
+
 // The same for points all in memory: the first `ring_points` are the replay's, newest first, the rest
 // the samples, oldest first.
 std::vector<TimelinePoint> sort_and_thin(std::vector<TimelinePoint> points, size_t ring_points);

@@ -667,6 +667,10 @@ std::string ended_text(const ProcessModel& model) {
                        end.running_when_opened ? "" : ", or still running", seconds);
 }
 
+EndedText ended_texts(const std::vector<ProcessReport>& reports) {
+    return [&reports](const RankRow& row) { return ended_text(reports[row.process].model); };
+}
+
 std::string killed_text(const ProcessModel& model, const KilledFacts& killed) {
     // The launcher saw its child die by SIGKILL and wrote its end; anywhere else a process that left no end
     // record was killed by a signal no handler sees.

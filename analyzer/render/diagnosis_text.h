@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "report/job_facts.h"
 #include "report/report.h"
 
 namespace gpuleak::analyzer {
@@ -35,6 +36,9 @@ std::string cell_errors_text(const ProcessModel& model);
 // How the process ended, for its header: "exited with status 1 after 3.0 s", "killed by signal 15 (SIGTERM)
 // after 3.0 s: sent by pid 812 (bash), its parent", "killed: no exit record (...)"; printable.
 std::string ended_text(const ProcessModel& model);
+
+// ended_text of each rank's process among `reports`, for the job's table and findings.
+EndedText ended_texts(const std::vector<ProcessReport>& reports);
 
 // Who or what sent the signal that ended the process, as its end record says: "sent by pid 812 (bash), its
 // parent", "Ctrl-C at its terminal", "the kernel's OOM killer sent it"; printable. Empty where that is not

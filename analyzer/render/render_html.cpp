@@ -533,8 +533,7 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
     json document = run_json(reports);
     // The page says of the job what the text report says, and draws its ranks.
     if (!reports.empty() && reports.front().job)
-        document["job"]["findings"] = job_findings(
-            *reports.front().job, [&](const RankRow& row) { return ended_text(reports[row.process].model); });
+        document["job"]["findings"] = job_findings(*reports.front().job, ended_texts(reports));
     const std::vector<bool> drawn = drawn_processes(reports);
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     FrameTable frames(options);

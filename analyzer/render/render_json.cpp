@@ -673,18 +673,16 @@ json run_json(std::vector<ProcessReport>& reports) {
                        {"largest_pid", peak.largest_pid},
                        {"largest_rss_bytes", peak.largest_rss}};
     }
-    return {
-        {"schema", "gpuleak-report/1"},
-        {"run",
-         {{"memory_peak", std::move(memory_peak)},
-          {"shared_devices", reports.empty() || !reports.front().shared_devices
-                                 ? json::array()
-                                 : shared_devices_json(*reports.front().shared_devices)}}},
-        {"job", reports.empty() || !reports.front().job
-                    ? json()
-                    : job_json(*reports.front().job,
-                               [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
-        {"processes", json::array()}};
+    return {{"schema", "gpuleak-report/1"},
+            {"run",
+             {{"memory_peak", std::move(memory_peak)},
+              {"shared_devices", reports.empty() || !reports.front().shared_devices
+                                     ? json::array()
+                                     : shared_devices_json(*reports.front().shared_devices)}}},
+            {"job", reports.empty() || !reports.front().job
+                        ? json()
+                        : job_json(*reports.front().job, ended_texts(reports))},
+            {"processes", json::array()}};
 }
 
 json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
@@ -705,8 +703,7 @@ json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& o
         for (size_t i = 0; i < devices.size(); ++i) {
             for (auto key = devices[i].begin(); key != devices[i].end();)
                 key = merge_reads(4, "summary", key.key()) ? std::next(key) : devices[i].erase(key);
-            TimeThinner<DevicePoint, &DevicePoint::reserved, &DevicePoint::allocated> thinner(
-                report.model.duration_ns, kJobStretches);
+            DeviceThinner thinner(report.model.duration_ns, kJobStretches);
             for (const DevicePoint& point : report.model.devices[i].timeline)
                 thinner.add(point);
             json timeline = json::array();
@@ -724,8 +721,7 @@ json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& o
              {{"shared_devices", reports.front().shared_devices
                                      ? shared_devices_json(*reports.front().shared_devices)
                                      : json::array()}}},
-            {"job", job_json(*reports.front().job,
-                             [&](const RankRow& row) { return ended_text(reports[row.process].model); })},
+            {"job", job_json(*reports.front().job, ended_texts(reports))},
             {"processes", std::move(processes)}};
 }
 

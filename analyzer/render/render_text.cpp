@@ -1092,9 +1092,7 @@ std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions
     const Style style(options.color);
     std::string out;
     if (!reports.empty() && reports.front().job && reports.front().job->ranks.size() > 1)
-        append_job_table(
-            out, *reports.front().job,
-            [&](const RankRow& row) { return ended_text(reports[row.process].model); }, style);
+        append_job_table(out, *reports.front().job, ended_texts(reports), style);
     if (reports.size() > 1)
         append_process_table(out, reports, style);
     if (!reports.empty() && reports.front().shared_devices)

@@ -33,10 +33,9 @@ ModuleRegistry::Opened& ModuleRegistry::open(const Module& module) {
 }
 
 ModuleFrameCache* ModuleRegistry::frame_cache(Opened& opened) {
-    if (!opened.cache_made && opened.debug->state() == DebugModule::State::Usable)
+    if (opened.cache == nullptr && opened.debug->state() == DebugModule::State::Usable)
         opened.cache = std::make_unique<ModuleFrameCache>(cache_directory_, opened.module.build_id,
                                                           debuginfo_path_, opened.debug->file());
-    opened.cache_made = true;
     return opened.cache.get();
 }
 

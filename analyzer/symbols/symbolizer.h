@@ -51,7 +51,6 @@ class ModuleRegistry {
         Module module;
         std::unique_ptr<DebugModule> debug;
         std::unique_ptr<ModuleFrameCache> cache; // null while not made, or where the module is not usable
-        bool cache_made = false;
     };
     // The module `module` names, opened the first time it is asked for.
     Opened& open(const Module& module);
