@@ -84,20 +84,53 @@ std::optional<gpuleak::analyzer::Comparison> compare_markers(gpuleak::analyzer::
                    {&report, after.time_ns, after.label, after.sites});
 }
 
-// The report to stdout, or to `output_path`; the exit status.
-int write_report(const std::string& text, const std::string& output_path) {
-    if (output_path.empty()) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        return 0;
+// Where the report goes, as it is made: stdout, or the file -o names, which the report replaces once
+// whole (ReplacingFile). The file is made at the first part written: a format with nothing to say of the
+// traces leaves none.
+class ReportOutput {
+  public:
+    explicit ReportOutput(std::string path) : path_(std::move(path)) {}
+
+    void write(std::string_view part) {
+        if (part.empty() || failure_ != 0)
+            return;
+        written_ = true;
+        if (path_.empty()) {
+            std::fwrite(part.data(), 1, part.size(), stdout);
+            return;
+        }
+        // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
+        if (!opened_) {
+            opened_ = true;
+            failure_ = file_.open(path_.c_str(), 0600);
+        }
+        if (failure_ == 0)
+            failure_ = file_.write(part.data(), part.size());
     }
-    // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
-    if (const int failure = gpuleak::write_regular_file(output_path.c_str(), text.data(), text.size(), 0600);
-        failure != 0) {
-        say(fmt::format("{}: cannot write the report: {}", output_path,
-                        gpuleak::write_failure_text(failure)));
+    [[nodiscard]] bool written() const { return written_; }
+    // The exit status, once the report is whole; a failure to write it said.
+    int finish() {
+        if (failure_ == 0 && opened_)
+            failure_ = file_.commit();
+        if (failure_ == 0)
+            return 0;
+        say(fmt::format("{}: cannot write the report: {}", path_, gpuleak::write_failure_text(failure_)));
         return kBadInput;
     }
-    return 0;
+
+  private:
+    std::string path_;
+    gpuleak::ReplacingFile file_;
+    bool opened_ = false;
+    bool written_ = false;
+    int failure_ = 0;
+};
+
+// `text`, a report made whole, to stdout or to `output_path`; the exit status.
+int write_report(std::string_view text, const std::string& output_path) {
+    ReportOutput output(output_path);
+    output.write(text);
+    return output.finish();
 }
 
 // --merge: the machines' reports of a job as one.
@@ -231,7 +264,7 @@ int run(int argc, char** argv) {
             "directory)");
         return kBadInput;
     }
-    std::vector<ProcessReport> reports;
+    ReportSet reports;
     try {
         // Reading ahead could fetch debug info over the network that the report never shows, and would
         // move the lines that libdebuginfod writes to stderr when its lookups are traced.
@@ -276,28 +309,37 @@ int run(int argc, char** argv) {
     // The text report lists warnings with each process; other formats, and what changed, keep them in the
     // data or have no place for them, so say them here too.
     if (renderer.name != "text" || changes) {
-        for (const ProcessReport& report : reports)
+        for (const ProcessReport& report : reports.all())
             for (const std::string& warning : report.model.warnings)
                 say(fmt::format("{}: warning: {}", report.model.path, warning));
     }
-    std::string text;
     if (changes) {
+        // Of one or two processes: kept whole.
+        std::vector<ProcessReport>& compared = reports.all();
         std::optional<Comparison> comparison =
-            diff ? compare(state_at_end(reports[0]), state_at_end(reports[1]))
-                 : compare_markers(reports.front());
+            diff ? compare(state_at_end(compared[0]), state_at_end(compared[1]))
+                 : compare_markers(compared.front());
         if (!comparison)
             return kBadInput;
-        text = renderer.render_changes(*comparison, options);
-    } else {
-        std::vector<std::string> warnings;
-        text = renderer.render(reports, options, warnings);
-        for (const std::string& warning : warnings)
-            say(warning);
-        // A format with nothing to say of these traces (--format job of a run that is no job) said why.
-        if (text.empty())
-            return kBadInput;
+        return write_report(renderer.render_changes(*comparison, options), output_path);
     }
-    return write_report(text, output_path);
+    ReportOutput output(output_path);
+    std::vector<std::string> warnings;
+    try {
+        renderer.render(
+            reports, options, [&](std::string_view part) { output.write(part); }, warnings);
+    } catch (const TraceError& error) {
+        // A trace read again for its process's part (ReportSet::whole) that is gone meanwhile: the file is
+        // left as it was.
+        say(error.what());
+        return kBadInput;
+    }
+    for (const std::string& warning : warnings)
+        say(warning);
+    // A format with nothing to say of these traces (--format job of a run that is no job) said why.
+    if (!output.written())
+        return kBadInput;
+    return output.finish();
 }
 
 } // namespace

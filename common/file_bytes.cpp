@@ -70,17 +70,6 @@ int open_directory_of(const char* path, char* directory, size_t capacity) {
     return ::open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
-    // Its directory held open: the new file is made, renamed and if need be removed in that one.
-    char directory[PATH_MAX];
-    const int directory_fd = open_directory_of(path, directory, sizeof directory);
-    if (directory_fd < 0)
-        return errno;
-    const int failure = write_regular_file_at(directory_fd, name_in_directory(path), data, size, mode);
-    ::close(directory_fd);
-    return failure;
-}
-
 namespace {
 
 // Makes a new file beside `name` (in the same directory, so that it can be renamed over it) under a
@@ -116,9 +105,51 @@ int write_all(int fd, const char* data, size_t size) {
     return 0;
 }
 
+// `data` as the whole content of `file`, whose opening returned `opening`.
+int write_whole(ReplacingFile& file, int opening, const char* data, size_t size) {
+    if (opening != 0)
+        return opening;
+    if (const int failure = file.write(data, size); failure != 0)
+        return failure;
+    return file.commit();
+}
+
 } // namespace
 
+int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
+    ReplacingFile file;
+    return write_whole(file, file.open(path, mode), data, size);
+}
+
 int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode) {
+    ReplacingFile file;
+    return write_whole(file, file.open_at(directory_fd, name, mode), data, size);
+}
+
+ReplacingFile::~ReplacingFile() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        ::unlinkat(directory_fd_, temporary_, 0);
+    }
+    if (own_directory_)
+        ::close(directory_fd_);
+}
+
+int ReplacingFile::open(const char* path, mode_t mode) {
+    // Its directory held open: the new file is made, renamed and if need be removed in that one.
+    char directory[PATH_MAX];
+    const int directory_fd = open_directory_of(path, directory, sizeof directory);
+    if (directory_fd < 0)
+        return errno;
+    const int failure = open_at(directory_fd, name_in_directory(path), mode);
+    own_directory_ = true;
+    return failure;
+}
+
+int ReplacingFile::open_at(int directory_fd, const char* name, mode_t mode) {
+    directory_fd_ = directory_fd;
+    if (std::snprintf(name_, sizeof name_, "%s", name) >= static_cast<int>(sizeof name_))
+        return ENAMETOOLONG;
     // What is there must be the user's own regular file: anything else was planted (another user's file,
     // made there to be written into; a link; a FIFO), and is refused rather than replaced.
     struct stat existing {};
@@ -135,17 +166,25 @@ int write_regular_file_at(int directory_fd, const char* name, const char* data, 
     // Written whole under a new name, then renamed over the old: a reader, or a run cut short, finds the
     // old file or the new one, never a part of either; and a link put there meanwhile is replaced, not
     // followed.
-    char temporary[NAME_MAX + 1];
-    const int fd = create_beside(directory_fd, name, temporary, mode);
-    if (fd < 0)
+    fd_ = create_beside(directory_fd, name, temporary_, mode);
+    if (fd_ < 0)
         return errno;
-    int failure = ::fchmod(fd, mode) != 0 ? errno : write_all(fd, data, size);
-    if (::close(fd) != 0 && failure == 0)
-        failure = errno;
-    if (failure == 0 && ::renameat(directory_fd, temporary, directory_fd, name) != 0)
+    return ::fchmod(fd_, mode) != 0 ? errno : 0;
+}
+
+int ReplacingFile::write(const char* data, size_t size) {
+    return fd_ < 0 ? EBADF : write_all(fd_, data, size);
+}
+
+int ReplacingFile::commit() {
+    if (fd_ < 0)
+        return EBADF;
+    int failure = ::close(fd_) != 0 ? errno : 0;
+    fd_ = -1;
+    if (failure == 0 && ::renameat(directory_fd_, temporary_, directory_fd_, name_) != 0)
         failure = errno;
     if (failure != 0)
-        ::unlinkat(directory_fd, temporary, 0);
+        ::unlinkat(directory_fd_, temporary_, 0);
     return failure;
 }
 

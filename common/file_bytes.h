@@ -2,6 +2,7 @@
 // bytes into a file that must be a regular one (reports, kernel specs).
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <sys/types.h>
 
@@ -39,6 +40,33 @@ int write_regular_file(const char* path, const char* data, size_t size, mode_t m
 // The same for the file `name` (no slash in it) in the directory open at `directory_fd`: what it writes
 // lands in that directory, whatever happens to the directory's path meanwhile.
 int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode);
+
+// A regular file written a part at a time, then put in place of the one at its name as write_regular_file
+// does (refusing what it refuses): for output made as it goes, a report of a thousand processes, which is
+// not held whole. Until commit() the file at the name is the old one; a replacement not committed (a
+// write failed, the writer gave up) is removed when this is destroyed. Each call returns 0 or what
+// write_regular_file would.
+class ReplacingFile {
+  public:
+    ReplacingFile() = default;
+    ~ReplacingFile();
+    ReplacingFile(const ReplacingFile&) = delete;
+    ReplacingFile& operator=(const ReplacingFile&) = delete;
+
+    int open(const char* path, mode_t mode);
+    // `name` (no slash in it) in the directory open at `directory_fd`, which must stay open until this
+    // is destroyed.
+    int open_at(int directory_fd, const char* name, mode_t mode);
+    int write(const char* data, size_t size);
+    int commit();
+
+  private:
+    int directory_fd_ = -1;
+    bool own_directory_ = false;
+    int fd_ = -1;
+    char name_[NAME_MAX + 1] = {};
+    char temporary_[NAME_MAX + 1] = {};
+};
 
 // A few words for what write_regular_file returned: "not a regular file", strerror's.
 const char* write_failure_text(int failure);

@@ -34,7 +34,7 @@ bool kernel_died(int wait_status) {
 std::vector<std::string> death_summary(const CommandEnd& end, RunReport* report,
                                        const std::string& no_report) {
     const analyzer::ProcessReport* kernel =
-        report != nullptr ? command_process(end, report->processes) : nullptr;
+        report != nullptr ? command_process(end, report->processes.all()) : nullptr;
     CommandEnd told = end;
     if (kernel != nullptr)
         told.sender = analyzer::sender_text(kernel->model);

@@ -51,7 +51,7 @@ void report_on(CommandEnd& end, const RunDirectory& directory) {
                                 directory.path);
     }
     if (report)
-        if (const analyzer::ProcessReport* own = command_process(end, report->processes))
+        if (const analyzer::ProcessReport* own = command_process(end, report->processes.all()))
             end.sender = analyzer::sender_text(own->model);
     for (const std::string& line : ending_lines(end))
         say_wrapped(line);

@@ -23,12 +23,35 @@ namespace gpuleak::launcher {
 
 namespace {
 
-// 0600, as the traces are made: the report holds their stacks and paths. Returns its path.
-std::string write_file(const RunDirectory& directory, const std::string& name, const std::string& text) {
+// The report `renderer` writes as it makes it, into the file `name` of the run's directory, which it
+// replaces once whole; 0600, as the traces are made: the report holds their stacks and paths. Its path, or
+// empty where the format had nothing to say of the run (job.json of a run that is no job).
+std::string write_file(const RunDirectory& directory, const std::string& name,
+                       const analyzer::Renderer& renderer, analyzer::ReportSet& reports) {
     std::string path = directory.path + "/" + name;
-    if (const int failure =
-            write_regular_file_at(directory.handle.get(), name.c_str(), text.data(), text.size(), 0600);
-        failure != 0)
+    ReplacingFile file;
+    bool opened = false;
+    int failure = 0;
+    // The model's warnings are in the text report; a run's report has no other place for a renderer's.
+    std::vector<std::string> warnings;
+    renderer.render(
+        reports, analyzer::ReportOptions{},
+        [&](std::string_view part) {
+            if (part.empty() || failure != 0)
+                return;
+            if (!opened) {
+                opened = true;
+                failure = file.open_at(directory.handle.get(), name.c_str(), 0600);
+            }
+            if (failure == 0)
+                failure = file.write(part.data(), part.size());
+        },
+        warnings);
+    if (!opened)
+        return {};
+    if (failure == 0)
+        failure = file.commit();
+    if (failure != 0)
         throw LauncherError(
             fmt::format("{}: cannot write the report: {}", path, write_failure_text(failure)));
     return path;
@@ -84,17 +107,13 @@ RunReport write_run_report(const RunDirectory& directory) {
         if (!renderer.run_file.empty())
             detail = std::max(detail, renderer.detail);
     report.processes = analyzer::build_reports(traces.paths, symbolize, detail);
-    const analyzer::ReportOptions options; // gpuleak-report's defaults, no colour in a file
-    for (const analyzer::Renderer& renderer : analyzer::renderers()) {
-        if (renderer.run_file.empty())
-            continue;
-        // The model's warnings are in the text report; a run's report has no other place for a renderer's.
-        std::vector<std::string> warnings;
-        const std::string text = renderer.render(report.processes, options, warnings);
-        // A format that has nothing to say of this run (job.json of a run that is no job) writes no file.
-        if (!text.empty())
-            report.files.push_back(write_file(directory, std::string(renderer.run_file), text));
-    }
+    // gpuleak-report's defaults, no colour in a file.
+    for (const analyzer::Renderer& renderer : analyzer::renderers())
+        if (!renderer.run_file.empty())
+            if (std::string path =
+                    write_file(directory, std::string(renderer.run_file), renderer, report.processes);
+                !path.empty())
+                report.files.push_back(std::move(path));
     return report;
 }
 

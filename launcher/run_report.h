@@ -8,11 +8,12 @@
 
 #include "launcher/run_directory.h"
 #include "report/report.h"
+#include "report/report_set.h"
 
 namespace gpuleak::launcher {
 
 struct RunReport {
-    std::vector<analyzer::ProcessReport> processes;
+    analyzer::ReportSet processes;
     // The files written, in the order of the renderers' table: the text report's first.
     std::vector<std::string> files;
 };

@@ -99,11 +99,14 @@ ProcessReport& focus_process(std::vector<ProcessReport>& processes) {
 }
 
 // The last timeline sample of the command's own trace.
-std::optional<std::string> last_samples(const CommandEnd& end, const std::vector<ProcessReport>& processes) {
-    const ProcessReport* own = command_process(end, processes);
-    if (own == nullptr || own->model.timeline.empty())
+std::optional<std::string> last_samples(const CommandEnd& end, analyzer::ReportSet& processes) {
+    const ProcessReport* listed = command_process(end, processes.all());
+    if (listed == nullptr)
         return std::nullopt;
-    const analyzer::TimelinePoint& last = own->model.timeline.back();
+    const ProcessReport& own = processes.whole(static_cast<size_t>(listed - processes.all().data()));
+    if (own.model.timeline.empty())
+        return std::nullopt;
+    const analyzer::TimelinePoint& last = own.model.timeline.back();
     const std::string rss = last.rss ? fmt::format("host RSS {}, ", human_bytes(*last.rss)) : std::string();
     return fmt::format("last samples, at {:.1f} s: {}device memory reserved {}, allocated {}",
                        analyzer::seconds_of(last.time_ns), rss, human_bytes(last.reserved),
@@ -186,7 +189,7 @@ std::vector<std::string> ending_lines(const CommandEnd& end) {
 }
 
 std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) {
-    std::vector<ProcessReport>& processes = report.processes;
+    std::vector<ProcessReport>& processes = report.processes.all();
     std::vector<std::string> lines;
     // What ended a program that failed, first: it is what its author ran it for.
     for (const ProcessReport& process : processes) {
@@ -220,7 +223,7 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
         lines.push_back(fmt::format("{} more were killed by signals: see the report",
                                     plural(signalled - kMostSignalLines, "process")));
     if (killed_by_sigkill(end))
-        if (auto samples = last_samples(end, processes))
+        if (auto samples = last_samples(end, report.processes))
             lines.push_back(*samples);
 
     const bool several = processes.size() > 1;
@@ -236,7 +239,9 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
                     human_bytes(peak_reserved(largest)), human_bytes(peak_allocated(largest)),
                     several ? fmt::format(" (pid {}, the most of any)", largest.model.header.pid) : ""));
 
-    ProcessReport& focus = focus_process(processes);
+    const ProcessReport& focus_listed = focus_process(processes);
+    // Its diagnosis is told from its whole report.
+    ProcessReport& focus = report.processes.whole(static_cast<size_t>(&focus_listed - processes.data()));
     // What makes those figures and the verdict less than exact, beside them.
     for (const ProcessReport& process : processes)
         for (const std::string& note : analyzer::exactness_notes(process.model))
@@ -254,7 +259,7 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
     size_t host_more = 0;
     for (const ProcessReport& process : processes) {
         if (!process.diagnosis.host_ram ||
-            (&process == &focus && focus.diagnosis.kind == DiagnosisKind::HostRamGrowth))
+            (&process == &focus_listed && focus.diagnosis.kind == DiagnosisKind::HostRamGrowth))
             continue;
         if (host_lines == kMostHostLines) {
             ++host_more;

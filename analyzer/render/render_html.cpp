@@ -529,8 +529,9 @@ std::string render_changes_html(Comparison& comparison, const ReportOptions& opt
     return page_of(document);
 }
 
-std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options) {
-    json document = run_json(reports);
+std::string render_html(ReportSet& set, const ReportOptions& options) {
+    json document = run_json(set);
+    std::vector<ProcessReport>& reports = set.all();
     // The page says of the job what the text report says, and draws its ranks.
     if (!reports.empty() && reports.front().job)
         document["job"]["findings"] = job_findings(*reports.front().job, ended_texts(reports));
@@ -538,13 +539,14 @@ std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions
     const Budget budget = Budget::per_process(std::count(drawn.begin(), drawn.end(), true));
     FrameTable frames(options);
     for (size_t i = 0; i < reports.size(); ++i) {
-        json process = process_json(reports[i], options);
+        ProcessReport& report = set.whole(i);
+        json process = process_json(report, options);
         if (!drawn[i]) {
             document["processes"].push_back(listed_process(process));
             continue;
         }
-        process = page_process(std::move(process), reports[i].model, budget);
-        process["pictures"] = pictures_json(reports[i], frames, budget);
+        process = page_process(std::move(process), report.model, budget);
+        process["pictures"] = pictures_json(report, frames, budget);
         process["drawn"] = true;
         document["processes"].push_back(std::move(process));
     }

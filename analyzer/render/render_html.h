@@ -9,12 +9,13 @@
 
 #include "report/merged_report.h"
 #include "report/report.h"
+#include "report/report_set.h"
 #include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 
 // The models must hold their live allocations and events (ModelDetail::Allocations).
-std::string render_html(std::vector<ProcessReport>& reports, const ReportOptions& options);
+std::string render_html(ReportSet& reports, const ReportOptions& options);
 
 // The reports of a job's machines merged: the ranks' chart and what they say together, the devices that
 // processes shared, and every process listed (each machine's own page draws them).

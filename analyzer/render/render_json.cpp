@@ -655,14 +655,15 @@ json shared_devices_json(const std::vector<SharedDevice>& devices) {
 
 } // namespace
 
-json render_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+json render_json(ReportSet& reports, const ReportOptions& options) {
     json document = run_json(reports);
-    for (ProcessReport& report : reports)
-        document["processes"].push_back(process_json(report, options));
+    for (size_t i = 0; i < reports.size(); ++i)
+        document["processes"].push_back(process_json(reports.whole(i), options));
     return document;
 }
 
-json run_json(std::vector<ProcessReport>& reports) {
+json run_json(ReportSet& set) {
+    std::vector<ProcessReport>& reports = set.all();
     json memory_peak;
     if (!reports.empty() && reports.front().diagnosis.run_memory) {
         const RunMemoryFacts& peak = *reports.front().diagnosis.run_memory;
@@ -685,14 +686,16 @@ json run_json(std::vector<ProcessReport>& reports) {
             {"processes", json::array()}};
 }
 
-json render_job_json(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+json render_job_json(ReportSet& set, const ReportOptions& options) {
+    std::vector<ProcessReport>& reports = set.all();
     if (reports.empty() || !reports.front().job)
         return json();
     // Each device's timeline in this many stretches: what the devices that processes of other machines'
     // reports shared sum up to at once, in few KB.
     constexpr size_t kJobStretches = 100;
     json processes = json::array();
-    for (ProcessReport& report : reports) {
+    for (size_t process_index = 0; process_index < reports.size(); ++process_index) {
+        ProcessReport& report = set.whole(process_index);
         json process = process_json(report, options);
         for (auto key = process.begin(); key != process.end();)
             key = merge_reads(1, key.key(), key.key()) ? std::next(key) : process.erase(key);

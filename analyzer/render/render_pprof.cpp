@@ -222,10 +222,11 @@ std::string gzipped(const std::string& bytes) {
 
 } // namespace
 
-std::string render_pprof(std::vector<ProcessReport>& reports, const ReportOptions& options,
+std::string render_pprof(ReportSet& reports, const ReportOptions& options,
                          std::vector<std::string>& warnings) {
     ProfileBuilder builder(options);
-    for (ProcessReport& report : reports) {
+    for (size_t i = 0; i < reports.size(); ++i) {
+        ProcessReport& report = reports.whole(i);
         builder.add_process(report);
         if (const SpilledCount unattributed = report.model.exactness.unattributed(); unattributed.count > 0)
             warnings.push_back(

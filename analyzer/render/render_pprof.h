@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "report/report.h"
+#include "report/report_set.h"
 
 namespace gpuleak::analyzer {
 
 // The models must hold their ring's events (ModelDetail::Allocations). Returns the gzipped profile;
 // what could not be placed in it is said in `warnings`, one line each.
-std::string render_pprof(std::vector<ProcessReport>& reports, const ReportOptions& options,
+std::string render_pprof(ReportSet& reports, const ReportOptions& options,
                          std::vector<std::string>& warnings);
 
 } // namespace gpuleak::analyzer

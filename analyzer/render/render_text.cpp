@@ -1088,27 +1088,37 @@ std::string render_changes_text(Comparison& comparison, const ReportOptions& opt
     return out;
 }
 
-std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options) {
+void render_text(ReportSet& reports, const ReportOptions& options, const ReportSink& write) {
     const Style style(options.color);
+    std::vector<ProcessReport>& all = reports.all();
     std::string out;
-    if (!reports.empty() && reports.front().job && reports.front().job->ranks.size() > 1)
-        append_job_table(out, *reports.front().job, ended_texts(reports), style);
-    if (reports.size() > 1)
-        append_process_table(out, reports, style);
-    if (!reports.empty() && reports.front().shared_devices)
+    if (!all.empty() && all.front().job && all.front().job->ranks.size() > 1)
+        append_job_table(out, *all.front().job, ended_texts(all), style);
+    if (all.size() > 1)
+        append_process_table(out, all, style);
+    if (!all.empty() && all.front().shared_devices)
         append_shared_devices(
-            out, *reports.front().shared_devices,
+            out, *all.front().shared_devices,
             [&](size_t process) {
-                const ProcessModel& model = reports[process].model;
+                const ProcessModel& model = all[process].model;
                 const std::string role = role_text(model.role);
                 return role.empty() ? short_command(model) : role;
             },
             style);
-    for (ProcessReport& report : reports)
-        append_process(out, report, options, style);
-    if (reports.size() > 1)
-        append_run_memory(out, reports);
-    return out;
+    for (size_t i = 0; i < all.size(); ++i) {
+        append_process(out, reports.whole(i), options, style);
+        write(out);
+        out.clear();
+    }
+    if (all.size() > 1)
+        append_run_memory(out, all);
+    write(out);
+}
+
+std::string render_text(ReportSet& reports, const ReportOptions& options) {
+    std::string text;
+    render_text(reports, options, [&](std::string_view part) { text += part; });
+    return text;
 }
 
 std::string render_merged_text(const MergedReport& merged, const ReportOptions& options) {

@@ -5,14 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "render/report_sink.h"
 #include "report/job_facts.h"
 #include "report/merged_report.h"
 #include "report/report.h"
+#include "report/report_set.h"
 #include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
 
-std::string render_text(std::vector<ProcessReport>& reports, const ReportOptions& options);
+// Written to `write` a process's section at a time.
+void render_text(ReportSet& reports, const ReportOptions& options, const ReportSink& write);
+// The same, whole.
+std::string render_text(ReportSet& reports, const ReportOptions& options);
 
 // A stack as the text report shows it, a line each, without indentation: the frames, the lines that
 // stand for frames left out, and where a thread was started, the stack that started it.

@@ -15,9 +15,9 @@ namespace gpuleak::analyzer {
 
 namespace {
 
-std::string text(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                 std::vector<std::string>& /*warnings*/) {
-    return render_text(reports, options);
+void text(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+          std::vector<std::string>& /*warnings*/) {
+    render_text(reports, options, write);
 }
 
 // Command lines, paths and labels come from the traced program and may not be UTF-8; JSON must be, and
@@ -27,43 +27,43 @@ std::string json_text(const nlohmann::json& document) {
 }
 
 // render_json's document as json_text writes it, each process's JSON made, written and dropped in turn.
-std::string json(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                 std::vector<std::string>& /*warnings*/) {
+void json(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+          std::vector<std::string>& /*warnings*/) {
     const std::string run = json_text(run_json(reports));
     // A top-level key, at the document's first indent; no string holds a raw newline.
     const std::string no_processes = "\n  \"processes\": []";
     const size_t closing = run.find(no_processes) + no_processes.size() - 1;
-    std::string text = run.substr(0, closing);
+    write(std::string_view(run).substr(0, closing));
     for (size_t i = 0; i < reports.size(); ++i) {
-        std::string process = json_text(process_json(reports[i], options));
+        std::string process = json_text(process_json(reports.whole(i), options));
         process.pop_back();
-        text += i == 0 ? "\n" : ",\n";
+        std::string indented = i == 0 ? "\n" : ",\n";
         // Indented as a member of the array, a line at a time.
         for (size_t line = 0; line < process.size();) {
             const size_t next = std::min(process.find('\n', line), process.size() - 1) + 1;
-            text += "    ";
-            text.append(process, line, next - line);
+            indented += "    ";
+            indented.append(process, line, next - line);
             line = next;
         }
+        write(indented);
     }
     if (!reports.empty())
-        text += "\n  ";
-    text.append(run, closing);
-    return text;
+        write("\n  ");
+    write(std::string_view(run).substr(closing));
 }
 
 std::string json_changes(Comparison& comparison, const ReportOptions& options) {
     return json_text(render_changes_json(comparison, options));
 }
 
-std::string job(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                std::vector<std::string>& warnings) {
+void job(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+         std::vector<std::string>& warnings) {
     const nlohmann::json document = render_job_json(reports, options);
     if (document.is_null()) {
         warnings.emplace_back("--format job: no process is a rank, so the run is no job; nothing written");
-        return {};
+        return;
     }
-    return json_text(document);
+    write(json_text(document));
 }
 
 std::string json_merged(const MergedReport& merged, const ReportOptions& /*options*/) {
@@ -74,23 +74,23 @@ std::string html_merged(const MergedReport& merged, const ReportOptions& /*optio
     return render_merged_html(merged);
 }
 
-std::string torch_snapshot(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                           std::vector<std::string>& warnings) {
+void torch_snapshot(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+                    std::vector<std::string>& warnings) {
     std::vector<std::string> unplaced;
-    std::string snapshot = render_torch_snapshot(reports.front(), options, unplaced);
+    ProcessReport& report = reports.whole(0);
+    write(render_torch_snapshot(report, options, unplaced));
     for (const std::string& warning : unplaced)
-        warnings.push_back(fmt::format("{}: warning: {}", reports.front().model.path, warning));
-    return snapshot;
+        warnings.push_back(fmt::format("{}: warning: {}", report.model.path, warning));
 }
 
-std::string html(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                 std::vector<std::string>& /*warnings*/) {
-    return render_html(reports, options);
+void html(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+          std::vector<std::string>& /*warnings*/) {
+    write(render_html(reports, options));
 }
 
-std::string pprof(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                  std::vector<std::string>& warnings) {
-    return render_pprof(reports, options, warnings);
+void pprof(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+           std::vector<std::string>& warnings) {
+    write(render_pprof(reports, options, warnings));
 }
 
 const std::array kRenderers{

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "model/process_model.h"
+#include "render/report_sink.h"
 #include "report/merged_report.h"
 #include "report/report.h"
+#include "report/report_set.h"
 #include "report/site_changes.h"
 
 namespace gpuleak::analyzer {
@@ -24,9 +26,11 @@ struct Renderer {
     bool binary = false;      // bytes for a file, never for a terminal
     bool one_process = false; // of the first process only: the others are left out
     ModelDetail detail = ModelDetail::Summary;
-    // What could not be rendered is said in `warnings`, one line each: "TRACE: warning: ...".
-    std::string (*render)(std::vector<ProcessReport>& reports, const ReportOptions& options,
-                          std::vector<std::string>& warnings) = nullptr;
+    // Writes the report to `write`, nothing where the format has nothing to say of these processes (a job
+    // of a run that is no job). What could not be rendered is said in `warnings`, one line each:
+    // "TRACE: warning: ...".
+    void (*render)(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+                   std::vector<std::string>& warnings) = nullptr;
     // What changed between two states (--diff, --between); null where the format cannot say.
     std::string (*render_changes)(Comparison& comparison, const ReportOptions& options) = nullptr;
     // The reports of a job's machines merged (--merge); null where the format cannot show them.

@@ -35,12 +35,7 @@ RankRow row_of(ProcessReport& report, size_t process) {
     row.verdict = report.diagnosis.kind;
     if (report.diagnosis.leak && report.diagnosis.leak->cause == LeakCause::Growth)
         row.leaked = report.diagnosis.leak->bytes;
-    const std::vector<LeakSite>& sites = model.leak_sites;
-    const LeakSite* top = report.diagnosis.leak && !report.diagnosis.leak->sites.empty()
-                              ? &sites[report.diagnosis.leak->sites.front()]
-                          : !sites.empty() ? &sites.front()
-                                           : nullptr;
-    if (top != nullptr) {
+    if (const LeakSite* top = top_site(report)) {
         row.top_site = report.stacks->describe(top->stack_id);
         row.top_site_bytes = top->bytes;
     }
@@ -115,14 +110,26 @@ void find_failures(JobFacts& job, std::vector<ProcessReport>& reports) {
 std::string first_touch(ProcessReport& report, int device) {
     if (const DeviceContext* context = context_on(report.model, device); context && context->stack_id != 0)
         return report.stacks->describe(context->stack_id);
-    const LeakSite* oldest = nullptr;
-    for (const LeakSite& site : report.model.leak_sites)
-        if (site.device == device && (oldest == nullptr || site.first_ns < oldest->first_ns))
-            oldest = &site;
+    const LeakSite* oldest = oldest_site_on(report.model, device);
     return oldest != nullptr ? report.stacks->describe(oldest->stack_id) : std::string();
 }
 
 } // namespace
+
+const LeakSite* top_site(const ProcessReport& report) {
+    const std::vector<LeakSite>& sites = report.model.leak_sites;
+    if (report.diagnosis.leak && !report.diagnosis.leak->sites.empty())
+        return &sites[report.diagnosis.leak->sites.front()];
+    return sites.empty() ? nullptr : &sites.front();
+}
+
+const LeakSite* oldest_site_on(const ProcessModel& model, int device) {
+    const LeakSite* oldest = nullptr;
+    for (const LeakSite& site : model.leak_sites)
+        if (site.device == device && (oldest == nullptr || site.first_ns < oldest->first_ns))
+            oldest = &site;
+    return oldest;
+}
 
 void find_intruders(JobFacts& job, const std::vector<const ProcessModel*>& models,
                     const PhysicalDevices& devices, const FirstTouch& first_touch) {

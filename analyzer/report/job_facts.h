@@ -91,6 +91,12 @@ struct JobFacts {
     std::vector<SharedLeak> shared_leaks; // on the most ranks first
 };
 
+// The site a rank's row names: its leak's first site, else the one it held the most in; none where it held
+// nothing.
+const LeakSite* top_site(const ProcessReport& report);
+// The site that `model` still held on `device` from the earliest on; none where it held nothing there.
+const LeakSite* oldest_site_on(const ProcessModel& model, int device);
+
 // The job of the run's ranks; none where no process is a rank.
 std::shared_ptr<const JobFacts> job_facts(std::vector<ProcessReport>& reports,
                                           const PhysicalDevices& devices);

@@ -309,10 +309,12 @@ MergedReport merge_reports(const std::vector<std::string>& inputs) {
         return std::string();
     };
     find_intruders(merged.job, modelled, physical, context_where);
-    if (const auto shared =
-            shared_devices(modelled, physical, [&](size_t process, const DeviceContext& context) {
+    if (const auto shared = shared_devices(
+            modelled, physical,
+            [&](size_t process, const DeviceContext& context) {
                 return context_where(process, context.device);
-            }))
+            },
+            [&](size_t process, int device) { return device_timeline(*modelled[process], device); }))
         merged.shared_devices = *shared;
     judge_ranks(merged.job);
     return merged;

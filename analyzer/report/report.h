@@ -42,7 +42,7 @@ class StackFrames {
     // A few words naming where a stack comes from: "keep_history (train.cpp:88)", or for a stack with
     // Python frames its innermost one: "train.py:88 in train_epoch"; with what a library keeps its memory
     // for (library_purpose) where `purpose`.
-    std::string describe(uint32_t stack_id, bool purpose = true);
+    virtual std::string describe(uint32_t stack_id, bool purpose = true);
     // The stack that started the thread `stack_id` was made on (ProcessModel::thread_start_stacks); 0 when
     // none was recorded.
     [[nodiscard]] uint32_t thread_start_of(uint32_t stack_id) const;

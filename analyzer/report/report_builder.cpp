@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 #include "read/trace_error.h"
 #include "read/trace_reader.h"
@@ -125,28 +128,130 @@ void diagnose_report(ProcessReport& report) {
     report.diagnosis = diagnose(report.model);
 }
 
-std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options, ModelDetail detail,
-                                         const std::vector<std::string>& moments) {
-    std::vector<ProcessReport> reports;
+namespace {
+
+// One trace's report: its model, stacks and own diagnosis, without what the run's other processes add.
+// Throws TraceError as build_reports does.
+ProcessReport process_report(const std::string& path, const std::shared_ptr<ModuleRegistry>& modules,
+                             const SymbolizeOptions& options, ModelDetail detail,
+                             const std::vector<std::string>& moments) {
+    TraceReader trace = TraceReader::open(path);
+    ProcessReport report;
+    auto symbolized = std::make_unique<SymbolizedStacks>(trace, modules);
+    {
+        std::optional<DebugInfoReadAhead> reading;
+        if (options.read_ahead)
+            reading.emplace(*symbolized);
+        report.model = build_model(path, trace, detail, moments);
+    }
+    if (trace.shrank())
+        throw TraceError(path, "the file was cut shorter while it was read (by another program?): what it "
+                               "held past its new end is lost; report it again once it is whole");
+    report.stacks = std::move(symbolized);
+    diagnose_report(report);
+    if (const std::optional<ProcessTarget>& target = report.model.header.target) {
+        ReportFrame& frame = report.target.emplace();
+        frame.function = target->qualname;
+        frame.file = target->filename;
+        frame.line = static_cast<uint32_t>(std::max(target->first_line, 0));
+        frame.python = true;
+    }
+    return report;
+}
+
+// A summary's stacks: what the run's tables say of them (the places job_facts, shared_devices and a
+// child's start name), described while the whole stacks were at hand; none of their frames.
+class DescribedStacks : public StackFrames {
+  public:
+    DescribedStacks(StackFrames& stacks, const std::vector<uint32_t>& stack_ids) {
+        for (const uint32_t stack_id : stack_ids)
+            if (stack_id != 0 && !described_.contains(stack_id))
+                described_.emplace(stack_id, stacks.describe(stack_id));
+    }
+    const std::vector<ReportFrame>& frames(uint32_t /*stack_id*/) override {
+        throw std::logic_error("a process's summary has no frames: its whole report (ReportSet::whole) has");
+    }
+    std::string describe(uint32_t stack_id, bool purpose) override {
+        const auto found = described_.find(stack_id);
+        if (!purpose || found == described_.end())
+            throw std::logic_error(fmt::format(
+                "a process's summary did not keep stack {} described: its whole report has it", stack_id));
+        return found->second;
+    }
+
+  private:
+    std::map<uint32_t, std::string> described_;
+};
+
+// Makes `report` ReportSet's summary: without what only the process's own section shows.
+void summarize(ProcessReport& report) {
+    // Its memory given back: clear() and `= {}` keep a container's capacity.
+    const auto drop = [](auto& held) { held = std::remove_reference_t<decltype(held)>(); };
+    ProcessModel& model = report.model;
+    std::vector<uint32_t> named;
+    for (const ForkRecord& fork : model.forks)
+        named.push_back(fork.stack_id);
+    for (const DeviceContext& context : model.contexts)
+        named.push_back(context.stack_id);
+    for (const FailureSummary& failure : model.failures)
+        named.push_back(failure.stack_id);
+    if (const LeakSite* top = top_site(report))
+        named.push_back(top->stack_id);
+    for (const int device : devices_used(model))
+        if (const LeakSite* oldest = oldest_site_on(model, device))
+            named.push_back(oldest->stack_id);
+    report.stacks = std::make_unique<DescribedStacks>(*report.stacks, named);
+    drop(model.timeline);
+    for (DeviceSummary& device : model.devices) {
+        drop(device.timeline);
+        drop(device.driver_used);
+    }
+    drop(model.live_allocations);
+    drop(model.spilled_allocations);
+    drop(model.ring_events);
+    drop(model.retainers);
+    drop(model.kept_for_backward);
+    drop(model.spent_graphs);
+    drop(model.site_of_stack);
+}
+
+// Whether two readings of a trace saw the same recording: not the trace of a process that went on
+// meanwhile, nor another put in its place.
+bool same_recording(const ProcessModel& first, const ProcessModel& second) {
+    return first.header.pid == second.header.pid &&
+           first.header.start_realtime_ns == second.header.start_realtime_ns &&
+           first.events == second.events && first.duration_ns == second.duration_ns &&
+           first.header.end.state == second.header.end.state;
+}
+
+// Process `process`'s report made whole again, with what the run's other processes added to its summary.
+ProcessReport remade(const ProcessReport& summary, ProcessReport report) {
+    if (!same_recording(summary.model, report.model))
+        report.model.warnings.push_back(fmt::format(
+            "the trace changed while the report was written (its process went on?): this process's "
+            "section is of {:.1f} s into its run, the run's tables above of {:.1f} s",
+            seconds_of(report.model.duration_ns), seconds_of(summary.model.duration_ns)));
+    report.model.role = summary.model.role;
+    report.diagnosis.killed = summary.diagnosis.killed;
+    report.diagnosis.run_memory = summary.diagnosis.run_memory;
+    report.started_at = summary.started_at;
+    report.job = summary.job;
+    report.shared_devices = summary.shared_devices;
+    return report;
+}
+
+} // namespace
+
+ReportSet build_reports(const std::vector<std::string>& trace_paths, const SymbolizeOptions& options,
+                        ModelDetail detail, const std::vector<std::string>& moments, size_t kept_whole) {
     const auto modules = std::make_shared<ModuleRegistry>(options.debuginfo_path, options.cache_directory);
+    const bool summarized = trace_paths.size() > kept_whole;
+    std::vector<ProcessReport> reports;
+    reports.reserve(trace_paths.size());
     for (const std::string& path : trace_paths) {
-        TraceReader trace = TraceReader::open(path);
-        ProcessReport report;
-        auto symbolized = std::make_unique<SymbolizedStacks>(trace, modules);
-        {
-            std::optional<DebugInfoReadAhead> reading;
-            if (options.read_ahead)
-                reading.emplace(*symbolized);
-            report.model = build_model(path, trace, detail, moments);
-        }
-        if (trace.shrank())
-            throw TraceError(path,
-                             "the file was cut shorter while it was read (by another program?): what it "
-                             "held past its new end is lost; report it again once it is whole");
-        report.stacks = std::move(symbolized);
-        diagnose_report(report);
-        reports.push_back(std::move(report));
+        ProcessReport& report = reports.emplace_back(process_report(path, modules, options, detail, moments));
+        if (summarized)
+            summarize(report);
     }
     std::vector<ProcessModel*> models;
     models.reserve(reports.size());
@@ -157,13 +262,6 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
         const ProcessRole& role = report.model.role;
         if (role.parent && role.start_stack_id != 0)
             report.started_at = reports[*role.parent].stacks->describe(role.start_stack_id);
-        if (const std::optional<ProcessTarget>& target = report.model.header.target) {
-            ReportFrame& frame = report.target.emplace();
-            frame.function = target->qualname;
-            frame.file = target->filename;
-            frame.line = static_cast<uint32_t>(std::max(target->first_line, 0));
-            frame.python = true;
-        }
     }
     std::vector<const ProcessModel*> modelled(models.begin(), models.end());
     std::vector<Diagnosis*> diagnoses;
@@ -173,16 +271,29 @@ std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_p
     diagnose_run(modelled, diagnoses);
     const PhysicalDevices physical(modelled);
     const std::shared_ptr<const JobFacts> job = job_facts(reports, physical);
-    const std::shared_ptr<const std::vector<SharedDevice>> shared =
-        shared_devices(modelled, physical, [&](size_t process, const DeviceContext& context) {
+    const auto timeline = [&](size_t process, int device) {
+        if (!summarized)
+            return device_timeline(*modelled[process], device);
+        // A summary has none: the trace is read again for it, of a device that processes shared only.
+        TraceReader trace = TraceReader::open(trace_paths[process]);
+        return device_timeline(build_model(trace_paths[process], trace, ModelDetail::Summary), device);
+    };
+    const std::shared_ptr<const std::vector<SharedDevice>> shared = shared_devices(
+        modelled, physical,
+        [&](size_t process, const DeviceContext& context) {
             return context.stack_id != 0 ? reports[process].stacks->describe(context.stack_id)
                                          : std::string();
-        });
+        },
+        timeline);
     for (ProcessReport& report : reports) {
         report.job = job;
         report.shared_devices = shared;
     }
-    return reports;
+    if (!summarized)
+        return ReportSet(std::move(reports));
+    return ReportSet(std::move(reports), [=](size_t process, const ProcessReport& summary) {
+        return remade(summary, process_report(trace_paths[process], modules, options, detail, moments));
+    });
 }
 
 } // namespace gpuleak::analyzer

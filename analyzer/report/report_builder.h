@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "report/report.h"
+#include "report/report_set.h"
 
 namespace gpuleak::analyzer {
 
@@ -22,11 +23,16 @@ struct SymbolizeOptions {
 // started each thread, and which sites are a framework's own pool (pool_owner).
 void diagnose_report(ProcessReport& report);
 
-// Throws TraceError for a file that cannot be read as a trace at all. `detail` and `moments`: what each
-// model keeps of its trace (build_model).
-std::vector<ProcessReport> build_reports(const std::vector<std::string>& trace_paths,
-                                         const SymbolizeOptions& options = {},
-                                         ModelDetail detail = ModelDetail::Summary,
-                                         const std::vector<std::string>& moments = {});
+// Reports of more processes than this are kept as summaries, each made whole again from its trace when a
+// renderer comes to it (ReportSet): what a report holds stays that of a few whole reports, however many
+// processes a job had.
+inline constexpr size_t kReportsKeptWhole = 64;
+
+// Throws TraceError for a file that cannot be read as a trace at all, also when a renderer asks a
+// summary's whole report and its trace is gone. `detail` and `moments`: what each model keeps of its
+// trace (build_model). `kept_whole`: the most processes whose reports are kept whole.
+ReportSet build_reports(const std::vector<std::string>& trace_paths, const SymbolizeOptions& options = {},
+                        ModelDetail detail = ModelDetail::Summary,
+                        const std::vector<std::string>& moments = {}, size_t kept_whole = kReportsKeptWhole);
 
 } // namespace gpuleak::analyzer

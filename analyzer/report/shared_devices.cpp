@@ -11,7 +11,8 @@ namespace {
 // The most the users held at one time: their timelines as steps on the host's wall clock (the one a merge
 // of machines' reports has too), each process's memory gone at its end (the driver frees what a process
 // held when it ends).
-uint64_t peak_together(const SharedDevice& shared, const std::vector<const ProcessModel*>& models) {
+uint64_t peak_together(const SharedDevice& shared, const std::vector<const ProcessModel*>& models,
+                       const DeviceTimelineOf& timeline_of) {
     struct Step {
         uint64_t time_ns;
         size_t user;
@@ -21,9 +22,8 @@ uint64_t peak_together(const SharedDevice& shared, const std::vector<const Proce
     for (size_t user = 0; user < shared.users.size(); ++user) {
         const ProcessModel& model = *models[shared.users[user].process];
         const uint64_t start = model.header.start_realtime_ns;
-        if (const DeviceSummary* summary = device_summary(model, shared.users[user].device))
-            for (const DevicePoint& point : summary->timeline)
-                steps.push_back({start + point.time_ns, user, point.reserved});
+        for (const DevicePoint& point : timeline_of(shared.users[user].process, shared.users[user].device))
+            steps.push_back({start + point.time_ns, user, point.reserved});
         steps.push_back({start + model.duration_ns + 1, user, 0});
     }
     std::stable_sort(steps.begin(), steps.end(),
@@ -41,9 +41,14 @@ uint64_t peak_together(const SharedDevice& shared, const std::vector<const Proce
 
 } // namespace
 
+std::vector<DevicePoint> device_timeline(const ProcessModel& model, int device) {
+    const DeviceSummary* summary = device_summary(model, device);
+    return summary != nullptr ? summary->timeline : std::vector<DevicePoint>();
+}
+
 std::shared_ptr<const std::vector<SharedDevice>>
 shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDevices& physical,
-               const SiteOfContext& context_site) {
+               const SiteOfContext& context_site, const DeviceTimelineOf& timeline_of) {
     std::map<std::string, SharedDevice> by_key;
     std::vector<std::string> order;
     for (size_t process = 0; process < models.size(); ++process) {
@@ -87,7 +92,7 @@ shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDev
             [](const DeviceUser& a, const DeviceUser& b) { return a.peak_reserved > b.peak_reserved; });
         for (const DeviceUser& user : shared.users)
             shared.contexts += user.context ? 1 : 0;
-        shared.peak_reserved = peak_together(shared, models);
+        shared.peak_reserved = peak_together(shared, models, timeline_of);
         devices->push_back(std::move(shared));
     }
     if (devices->empty())

@@ -40,10 +40,16 @@ struct SharedDevice {
 // empty where unknown.
 using SiteOfContext = std::function<std::string(size_t process, const DeviceContext& context)>;
 
+// Process `process`'s timeline on its device `device` (DeviceSummary::timeline): asked of the devices
+// that several processes shared only, as a model kept as a summary has none (ReportSet).
+using DeviceTimelineOf = std::function<std::vector<DevicePoint>(size_t process, int device)>;
+// What `model` has of its device `device`'s timeline; empty where it held nothing there.
+std::vector<DevicePoint> device_timeline(const ProcessModel& model, int device);
+
 // The devices that two processes or more of `models` used (held memory or made a context on), by host and
 // device; none where there are none. DeviceUser::process indexes `models`.
 std::shared_ptr<const std::vector<SharedDevice>>
 shared_devices(const std::vector<const ProcessModel*>& models, const PhysicalDevices& devices,
-               const SiteOfContext& context_site);
+               const SiteOfContext& context_site, const DeviceTimelineOf& timeline_of);
 
 } // namespace gpuleak::analyzer

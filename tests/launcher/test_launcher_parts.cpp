@@ -393,6 +393,44 @@ TEST_CASE("what another user may plant in place of a file is neither read nor wr
     }
 }
 
+TEST_CASE("a report written in parts replaces the old file only once whole, and one given up leaves it be") {
+    TempDir dir;
+    const std::string report = dir.path() + "/report.json";
+    REQUIRE(gpuleak::write_regular_file(report.c_str(), "old", 3, 0600) == 0);
+    const auto names = [&] {
+        std::vector<std::string> found;
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+            found.push_back(entry.path().filename().string());
+        return found;
+    };
+    char buffer[16] = {};
+    {
+        gpuleak::ReplacingFile file;
+        REQUIRE(file.open(report.c_str(), 0600) == 0);
+        REQUIRE(file.write("new ", 4) == 0);
+        // A reader meanwhile finds the old report, whole.
+        CHECK(gpuleak::read_regular_file_bytes(report.c_str(), buffer, sizeof buffer) == 3);
+        REQUIRE(file.write("one", 3) == 0);
+        REQUIRE(file.commit() == 0);
+    }
+    CHECK(gpuleak::read_regular_file_bytes(report.c_str(), buffer, sizeof buffer) == 7);
+    CHECK(std::string(buffer, 7) == "new one");
+    CHECK(names() == std::vector<std::string>{"report.json"});
+    {
+        gpuleak::ReplacingFile file;
+        REQUIRE(file.open(report.c_str(), 0600) == 0);
+        REQUIRE(file.write("cut sh", 6) == 0);
+    }
+    CHECK(gpuleak::read_regular_file_bytes(report.c_str(), buffer, sizeof buffer) == 7);
+    CHECK(names() == std::vector<std::string>{"report.json"});
+    // What write_regular_file refuses, refused at the opening.
+    const std::string link = dir.path() + "/link";
+    std::filesystem::create_symlink(report, link);
+    gpuleak::ReplacingFile file;
+    CHECK(file.open(link.c_str(), 0600) == ELOOP);
+    CHECK(file.write("x", 1) == EBADF);
+}
+
 TEST_CASE("a directory is trusted when it is the user's and writable by no one else, or sticky") {
     const TempDir dir;
     const std::string path = dir.path() + "/d";

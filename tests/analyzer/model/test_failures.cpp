@@ -108,7 +108,8 @@ TEST_CASE("an allocation refused for a bad argument is not out of memory, and is
     builder.add_notable(invalid);
     builder.add_notable(failure(format::MemoryKind::Device, 1 << 20, 1, 0, 20));
     const gpuleak::analyzer::TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<gpuleak::analyzer::ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<gpuleak::analyzer::ProcessReport>& reports = set.all();
     reports.push_back(gpuleak::test::report_of(trace));
     const gpuleak::analyzer::ProcessReport& report = reports[0];
     REQUIRE(report.model.failures.size() == 2);
@@ -117,7 +118,7 @@ TEST_CASE("an allocation refused for a bad argument is not out of memory, and is
     // The larger request failed for its argument: the out-of-memory one is what the diagnosis names.
     CHECK(report.diagnosis.largest_failure == 1);
     const gpuleak::analyzer::ReportOptions options;
-    const std::string text = gpuleak::analyzer::render_text(reports, options);
+    const std::string text = gpuleak::analyzer::render_text(set, options);
     const std::string diagnosis =
         gpuleak::analyzer::diagnosis_text(report.model, report.diagnosis, *reports[0].stacks);
     CHECK_THAT(diagnosis,
@@ -126,7 +127,7 @@ TEST_CASE("an allocation refused for a bad argument is not out of memory, and is
                                           "(invalid value)."));
     CHECK_THAT(text, Catch::Contains("at 0.00 s, error 1 (invalid value)"));
     CHECK_THAT(text, Catch::Contains("error 2 (out of memory)"));
-    const nlohmann::json json = gpuleak::analyzer::render_json(reports, options)["processes"][0]["failures"];
+    const nlohmann::json json = gpuleak::analyzer::render_json(set, options)["processes"][0]["failures"];
     CHECK(json[0]["out_of_memory"] == false);
     CHECK(json[0]["error_meaning"] == "invalid value");
     CHECK(json[1]["out_of_memory"] == true);

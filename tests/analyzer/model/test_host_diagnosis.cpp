@@ -270,7 +270,8 @@ TEST_CASE("a leak with an import in its work grows by what it kept between the i
         samples.push_back({i * 100, 100 + 10 * i + (i > 10 ? 200 : 0)});
         samples.back().modules = i > 10 ? 1040 : 1000;
     }
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of_samples(samples));
     const ProcessReport& leaked = reports.front();
     REQUIRE(leaked.diagnosis.host_ram);
@@ -281,7 +282,7 @@ TEST_CASE("a leak with an import in its work grows by what it kept between the i
     CHECK_THAT(text, Catch::Contains("grew from 100.0 MiB to 500.0 MiB through its work"));
     CHECK_THAT(text, Catch::EndsWith(
                          "Of that, 220.0 MiB came while it imported modules and is not counted as growth."));
-    const nlohmann::json json = render_json(reports, ReportOptions{});
+    const nlohmann::json json = render_json(set, ReportOptions{});
     CHECK(json["processes"][0]["diagnosis"]["host"]["while_importing_bytes"] == 220 * kMiB);
 }
 
@@ -490,7 +491,8 @@ TEST_CASE("the report says when the run's memory was at its fullest and shows ea
     const TraceReader parent_trace =
         TraceReader::parse(host_trace(parent_samples, "", 100).bytes(), "parent");
     const TraceReader worker_trace = TraceReader::parse(worker_builder.bytes(), "worker");
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(parent_trace));
     reports.push_back(report_of(worker_trace));
     diagnose_run({&reports[0].model, &reports[1].model}, {&reports[0].diagnosis, &reports[1].diagnosis});
@@ -508,7 +510,7 @@ TEST_CASE("the report says when the run's memory was at its fullest and shows ea
     CHECK(peak->largest_rss == 600 * kMiB);
 
     const ReportOptions options;
-    const std::string text = render_text(reports, options);
+    const std::string text = render_text(set, options);
     // The paragraph after the processes, the report's last, its lines joined.
     std::string run_line = text.substr(text.find("Run memory"));
     run_line = run_line.substr(0, run_line.find_last_not_of('\n') + 1);
@@ -523,7 +525,7 @@ TEST_CASE("the report says when the run's memory was at its fullest and shows ea
     CHECK_THAT(worker_text, Catch::Contains("      0.0 s  300.0 MiB   10.0 MiB"));
     CHECK_THAT(worker_text, Catch::Contains("      0.3 s  600.0 MiB  160.0 MiB"));
     CHECK_THAT(worker_text, Catch::Contains("      0.6 s  300.0 MiB  310.0 MiB"));
-    const nlohmann::json json = render_json(reports, options);
+    const nlohmann::json json = render_json(set, options);
     CHECK(json["run"]["memory_peak"]["used_bytes"] == 900 * kMiB);
     CHECK(json["run"]["memory_peak"]["largest_pid"] == 101);
     CHECK(json["run"]["memory_peak"]["t_s"] == 0.5);
@@ -605,7 +607,8 @@ TEST_CASE(
     torchrun_worker.rank = 5;
     torchrun_worker.local_rank = 1;
     torchrun_worker.world_size = 8;
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.reserve(5);
     reports.push_back(process(100, 1, 0, srun_task));
     reports.push_back(process(101, 100, 10, srun_task, true)); // its DataLoader's worker
@@ -645,7 +648,8 @@ TEST_CASE("a DataLoader's spawned workers are numbered from 0, whatever else its
     parent_builder.add_notable(fork_record(201, 110, format::ForkOrigin::DataLoader));
     parent_builder.add_notable(fork_record(202, 300, format::ForkOrigin::DataLoader));
     parent_builder.add_notable(fork_record(203, 700, format::ForkOrigin::DataLoader));
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(TraceReader::parse(parent_builder.bytes(), "parent")));
     reports.push_back(started_process(
         200, 105, {"python", "-B", "-c", "from multiprocessing.resource_tracker import main;main(7)"}));
@@ -680,7 +684,8 @@ TEST_CASE("two DataLoaders' workers alive together have the ids they read from t
     for (int32_t child = 200; child < 204; ++child)
         parent_builder.add_notable(fork_record(child, 100 + 10 * static_cast<uint64_t>(child - 200),
                                                format::ForkOrigin::DataLoader));
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(TraceReader::parse(parent_builder.bytes(), "parent")));
     reports.back().model.path = "parent";
     const char* loop = "/venv/lib/python3.12/site-packages/torch/utils/data/_utils/worker.py";

@@ -73,7 +73,8 @@ std::vector<ProcessReport> reports_of(const TraceReader& trace) {
 
 TEST_CASE("the exception a program ended with is read with the program's own line it came from") {
     const TraceReader trace = TraceReader::parse(ended_with(kShapeError).bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const ProcessModel& model = reports[0].model;
     REQUIRE(model.error);
     CHECK(model.error->type == "RuntimeError");
@@ -87,13 +88,13 @@ TEST_CASE("the exception a program ended with is read with the program's own lin
     CHECK(program_error_text(model, *model.error) == said);
 
     ReportOptions options;
-    const std::string text = render_text(reports, options);
+    const std::string text = render_text(set, options);
     CHECK_THAT(text, Catch::Contains("  ended      exited with status 1 after 3.0 s\n"
                                      "  error      RuntimeError: mat1 and mat2 shapes cannot be multiplied "
                                      "(32x1000 and 1024x1024), at\n"
                                      "             /home/me/crash.py:9 in <module>\n"));
     CHECK(text.find("  error ") < text.find("Diagnosis:"));
-    const nlohmann::json error = render_json(reports, options)["processes"][0]["error"];
+    const nlohmann::json error = render_json(set, options)["processes"][0]["error"];
     CHECK(error["type"] == "RuntimeError");
     CHECK(error["program_frame"] == 0);
     CHECK(error["failure"].is_null());
@@ -109,7 +110,8 @@ TEST_CASE("an out-of-memory exception points to the failed allocation it reports
         R"json(Of the allocated memory 3.1 GiB is allocated by PyTorch","frames":[["/home/me/train.py",40,"<module>"],)json"
         R"json(["/home/me/train.py",22,"train"]]})json";
     const TraceReader trace = TraceReader::parse(ended_with(document, true).bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const ProcessModel& model = reports[0].model;
     REQUIRE(model.error);
     REQUIRE(model.failures.size() == 2);
@@ -205,7 +207,8 @@ TEST_CASE("each notebook cell that raised is kept with its cell, and tied to a f
     builder.add_notable(note(format::EventType::ProgramError, 4, 4 * kSecond));
     builder.end_exited(0, 5 * kSecond);
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const ProcessModel& model = reports[0].model;
     CHECK_FALSE(model.error); // the kernel did not end with either
     REQUIRE(model.cell_errors.size() == 2);
@@ -217,11 +220,11 @@ TEST_CASE("each notebook cell that raised is kept with its cell, and tied to a f
           "cell [2] raised torch.OutOfMemoryError: CUDA out of memory., at cell [2], line 2 (1 earlier cell "
           "raised too)");
     CHECK_THAT(
-        render_text(reports, ReportOptions{}),
+        render_text(set, ReportOptions{}),
         Catch::Contains("  raised     cell [2] raised torch.OutOfMemoryError: CUDA out of memory., at cell "
                         "[2], line 2 (1\n"
                         "             earlier cell raised too)\n"));
-    const nlohmann::json json = render_json(reports, ReportOptions{})["processes"][0];
+    const nlohmann::json json = render_json(set, ReportOptions{})["processes"][0];
     CHECK(json["error"].is_null());
     REQUIRE(json["cell_errors"].size() == 2);
     CHECK(json["cell_errors"][1]["cell"] == "cell [2]");

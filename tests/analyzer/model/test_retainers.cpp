@@ -102,7 +102,8 @@ size_t site_of_stack(const gpuleak::analyzer::ProcessModel& model, uint32_t stac
 TEST_CASE("a record taken at an out-of-memory error is tied to the error and to the sites it names") {
     TraceBuilder builder = out_of_memory();
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const gpuleak::analyzer::ProcessModel& model = reports[0].model;
     REQUIRE(model.retainers.size() == 1);
     const gpuleak::analyzer::RetainerSnapshot& snapshot = model.retainers[0];
@@ -123,7 +124,7 @@ TEST_CASE("a record taken at an out-of-memory error is tied to the error and to 
     CHECK(model.warnings.empty());
 
     const ReportOptions options;
-    const std::string text = gpuleak::analyzer::render_text(reports, options);
+    const std::string text = gpuleak::analyzer::render_text(set, options);
     CHECK_THAT(text,
                Catch::Contains("      what held it, as gpuleak.why() found it before the error reached the "
                                "program (0.5 s):\n"
@@ -139,7 +140,7 @@ TEST_CASE("a record taken at an out-of-memory error is tied to the error and to 
                    "__main__\n"
                    "          through losses[2].grad_fn._saved_self\n"));
 
-    const nlohmann::json process = gpuleak::analyzer::render_json(reports, options)["processes"][0];
+    const nlohmann::json process = gpuleak::analyzer::render_json(set, options)["processes"][0];
     CHECK(process["failures"][0]["retainers"] == 0);
     const nlohmann::json& record = process["retainers"][0];
     CHECK(record["moment"] == "out_of_memory");
@@ -157,7 +158,8 @@ TEST_CASE("a record taken at an out-of-memory error is tied to the error and to 
 TEST_CASE("the diagnosis of a leak names what held it") {
     TraceBuilder builder = out_of_memory();
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     gpuleak::analyzer::ProcessModel& model = reports[0].model;
     // As if its blocks had been made through the program's work.
     const size_t held = site_of_stack(model, 1);
@@ -271,11 +273,12 @@ TEST_CASE("a record that did not read what autograd saved says so under its erro
     document.replace(document.find("\"saved_tensors_read\":true"), 25, "\"saved_tensors_read\":false");
     TraceBuilder builder = out_of_memory(document);
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     REQUIRE(reports[0].model.retainers.size() == 1);
     CHECK_FALSE(reports[0].model.retainers[0].saved_tensors_read);
     // Wrapped as the text wraps it: compared word by word.
-    std::istringstream words(gpuleak::analyzer::render_text(reports, ReportOptions{}));
+    std::istringstream words(gpuleak::analyzer::render_text(set, ReportOptions{}));
     std::string text;
     for (std::string word; words >> word;)
         text += word + " ";
@@ -318,7 +321,8 @@ TEST_CASE(
     "memory an autograd graph saved for a backward that never ran, held as the program ended, is a leak") {
     TraceBuilder builder = ended_with(predictions_at("exit"));
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const gpuleak::analyzer::ProcessModel& model = reports[0].model;
     REQUIRE(model.retainers.size() == 2);
     CHECK(model.retainers[1].moment == gpuleak::analyzer::RetainerMoment::Exit);
@@ -340,7 +344,7 @@ TEST_CASE(
                           "tensors saved for a backward() that never ran.") &&
             Catch::Contains("and held by `predictions`, a tensor in __main__. Outputs of forward passes") &&
             Catch::Contains("`with torch.no_grad():`"));
-    const nlohmann::json process = gpuleak::analyzer::render_json(reports, ReportOptions{})["processes"][0];
+    const nlohmann::json process = gpuleak::analyzer::render_json(set, ReportOptions{})["processes"][0];
     CHECK(process["diagnosis"]["leak_cause"] == "kept_for_backward");
     CHECK(process["growth"].empty());
     REQUIRE(process["kept_for_backward"].size() == 1);
@@ -354,14 +358,16 @@ TEST_CASE("tensors saved for backward are no leak before the program ends, nor b
         const std::string moment = GENERATE(as<std::string>{}, "phase_end", "on_demand");
         TraceBuilder builder = ended_with(predictions_at(moment));
         const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-        std::vector<ProcessReport> reports = reports_of(trace);
+        gpuleak::analyzer::ReportSet set(reports_of(trace));
+        std::vector<ProcessReport>& reports = set.all();
         CHECK(reports[0].model.kept_for_backward.empty());
         CHECK(reports[0].diagnosis.kind != gpuleak::analyzer::DiagnosisKind::Leak);
     }
     SECTION("what one forward pass saved is what the last step left, not a leak") {
         TraceBuilder builder = ended_with(predictions_at("exit", GENERATE(1, 2)));
         const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-        std::vector<ProcessReport> reports = reports_of(trace);
+        gpuleak::analyzer::ReportSet set(reports_of(trace));
+        std::vector<ProcessReport>& reports = set.all();
         CHECK(reports[0].model.kept_for_backward.empty());
         CHECK(reports[0].diagnosis.kind != gpuleak::analyzer::DiagnosisKind::Leak);
     }
@@ -411,7 +417,8 @@ TEST_CASE("a kept tensor whose graph joins the graphs of many backward passes is
     const std::string moment = GENERATE(as<std::string>{}, "exit", "phase_end", "on_demand");
     TraceBuilder builder = ended_with(running_total_at(moment, 64));
     const TraceReader trace = TraceReader::parse(builder.bytes(), "trace.bin");
-    std::vector<ProcessReport> reports = reports_of(trace);
+    gpuleak::analyzer::ReportSet set(reports_of(trace));
+    std::vector<ProcessReport>& reports = set.all();
     const gpuleak::analyzer::ProcessModel& model = reports[0].model;
     const size_t total = site_of_stack(model, 2);
     REQUIRE(model.spent_graphs.size() == 1);
@@ -425,7 +432,7 @@ TEST_CASE("a kept tensor whose graph joins the graphs of many backward passes is
         Catch::StartsWith("`running_loss`, a tensor in __main__, keeps the autograd graphs of 64 backward "
                           "passes (640 nodes), per gpuleak.why() at 0.00 s (the program's exit)") &&
             Catch::Contains("(4 B at `running_loss`, made at ") && Catch::Contains("`loss.item()`"));
-    const nlohmann::json process = gpuleak::analyzer::render_json(reports, ReportOptions{})["processes"][0];
+    const nlohmann::json process = gpuleak::analyzer::render_json(set, ReportOptions{})["processes"][0];
     CHECK(process["diagnosis"]["leak_cause"] == "spent_graphs");
     REQUIRE(process["spent_graphs"].size() == 1);
     CHECK(process["spent_graphs"][0]["spent_passes"] == 64);

@@ -149,14 +149,15 @@ TEST_CASE("growth is judged on the program's events before Python's finalization
 
 TEST_CASE("the reports show when finalization began, and only where it was recorded") {
     ReportOptions options;
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(parse(leak_then_slow_exit(300))));
     CHECK(reports[0].diagnosis.kind == DiagnosisKind::Leak);
-    CHECK_THAT(render_text(reports, options),
+    CHECK_THAT(render_text(set, options),
                Catch::Contains(
                    "  ended      exited with status 0 after 3.0 s; its code ended at 0.3 s, as Python began "
                    "finalizing\n"));
-    nlohmann::json json = render_json(reports, options);
+    nlohmann::json json = render_json(set, options);
     CHECK(json["processes"][0]["python_finalizing_s"] == 0.3);
     CHECK(json["processes"][0]["duration_s"] == 3.0);
     // The steps' times as precisely as the site's own line gives them.
@@ -166,8 +167,8 @@ TEST_CASE("the reports show when finalization began, and only where it was recor
     reports.clear();
     reports.push_back(report_of(parse(leak_then_slow_exit(std::nullopt))));
     CHECK(reports[0].diagnosis.kind == DiagnosisKind::Stable);
-    CHECK_THAT(render_text(reports, options), !Catch::Contains("Python began finalizing"));
-    json = render_json(reports, options);
+    CHECK_THAT(render_text(set, options), !Catch::Contains("Python began finalizing"));
+    json = render_json(set, options);
     CHECK_FALSE(json["processes"][0].contains("python_finalizing_s"));
 }
 

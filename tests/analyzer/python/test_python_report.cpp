@@ -465,7 +465,8 @@ TEST_CASE("leak origins group by Python stack, native stacks by stack") {
 
 TEST_CASE("the text report names the Python line of a leak, in the diagnosis and the stacks") {
     const TraceReader trace = parse(grouping_trace());
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(trace));
     CHECK(reports[0].diagnosis.kind == DiagnosisKind::Leak);
     CHECK_THAT(diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks),
@@ -473,7 +474,7 @@ TEST_CASE("the text report names the Python line of a leak, in the diagnosis and
                                  "1.7 MiB (5.0 MiB), made through 86% of the program's work (1.00 s to 9.00 "
                                  "s), were still alive."));
     ReportOptions options;
-    const std::string text = render_text(reports, options);
+    const std::string text = render_text(set, options);
     // Each site leads with the program's line; the program's frames that called it follow.
     CHECK_THAT(text, Catch::Contains("  #1 /srv/train.py:81 in Trainer.step\n"
                                      "        5.0 MiB in 3 device allocations, made 1.00–9.00 s, through "
@@ -488,20 +489,21 @@ TEST_CASE("the text report names the Python line of a leak, in the diagnosis and
 
 TEST_CASE("the text report collapses native frames by default and shows them all with --native") {
     const TraceReader trace = parse(grouping_trace());
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(trace));
     reports[0].stacks =
         std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, torch_stack()}});
     ReportOptions options;
     options.top = 1;
-    std::string text = render_text(reports, options);
+    std::string text = render_text(set, options);
     CHECK_THAT(text, Catch::Contains("  #1 /srv/train.py:81 in Trainer.step\n"
                                      "        5.0 MiB in 3 device allocations, made 1.00–9.00 s, through "
                                      "86% of the work: growing\n"
                                      "        from /srv/hooks.py:5 in hook ← /srv/train.py:102 in main\n\n"));
     options.native = true;
     options.stack_depth = 6;
-    text = render_text(reports, options);
+    text = render_text(set, options);
     CHECK_THAT(text, Catch::Contains("        _PyEval_EvalFrameDefault  _PyEval_EvalFrameDefault.c:10\n"
                                      "        /srv/train.py:81 in Trainer.step\n"
                                      "        ... 10 more frames\n"));
@@ -509,7 +511,8 @@ TEST_CASE("the text report collapses native frames by default and shows them all
 
 TEST_CASE("a site's header is the program's line with its text, cut to fit the line") {
     const TraceReader trace = parse(grouping_trace());
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(trace));
     std::vector<ReportFrame> frames = torch_stack();
     frames[5].source_line =
@@ -520,7 +523,7 @@ TEST_CASE("a site's header is the program's line with its text, cut to fit the l
         std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, frames}});
     ReportOptions options;
     options.top = 1;
-    const std::string text = render_text(reports, options);
+    const std::string text = render_text(set, options);
     const size_t start = text.find("  #1 /srv/train.py:81 in Trainer.step  return torch.triu(torch.full(");
     REQUIRE(start != std::string::npos);
     const std::string header = text.substr(start, text.find('\n', start) - start);
@@ -531,13 +534,14 @@ TEST_CASE("a site's header is the program's line with its text, cut to fit the l
 
 TEST_CASE("JSON frames say which are Python frames and follow the same view") {
     const TraceReader trace = parse(grouping_trace());
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(trace));
     reports[0].stacks =
         std::make_unique<FixedStacks>(std::map<uint32_t, std::vector<ReportFrame>>{{2, torch_stack()}});
     ReportOptions options;
     options.top = 1;
-    nlohmann::json frames = render_json(reports, options)["processes"][0]["leaks"][0]["frames"];
+    nlohmann::json frames = render_json(set, options)["processes"][0]["leaks"][0]["frames"];
     REQUIRE(frames.size() == 6);
     CHECK(frames[0] == nlohmann::json{{"function", "c10::cuda::allocate"},
                                       {"file", "c10::cuda::allocate.c"},
@@ -561,7 +565,7 @@ TEST_CASE("JSON frames say which are Python frames and follow the same view") {
     CHECK(python_flags == std::vector<bool>{false, false, false, true, true, true});
     options.native = true;
     options.stack_depth = 100;
-    frames = render_json(reports, options)["processes"][0]["leaks"][0]["frames"];
+    frames = render_json(set, options)["processes"][0]["leaks"][0]["frames"];
     CHECK(frames.size() == torch_stack().size());
 }
 
@@ -737,7 +741,8 @@ TraceBuilder pin_thread_trace() {
 
 TEST_CASE("what a library's thread made is named by the program's line that started the thread") {
     const TraceReader trace = parse(pin_thread_trace());
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(report_of(trace));
     CHECK(reports[0].model.thread_start_stacks == std::map<uint32_t, uint32_t>{{1, 2}});
     const std::string named =
@@ -749,17 +754,17 @@ TEST_CASE("what a library's thread made is named by the program's line that star
     // Led by the program's line that started the thread, what the thread went through, then what that
     // line called.
     CHECK_THAT(
-        render_text(reports, options),
+        render_text(set, options),
         Catch::Contains("  #1 /srv/train.py:102 in main\n"
                         "        4.0 MiB in 4 pinned host allocations, made 1.00–4.00 s, through 75% of the "
                         "work: growing\n"
                         "        → torch pin_memory, on a thread started there (→ torch __init__)\n"));
     options.native = true;
-    CHECK_THAT(render_text(reports, options),
+    CHECK_THAT(render_text(set, options),
                Catch::Contains("        /usr/lib/python3.10/threading.py:82 in Thread.run\n"
                                "        on a thread started at\n"
                                "        /usr/lib/python3.10/threading.py:81 in Thread.start\n"));
-    const nlohmann::json json = render_json(reports, options);
+    const nlohmann::json json = render_json(set, options);
     const nlohmann::json& leak = json["processes"][0]["leaks"][0];
     CHECK(leak["where"] == named);
     REQUIRE(leak["thread_started_at"].is_array());
@@ -923,7 +928,8 @@ TEST_CASE(
     CHECK(pool.regions == 10);
     CHECK(pool.bytes == 320 * kMiB);
     CHECK(pool.capacity == 4ULL << 30);
-    std::vector<ProcessReport> reports;
+    gpuleak::analyzer::ReportSet set;
+    std::vector<ProcessReport>& reports = set.all();
     reports.push_back(
         report_with_stacks(builder, {{1, xla_allocation("tsl::BFCAllocator::Extend")}, {2, {}}}));
     const std::string text = diagnosis_text(reports[0].model, reports[0].diagnosis, *reports[0].stacks);
@@ -934,10 +940,10 @@ TEST_CASE(
     CHECK_THAT(text,
                Catch::Contains("XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"));
     // Its site is named as the pool it is, in the text and the JSON.
-    CHECK_THAT(render_text(reports, ReportOptions{}),
+    CHECK_THAT(render_text(set, ReportOptions{}),
                Catch::Contains("        (XLA's pool for JAX's arrays, which XLA hands out inside it, out of "
                                "gpuleak's sight)\n"));
-    const nlohmann::json json = render_json(reports, ReportOptions{});
+    const nlohmann::json json = render_json(set, ReportOptions{});
     CHECK(json["processes"][0]["leaks"][0]["purpose"] ==
           "XLA's pool for JAX's arrays, which XLA hands out inside it, out of gpuleak's sight");
     const nlohmann::json& facts = json["processes"][0]["diagnosis"]["framework_pool"];
