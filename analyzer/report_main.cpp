@@ -243,7 +243,8 @@ int run(int argc, char** argv) {
         say(fmt::format("--format {} writes binary data: name a file with -o FILE", renderer.name));
         return kBadInput;
     }
-    options.color = !no_color && output_path.empty() && output_format == "text" && isatty(STDOUT_FILENO) != 0;
+    options.color = !no_color && output_path.empty() &&
+                    (output_format == "text" || output_format == "watch") && isatty(STDOUT_FILENO) != 0;
     const bool changes = diff || !between.empty();
     if (changes && renderer.render_changes == nullptr) {
         std::vector<std::string_view> able;

@@ -115,6 +115,17 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
     torch_adapter->add_option("--python", invocation.python, "the interpreter that imports torch")
         ->default_val("python3")
         ->capture_default_str();
+    CLI::App* watch = app.add_subcommand(
+        "watch", "show a running traced program's memory live, refreshed as it runs, until it ends: each "
+                 "device's memory now and lately, the sites growing now, failures");
+    watch
+        ->add_option("target", invocation.watch.target,
+                     "a pid (a process started under gpuleak run), a run's directory or a trace")
+        ->required();
+    watch->add_flag("--once", invocation.watch.once, "print one frame and exit");
+    watch->add_option("--interval", invocation.watch.interval, "seconds between frames")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
 
     if (arguments.empty())
         throw LauncherError(
@@ -160,6 +171,8 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         invocation.subcommand = Subcommand::KernelUninstall;
     } else if (torch_adapter->parsed()) {
         invocation.subcommand = Subcommand::TorchAdapter;
+    } else if (watch->parsed()) {
+        invocation.subcommand = Subcommand::Watch;
     }
     return invocation;
 }

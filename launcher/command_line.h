@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/kernelspec.h"
+#include "launcher/watch_command.h"
 
 namespace gpuleak::launcher {
 
@@ -30,12 +31,14 @@ enum class Subcommand {
     KernelList,
     KernelUninstall,
     TorchAdapter,
+    Watch,
 };
 
 struct Invocation {
     Subcommand subcommand = Subcommand::None;
     RunRequest run;
     KernelInstallRequest install;
+    WatchRequest watch;
     std::string kernel_name; // kernel uninstall
     std::string python;      // kernel list: whose sys.prefix is searched too; torch-adapter: whose torch
 };

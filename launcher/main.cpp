@@ -13,6 +13,7 @@
 #include "launcher/run_command.h"
 #include "launcher/say.h"
 #include "launcher/torch_adapter.h"
+#include "launcher/watch_command.h"
 
 int main(int argc, char** argv) {
     using namespace gpuleak::launcher;
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
             return kernel_uninstall(invocation.kernel_name, invocation.python);
         case Subcommand::TorchAdapter:
             return torch_adapter_command(invocation.python);
+        case Subcommand::Watch:
+            return watch_command(invocation.watch);
         case Subcommand::None:
             break;
         }

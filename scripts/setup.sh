@@ -14,6 +14,7 @@ packages=(
     time zstd # the report benchmark: peak memory (GNU time), counting a heaptrack trace's events
     clang libclang-rt-dev llvm # the fuzz tier: clang, libFuzzer and the sanitizers' runtimes, llvm-symbolizer
     python3-dbg # a debug build of CPython, which the Python stack walker must recognise and leave alone
+    tmux # gpuleak watch's test draws its frames in a real terminal
 )
 
 install_packages() {

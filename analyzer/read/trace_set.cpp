@@ -198,6 +198,41 @@ std::optional<bool> trace_writer_running(const std::string& path) {
     return writer_running(path, identity.lineage.pid, identity.lineage.hostname);
 }
 
+std::string trace_written_by(int32_t pid) {
+    const std::string process = fmt::format("pid {}", pid);
+    std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+    if (!maps.is_open())
+        throw TraceError(process, ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0
+                                      ? "its memory map cannot be read (another user's process?)"
+                                      : "no such process");
+    // The recorder maps its trace under a name of its own making, then gives it its name: the map names
+    // the file's directory and inode, not its name.
+    std::set<std::pair<std::string, ino_t>> seen;
+    std::string line;
+    while (std::getline(maps, line)) {
+        unsigned long long inode = 0;
+        const size_t slash = line.find('/');
+        if (slash == std::string::npos ||
+            std::sscanf(line.c_str(), "%*x-%*x %*s %*x %*x:%*x %llu", &inode) != 1 || inode == 0)
+            continue;
+        const fs::path directory = fs::path(line.substr(slash)).parent_path();
+        if (!seen.emplace(directory.string(), static_cast<ino_t>(inode)).second)
+            continue;
+        std::error_code error;
+        for (const auto& entry : fs::directory_iterator(directory, error)) {
+            struct stat file {};
+            // Only a regular file's header is read: opening a device (a GPU's) may do more.
+            if (::lstat(entry.path().c_str(), &file) != 0 || !S_ISREG(file.st_mode) || file.st_ino != inode)
+                continue;
+            Identity identity;
+            if (read_identity(entry.path(), identity) && identity.lineage.pid == pid)
+                return identity.lineage.path;
+        }
+    }
+    throw TraceError(process,
+                     "not recorded by gpuleak: it maps no trace of its own (start it under gpuleak run)");
+}
+
 std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths) {
     std::vector<TraceLineage> running;
     for (const std::string& path : paths) {

@@ -44,6 +44,10 @@ std::optional<bool> writer_running(const std::string& path, int32_t pid, const s
 // The same for the trace at `path`, as its header names its process.
 std::optional<bool> trace_writer_running(const std::string& path);
 
+// The trace that process `pid` of this machine writes, as its memory map names it. Throws TraceError (one
+// line) where there is no such process, its map cannot be read, or it writes no trace.
+std::string trace_written_by(int32_t pid);
+
 // The traces among `paths` that have no end record and whose processes still run.
 std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths);
 

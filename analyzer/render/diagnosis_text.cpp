@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "common/name_table.h"
@@ -278,6 +279,17 @@ std::string marker_interval_name(const ProcessModel& model, int index) {
 
 std::string retainer_name(const Retainer& holder) {
     return printable(holder.own.empty() ? holder.root : holder.root + ": " + holder.own);
+}
+
+std::string short_command(const ProcessModel& model) {
+    std::string text;
+    for (const std::string& argument : model.header.command_line) {
+        const std::string shown = text.empty() ? std::filesystem::path(argument).filename().string()
+                                  : argument.starts_with('/') ? short_path(argument)
+                                                              : argument;
+        text += (text.empty() ? "" : " ") + printable(shown);
+    }
+    return text.empty() ? "?" : text;
 }
 
 std::string human_duration(double seconds) {

@@ -81,4 +81,8 @@ std::string retainer_name(const Retainer& holder);
 // "under a second", "about 40 s", "about 3.5 min", "about 2.1 h", "about 4.0 days".
 std::string human_duration(double seconds);
 
+// The command as its user typed it, more or less: the program by its name ("python", not the virtual
+// environment's path to it), its arguments' paths as the report shows files (short_path).
+std::string short_command(const ProcessModel& model);
+
 } // namespace gpuleak::analyzer

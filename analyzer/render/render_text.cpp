@@ -15,6 +15,7 @@
 #include "render/byte_sizes.h"
 #include "render/cuda_errors.h"
 #include "render/diagnosis_text.h"
+#include "render/text_style.h"
 #include "render/wrapped_text.h"
 #include "report/job_facts.h"
 #include "report/shared_devices.h"
@@ -27,46 +28,10 @@ namespace {
 // A site's holders shown beside it; JSON has them all.
 constexpr size_t kHoldersShown = 3;
 
-class Style {
-  public:
-    explicit Style(bool color) : color_(color) {}
-    [[nodiscard]] std::string bold(const std::string& text) const { return wrap("1", text); }
-    [[nodiscard]] std::string dim(const std::string& text) const { return wrap("2", text); }
-    [[nodiscard]] std::string verdict(DiagnosisKind kind, const std::string& text) const {
-        switch (kind) {
-        case DiagnosisKind::Leak:
-            return wrap("1;31", text);
-        case DiagnosisKind::Stable:
-            return wrap("1;32", text);
-        default:
-            return wrap("1;33", text);
-        }
-    }
-
-  private:
-    [[nodiscard]] std::string wrap(const char* code, const std::string& text) const {
-        return color_ ? fmt::format("\033[{}m{}\033[0m", code, text) : text;
-    }
-    bool color_;
-};
-
 std::string command(const ProcessModel& model) {
     std::string text;
     for (const std::string& argument : model.header.command_line)
         text += (text.empty() ? "" : " ") + printable(argument);
-    return text.empty() ? "?" : text;
-}
-
-// The command as its user typed it, more or less: the program by its name ("python", not the virtual
-// environment's path to it), its arguments' paths as the report shows files (short_path).
-std::string short_command(const ProcessModel& model) {
-    std::string text;
-    for (const std::string& argument : model.header.command_line) {
-        const std::string shown = text.empty() ? std::filesystem::path(argument).filename().string()
-                                  : argument.starts_with('/') ? short_path(argument)
-                                                              : argument;
-        text += (text.empty() ? "" : " ") + printable(shown);
-    }
     return text.empty() ? "?" : text;
 }
 

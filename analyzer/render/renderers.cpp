@@ -10,6 +10,7 @@
 #include "render/render_pprof.h"
 #include "render/render_text.h"
 #include "render/render_torch_snapshot.h"
+#include "render/render_watch.h"
 
 namespace gpuleak::analyzer {
 
@@ -88,6 +89,13 @@ void html(ReportSet& reports, const ReportOptions& options, const ReportSink& wr
     write(render_html(reports, options));
 }
 
+void watch(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
+           std::vector<std::string>& /*warnings*/) {
+    WatchOptions watching;
+    watching.color = options.color;
+    write(render_watch_frame(reports, watching));
+}
+
 void pprof(ReportSet& reports, const ReportOptions& options, const ReportSink& write,
            std::vector<std::string>& warnings) {
     write(render_pprof(reports, options, warnings));
@@ -112,6 +120,11 @@ const std::array kRenderers{
              "PyTorch's memory snapshot pickle of one process, for python -m torch.cuda._memory_viz and "
              "pytorch.org/memory_viz",
              "application/x-python-pickle", "", true, true, ModelDetail::Allocations, torch_snapshot},
+    Renderer{
+        "watch",
+        "one frame of what gpuleak watch shows of a running program: each device's memory now and lately, "
+        "the sites growing now, failures; how each process ended and its diagnosis once all have",
+        "text/plain", "", false, false, ModelDetail::Summary, watch},
     Renderer{"pprof",
              "a gzipped profile.proto of the memory live at the end, by stack, for go tool pprof and "
              "speedscope",

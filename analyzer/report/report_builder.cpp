@@ -244,7 +244,9 @@ ProcessReport remade(const ProcessReport& summary, ProcessReport report) {
 
 ReportSet build_reports(const std::vector<std::string>& trace_paths, const SymbolizeOptions& options,
                         ModelDetail detail, const std::vector<std::string>& moments, size_t kept_whole) {
-    const auto modules = std::make_shared<ModuleRegistry>(options.debuginfo_path, options.cache_directory);
+    const auto modules =
+        options.modules ? options.modules
+                        : std::make_shared<ModuleRegistry>(options.debuginfo_path, options.cache_directory);
     const bool summarized = trace_paths.size() > kept_whole;
     std::vector<ProcessReport> reports;
     reports.reserve(trace_paths.size());

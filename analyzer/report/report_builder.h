@@ -1,11 +1,13 @@
 // Turns trace files into process reports: read, model, symbolize, diagnose.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "report/report.h"
 #include "report/report_set.h"
+#include "symbols/symbolizer.h"
 
 namespace gpuleak::analyzer {
 
@@ -17,6 +19,9 @@ struct SymbolizeOptions {
     // A second thread reads the debug info of each trace's modules while its model is built, sooner
     // than the report needs it and perhaps some that it never needs; the reports are the same either way.
     bool read_ahead = true;
+    // The modules opened for earlier reports of these processes (gpuleak watch's frames, a report a
+    // second), which they go on using; null: opened for this report.
+    std::shared_ptr<ModuleRegistry> modules;
 };
 
 // What a report's model learns from its stacks, once both are set, and then its diagnosis: which stack

@@ -3,8 +3,9 @@
 ``%gpuleak`` prints what is reserved and allocated now and at the peak, how much that changed since the
 previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` shows the whole
 report of the trace so far: in a notebook its HTML page (timeline, flame graph), in a terminal its text;
-``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`). What it prints is what the user
-asked for, so it goes to stdout.
+``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`); ``%gpuleak watch`` a frame of what
+``gpuleak watch`` shows (each device's memory now and over the last minute, the lines growing now, with
+when the device is full at that rate). What it prints is what the user asked for, so it goes to stdout.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ PAGE_FRAME = '<iframe srcdoc="%s" sandbox="allow-scripts" style="width: 100%%; h
 
 TOP_SITES = 5
 USAGE = (
-    "usage: %gpuleak (the live state), %gpuleak report (the full report of this kernel's trace) or "
-    "%gpuleak why (what keeps its GPU memory alive)"
+    "usage: %gpuleak (the live state), %gpuleak report (the full report of this kernel's trace), "
+    "%gpuleak why (what keeps its GPU memory alive) or %gpuleak watch (what grows now)"
 )
 
 
@@ -129,7 +130,7 @@ def show_report(text: str, page) -> None:
 
 def gpuleak_magic(line: str) -> None:
     argument = line.strip()
-    if argument not in ("", "report", "why"):
+    if argument not in ("", "report", "why", "watch"):
         print(USAGE)
         return
     if argument == "why":
@@ -138,6 +139,10 @@ def gpuleak_magic(line: str) -> None:
     trace = _native.trace_path()
     if trace is None:
         print("gpuleak: not recording: libgpuleak.so is not loaded in this kernel")
+        return
+    if argument == "watch":
+        frame, why = _report.run_report_format(trace, "watch")
+        print(frame.rstrip("\n") if frame is not None else "gpuleak: no frame: " + why)
         return
     if argument == "report":
         text, why = _report.run_report_as(trace, "text/plain")

@@ -135,6 +135,11 @@ def run_report_as(trace: str, media_type: str) -> Tuple[Optional[str], str]:
     return None, "gpuleak-report has no format of type %s" % media_type
 
 
+def run_report_format(trace: str, format_name: str) -> Tuple[Optional[str], str]:
+    """(the report in gpuleak-report's format `format_name`, "") or (None, why there is none)."""
+    return _run_report(["--format", format_name, trace])
+
+
 def process_entry(document: Optional[dict], pid: Optional[int], trace: Optional[str]) -> Optional[dict]:
     """The entry of ``document["processes"]`` for this pid (or this trace file)."""
     if not document:

@@ -353,7 +353,7 @@ TEST_CASE("the formats' table names every format with its media type, and needs 
     std::map<std::string, json> formats;
     for (const json& format : table["formats"])
         formats[format["name"]] = format;
-    REQUIRE(formats.size() == 6);
+    REQUIRE(formats.size() == 7);
     CHECK(formats["text"]["media_type"] == "text/plain");
     CHECK(formats["json"]["media_type"] == "application/json");
     CHECK(formats["html"]["media_type"] == "text/html");
@@ -363,6 +363,8 @@ TEST_CASE("the formats' table names every format with its media type, and needs 
     CHECK(formats["pprof"]["binary"] == true);
     CHECK(formats["torch-snapshot"]["one_process"] == true);
     CHECK(formats["torch-snapshot"]["changes"] == false);
+    CHECK(formats["watch"]["media_type"] == "text/plain");
+    CHECK(formats["watch"]["run_file"] == "");
     // Each is one --format takes.
     const Bytes trace = make_trace(dir);
     const std::string path = dir.path() + "/valid.trace";

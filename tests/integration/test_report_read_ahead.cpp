@@ -24,7 +24,7 @@ namespace {
 // The text report followed by the JSON one.
 std::string rendered(const std::vector<std::string>& traces, const std::string& debuginfo_path,
                      bool read_ahead) {
-    gpuleak::analyzer::ReportSet reports = build_reports(traces, {debuginfo_path, {}, read_ahead});
+    gpuleak::analyzer::ReportSet reports = build_reports(traces, {debuginfo_path, {}, read_ahead, {}});
     const ReportOptions options;
     return gpuleak::analyzer::render_text(reports, options) +
            gpuleak::analyzer::render_json(reports, options).dump(2);

@@ -254,8 +254,12 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert "not for the notebook" not in first_output and "previous kernel" not in first_output
         pid = int(first_output.strip())
         assert kernel.run(LEAKING_CELL) == ""  # cell [2]
-        live = kernel.run("%gpuleak")  # cell [3]
+        live = kernel.run("%gpuleak\n%gpuleak watch")  # cell [3]
         assert "reserved 3.0 MiB now" in live, live
+        # gpuleak watch's frame of the kernel's own trace: it runs.
+        frame = live[live.index("gpuleak watch: pid %d " % pid) :]
+        assert ", running for " in frame.splitlines()[0], frame
+        assert "device 0 of " in frame and ": reserved 3.0 MiB, allocated 3.0 MiB" in frame, frame
         assert (
             "3.0 MiB in 1 allocation: cell [1], line 6 (`assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0`), "
             "from cell [2], line 3 (`held.append(allocate(3 << 20))`)"

@@ -142,11 +142,11 @@ COUNTERS = re.compile(r"(memory_allocated|memory_reserved|max_memory_allocated|m
 EXPECTED_COUNTERS = {"memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"}
 
 
-def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=(), arguments=(),
-               settings=None, cwd=None):
-    """Runs `script` as a user would, alone or under `gpuleak run -o directory/run`; `launch`: what comes
-    between the interpreter and the script (`-m torch.distributed.run ...`); `arguments`: the script's;
-    `settings`: more environment variables; `cwd`: the directory it runs in (else this one)."""
+def script_command(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=(), arguments=(),
+                   settings=None):
+    """The command and environment that run `script` as a user would, alone or under `gpuleak run -o
+    directory/run`; `launch`: what comes between the interpreter and the script (`-m torch.distributed.run
+    ...`); `arguments`: the script's; `settings`: more environment variables."""
     environment = dict(os.environ, **(settings or {}))
     environment.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     environment["PYTHONWARNINGS"] = "ignore"
@@ -158,6 +158,14 @@ def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACI
     if traced:
         environment["GPULEAK_TORCH_ADAPTER_DIR"] = adapter_cache
         command = [LAUNCHER, "run", "--quiet", "-o", str(directory / "run"), "--", *command]
+    return command, environment
+
+
+def run_script(directory, script, adapter_cache, traced, capacity=DEFAULT_CAPACITY, launch=(), arguments=(),
+               settings=None, cwd=None):
+    """Runs `script_command`'s command to its end; `cwd`: the directory it runs in (else this one)."""
+    command, environment = script_command(directory, script, adapter_cache, traced, capacity, launch, arguments,
+                                          settings)
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300, cwd=cwd)
 
 

@@ -1,0 +1,105 @@
+#include "launcher/watch_command.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include "launcher/launcher_error.h"
+#include "read/trace_error.h"
+#include "read/trace_set.h"
+#include "render/render_watch.h"
+#include "report/report_builder.h"
+#include "symbols/symbol_cache.h"
+
+namespace gpuleak::launcher {
+
+namespace {
+
+constexpr int kNoTrace = 2;
+
+volatile std::sig_atomic_t interrupted = 0;
+
+void on_interrupt(int /*signal*/) {
+    interrupted = 1;
+}
+
+// Where the target's traces are: a pid's own trace (its workers' are found beside it each frame, as
+// they start), else the directory or trace named.
+std::string traces_named_by(const std::string& target) {
+    int32_t pid = 0;
+    const auto [end, error] = std::from_chars(target.data(), target.data() + target.size(), pid);
+    if (error == std::errc() && end == target.data() + target.size() && pid > 0)
+        return analyzer::trace_written_by(pid);
+    return target;
+}
+
+bool any_running(analyzer::ReportSet& reports) {
+    return std::any_of(reports.all().begin(), reports.all().end(), [](const analyzer::ProcessReport& report) {
+        const analyzer::ProcessEnd& end = report.model.header.end;
+        return end.state == format::EndState::Running && end.running_when_opened == true;
+    });
+}
+
+// Until `seconds` have passed or an interrupt came.
+void pause_for(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (interrupted == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// The frames; throws TraceError for a target that names no trace.
+int watch_frames(const WatchRequest& request) {
+    // As gpuleak run's report: never to the network (Debian sets DEBUGINFOD_URLS in login shells).
+    ::unsetenv("DEBUGINFOD_URLS");
+    analyzer::SymbolizeOptions symbolize;
+    symbolize.cache_directory = analyzer::default_symbol_cache_directory();
+    // Each frame is a report: the libraries are opened once for all of them, and their debug info read
+    // as a frame needs it.
+    symbolize.read_ahead = false;
+    symbolize.modules =
+        std::make_shared<analyzer::ModuleRegistry>(symbolize.debuginfo_path, symbolize.cache_directory);
+    const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+    analyzer::WatchOptions options;
+    options.color = terminal;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+    const std::string traces = traces_named_by(request.target);
+    for (;;) {
+        analyzer::ReportSet reports =
+            analyzer::build_reports(analyzer::collect_traces({traces}).paths, symbolize);
+        // Drawn over the last one on a terminal; one after another in a file or a pipe.
+        std::string frame = terminal && !request.once ? "\033[H\033[2J" : "";
+        frame += analyzer::render_watch_frame(reports, options);
+        if (!terminal || request.once)
+            frame += '\n';
+        std::fwrite(frame.data(), 1, frame.size(), stdout);
+        std::fflush(stdout);
+        if (request.once || !any_running(reports))
+            return 0;
+        pause_for(request.interval);
+        if (interrupted != 0)
+            return 0;
+    }
+}
+
+} // namespace
+
+int watch_command(const WatchRequest& request) {
+    try {
+        return watch_frames(request);
+    } catch (const analyzer::TraceError& error) {
+        throw LauncherError(fmt::format("watch: {}", error.what()), kNoTrace);
+    }
+}
+
+} // namespace gpuleak::launcher
