@@ -127,7 +127,9 @@ void append_growing(std::string& out, std::vector<GrowingSite>& growing, bool se
         const GrowingSite& shown = growing[i];
         const ProcessModel& model = shown.report->model;
         const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
-        out += "  " + who + site_line(*shown.report->stacks, shown.site->stack_id) + "\n";
+        const std::string purpose = site_purpose(*shown.site, *shown.report->stacks);
+        out += "  " + who + site_line(*shown.report->stacks, shown.site->stack_id) +
+               (purpose.empty() ? std::string() : " (" + purpose + ")") + "\n";
         out += style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(shown.site->bytes),
                                      allocations_of(shown.site->kind, shown.site->count),
                                      human_bytes(shown.site->bytes_per_second),
@@ -205,8 +207,15 @@ std::string render_watch_frame(ReportSet& reports, const WatchOptions& options) 
         if (several)
             out += fmt::format("pid {} {}\n", model.header.pid, cut_to_columns(process_name(model), 60));
         append_devices(out, model, options, style);
+        // What the program holds, rather than the pools (PyTorch's segments) that hold it for it, which
+        // grow with it; the pools only where nothing of the program's own grows (a cache that grows).
+        const auto grows = [](const LeakSite& site) { return site.growing && site.bytes_per_second > 0; };
+        const auto pool = [](const LeakSite& site) { return site.segments || site.device_pool(); };
+        const bool program_grows =
+            std::any_of(model.leak_sites.begin(), model.leak_sites.end(),
+                        [&](const LeakSite& site) { return grows(site) && !pool(site); });
         for (const LeakSite& site : model.leak_sites)
-            if (site.growing && site.bytes_per_second > 0)
+            if (grows(site) && pool(site) != program_grows)
                 growing.push_back({report, &site});
     }
     out += "\n";
