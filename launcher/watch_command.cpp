@@ -47,11 +47,12 @@ bool any_running(analyzer::ReportSet& reports) {
     });
 }
 
-// Until `seconds` have passed or an interrupt came.
-void pause_for(double seconds) {
+// Waits `seconds`: true, or false as soon as an interrupt came.
+bool waited(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (interrupted == 0 && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return interrupted == 0;
 }
 
 // The frames; throws TraceError for a target that names no trace.
@@ -74,9 +75,23 @@ int watch_frames(const WatchRequest& request) {
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
     const std::string traces = traces_named_by(request.target);
+    bool shown = false;
+    int failed_in_a_row = 0;
     for (;;) {
-        analyzer::ReportSet reports =
-            analyzer::build_reports(analyzer::collect_traces({traces}).paths, symbolize);
+        analyzer::ReportSet reports;
+        try {
+            reports = analyzer::build_reports(analyzer::collect_traces({traces}).paths, symbolize);
+            failed_in_a_row = 0;
+        } catch (const analyzer::TraceError&) {
+            // A trace caught as it is made (a worker that starts): the next frame reads it whole. What
+            // still fails after that many tries, or from the first frame on, is said.
+            constexpr int kTries = 10;
+            if (!shown || request.once || ++failed_in_a_row == kTries)
+                throw;
+            if (!waited(request.interval))
+                return 0;
+            continue;
+        }
         // Drawn over the last one on a terminal; one after another in a file or a pipe.
         std::string frame = terminal && !request.once ? "\033[H\033[2J" : "";
         frame += analyzer::render_watch_frame(reports, options);
@@ -84,10 +99,8 @@ int watch_frames(const WatchRequest& request) {
             frame += '\n';
         std::fwrite(frame.data(), 1, frame.size(), stdout);
         std::fflush(stdout);
-        if (request.once || !any_running(reports))
-            return 0;
-        pause_for(request.interval);
-        if (interrupted != 0)
+        shown = true;
+        if (request.once || !any_running(reports) || !waited(request.interval))
             return 0;
     }
 }

@@ -97,6 +97,33 @@ TEST_CASE("watch follows a program until it ends, then says how it ended and wha
     CHECK_THAT(last, Catch::Contains("hold_buffer"));
 }
 
+TEST_CASE("watch goes on past a trace that cannot be read for a moment, as one caught while it is made") {
+    TempDir other_dir;
+    const TracedRun other = run_traced(other_dir, program_path("scenario_killed"), {}, [] {
+        RunOptions options;
+        options.kill_after = std::chrono::milliseconds(200);
+        return options;
+    }());
+    REQUIRE(other.traces().size() == 1);
+    TempDir dir;
+    RunningProgram program(dir, std::chrono::milliseconds(2500));
+    REQUIRE(!program.pid().empty());
+    TracedRun followed;
+    std::thread watching([&] { followed = watch(dir, {"--interval", "0.1", dir.path()}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    // Another process's trace as it is made: its header written, not yet its header's whole space.
+    const std::string partial = dir.path() + "/trace.1";
+    fs::copy_file(other.traces().front(), partial);
+    fs::resize_file(partial, 12000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    fs::remove(partial);
+    watching.join();
+    CHECK(followed.exited_with(0));
+    CHECK(followed.err.empty());
+    CHECK(frames_in(followed.out) >= 3);
+    CHECK_THAT(followed.out.substr(followed.out.rfind("gpuleak watch: pid")), Catch::Contains("killed"));
+}
+
 TEST_CASE("watch refuses in one line what names no running traced program") {
     TempDir dir;
     for (const std::string& target :
