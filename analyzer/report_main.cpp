@@ -330,8 +330,8 @@ int run(int argc, char** argv) {
         renderer.render(
             reports, options, [&](std::string_view part) { output.write(part); }, warnings);
     } catch (const TraceError& error) {
-        // A trace read again for its process's part (ReportSet::whole) that is gone meanwhile: the file is
-        // left as it was.
+        // A trace read again for its process's part (ReportSet::whole) that is gone meanwhile: a file named
+        // with -o is left as it was; stdout has had the report's first parts.
         say(error.what());
         return kBadInput;
     }

@@ -188,7 +188,9 @@ std::vector<std::string> ending_lines(const CommandEnd& end) {
     return lines;
 }
 
-std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) {
+namespace {
+
+std::vector<std::string> summary_lines(const CommandEnd& end, RunReport& report) {
     std::vector<ProcessReport>& processes = report.processes.all();
     std::vector<std::string> lines;
     // What ended a program that failed, first: it is what its author ran it for.
@@ -283,6 +285,19 @@ std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) 
                                                      report.files.front(), fmt::join(beside, ", ")));
     }
     return lines;
+}
+
+} // namespace
+
+std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report) {
+    // A report of many processes reads the traces again (ReportSet::whole): one may be gone by now, and
+    // the launcher still ends with the command's status.
+    try {
+        return summary_lines(end, report);
+    } catch (const std::exception& failure) {
+        const std::string& written = report.files.empty() ? std::string("no file") : report.files.front();
+        return {fmt::format("no summary: {}; the report: {}", failure.what(), written)};
+    }
 }
 
 } // namespace gpuleak::launcher

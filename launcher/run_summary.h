@@ -41,7 +41,7 @@ const analyzer::ProcessReport* command_process(const CommandEnd& end,
 // How the command ended, and what the OOM killer did during the run.
 std::vector<std::string> ending_lines(const CommandEnd& end);
 
-// What the run's report says.
+// What the run's report says; one line saying why where it cannot be told.
 std::vector<std::string> report_lines(const CommandEnd& end, RunReport& report);
 
 } // namespace gpuleak::launcher

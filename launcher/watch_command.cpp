@@ -71,6 +71,8 @@ int watch_frames(const WatchRequest& request) {
     options.color = terminal;
     struct sigaction action {};
     action.sa_handler = on_interrupt;
+    // Noticed between frames; a second one, while a long frame is made, ends it at once.
+    action.sa_flags = SA_RESETHAND;
     sigemptyset(&action.sa_mask);
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);

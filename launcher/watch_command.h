@@ -1,5 +1,6 @@
 // `gpuleak watch TARGET`: a running traced program's memory, live, read from its traces while they are
-// written, at no cost to the program (render_watch.h says what a frame shows).
+// written, without touching the program: no signal, no lock, nothing injected (render_watch.h says what a
+// frame shows). Each frame reads the traces again, which costs this process's time, not the program's.
 #pragma once
 
 #include <string>

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -206,31 +207,32 @@ std::string trace_written_by(int32_t pid) {
                                       ? "its memory map cannot be read (another user's process?)"
                                       : "no such process");
     // The recorder maps its trace under a name of its own making, then gives it its name: the map names
-    // the file's directory and inode, not its name.
-    std::set<std::pair<std::string, ino_t>> seen;
+    // the file's directory and inode, not its name. Each directory is listed once, for all its inodes.
+    std::map<fs::path, std::set<ino_t>> mapped;
     std::string line;
     while (std::getline(maps, line)) {
         unsigned long long inode = 0;
         const size_t slash = line.find('/');
-        if (slash == std::string::npos ||
-            std::sscanf(line.c_str(), "%*x-%*x %*s %*x %*x:%*x %llu", &inode) != 1 || inode == 0)
-            continue;
-        const fs::path directory = fs::path(line.substr(slash)).parent_path();
-        if (!seen.emplace(directory.string(), static_cast<ino_t>(inode)).second)
-            continue;
+        if (slash != std::string::npos &&
+            std::sscanf(line.c_str(), "%*x-%*x %*s %*x %*x:%*x %llu", &inode) == 1 && inode != 0)
+            mapped[fs::path(line.substr(slash)).parent_path()].insert(static_cast<ino_t>(inode));
+    }
+    for (const auto& [directory, inodes] : mapped) {
         std::error_code error;
-        for (const auto& entry : fs::directory_iterator(directory, error)) {
+        for (fs::directory_iterator entry(directory, error), end; !error && entry != end;
+             entry.increment(error)) {
             struct stat file {};
             // Only a regular file's header is read: opening a device (a GPU's) may do more.
-            if (::lstat(entry.path().c_str(), &file) != 0 || !S_ISREG(file.st_mode) || file.st_ino != inode)
+            if (::lstat(entry->path().c_str(), &file) != 0 || !S_ISREG(file.st_mode) ||
+                inodes.count(file.st_ino) == 0)
                 continue;
             Identity identity;
-            if (read_identity(entry.path(), identity) && identity.lineage.pid == pid)
+            if (read_identity(entry->path(), identity) && identity.lineage.pid == pid)
                 return identity.lineage.path;
         }
     }
-    throw TraceError(process,
-                     "not recorded by gpuleak: it maps no trace of its own (start it under gpuleak run)");
+    throw TraceError(process, "not recorded by gpuleak: it maps no trace of its own (give the pid of the "
+                              "program started under gpuleak run, not of gpuleak itself)");
 }
 
 std::vector<TraceLineage> traces_still_written(const std::vector<std::string>& paths) {

@@ -36,8 +36,9 @@ std::vector<uint64_t> history_of(const std::vector<DevicePoint>& timeline, uint6
                                  uint64_t now_ns, const WatchOptions& options) {
     const auto span_ns = static_cast<uint64_t>(options.history_seconds * 1e9);
     const uint64_t start = now_ns > span_ns ? now_ns - span_ns : 0;
-    const uint64_t width = std::max<uint64_t>((now_ns - start) / options.history_columns, 1);
-    std::vector<uint64_t> most(options.history_columns, 0);
+    const size_t columns = std::max<size_t>(options.history_columns, 1);
+    const uint64_t width = std::max<uint64_t>((now_ns - start) / columns, 1);
+    std::vector<uint64_t> most(columns, 0);
     uint64_t latest = 0;
     auto point = timeline.begin();
     for (; point != timeline.end() && point->time_ns < start; ++point)
@@ -85,9 +86,11 @@ void append_devices(std::string& out, const ProcessModel& model, const WatchOpti
     }
 }
 
+// A growing site, as its lines say it: a process's whole report is at hand one at a time (ReportSet), so
+// what the frame says of each is said while it is.
 struct GrowingSite {
-    ProcessReport* report;
-    const LeakSite* site;
+    double bytes_per_second = 0;
+    std::string text;
 };
 
 // The program's line where the stack has one ("train.py:88  losses.append(loss)"), else its place.
@@ -99,43 +102,67 @@ std::string site_line(StackFrames& stacks, uint32_t stack_id) {
     return printable(line.text.empty() ? line.where : line.where + "  " + line.text);
 }
 
-// When the device is full at the rate its growing sites grow together, where its size is known.
-std::string full_in(const ProcessModel& model, const LeakSite& site,
-                    const std::vector<GrowingSite>& growing) {
-    const DeviceSummary* device = device_summary(model, site.device);
+// When the device is full at the rate that `sites` grow there together, where its size is known.
+std::string full_in(const ProcessModel& model, int device_number, const std::vector<const LeakSite*>& sites) {
+    const DeviceSummary* device = device_summary(model, device_number);
     if (device == nullptr || !device->capacity || *device->capacity <= device->final_reserved)
         return {};
     double rate = 0;
-    for (const GrowingSite& other : growing)
-        if (&other.report->model == &model && other.site->device == site.device)
-            rate += other.site->bytes_per_second;
+    for (const LeakSite* site : sites)
+        if (site->device == device_number)
+            rate += site->bytes_per_second;
     if (rate <= 0)
         return {};
     const double seconds = static_cast<double>(*device->capacity - device->final_reserved) / rate;
-    return fmt::format("; device {} is full in {} at this rate", site.device, human_duration(seconds));
+    return fmt::format("; device {} is full in {} at this rate", device_number, human_duration(seconds));
+}
+
+// The sites of `report` that grow: while it runs, those that made memory in the last stretch the history
+// shows (a site that stopped growing long ago grows no more); once it ended, all. What the program holds,
+// rather than the pools (PyTorch's segments) that hold it for it and grow with it; the pools only where
+// nothing of the program's own grows (a cache that grows).
+void add_growing(std::vector<GrowingSite>& growing, ProcessReport& report, bool several,
+                 const WatchOptions& options, const Style& style) {
+    const ProcessModel& model = report.model;
+    const auto recent_ns = static_cast<uint64_t>(options.history_seconds * 1e9);
+    const bool running = still_running(model);
+    const auto grows = [&](const LeakSite& site) {
+        return site.growing && site.bytes_per_second > 0 &&
+               (!running || site.last_ns + recent_ns >= model.duration_ns);
+    };
+    const auto pool = [](const LeakSite& site) { return site.segments || site.device_pool(); };
+    const bool program_grows = std::any_of(model.leak_sites.begin(), model.leak_sites.end(),
+                                           [&](const LeakSite& site) { return grows(site) && !pool(site); });
+    std::vector<const LeakSite*> sites;
+    for (const LeakSite& site : model.leak_sites)
+        if (grows(site) && pool(site) != program_grows)
+            sites.push_back(&site);
+    const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
+    for (const LeakSite* site : sites) {
+        const std::string purpose = site_purpose(*site, *report.stacks);
+        growing.push_back({site->bytes_per_second,
+                           "  " + who + site_line(*report.stacks, site->stack_id) +
+                               (purpose.empty() ? std::string() : " (" + purpose + ")") + "\n" +
+                               style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(site->bytes),
+                                                     allocations_of(site->kind, site->count),
+                                                     human_bytes(site->bytes_per_second),
+                                                     full_in(model, site->device, sites))) +
+                               "\n"});
+    }
 }
 
 void append_growing(std::string& out, std::vector<GrowingSite>& growing, bool several, bool running,
                     const WatchOptions& options, const Style& style) {
     std::stable_sort(growing.begin(), growing.end(), [](const GrowingSite& a, const GrowingSite& b) {
-        return a.site->bytes_per_second > b.site->bytes_per_second;
+        return a.bytes_per_second > b.bytes_per_second;
     });
-    const char* heading = running ? "Growing now" : "Growing when it ended";
+    const char* heading = running   ? "Growing now"
+                          : several ? "Growing when they ended"
+                                    : "Growing when it ended";
     out += style.bold(growing.empty() ? fmt::format("{}: nothing", heading) : fmt::format("{}:", heading)) +
            "\n";
-    for (size_t i = 0; i < growing.size() && i < options.growing_sites; ++i) {
-        const GrowingSite& shown = growing[i];
-        const ProcessModel& model = shown.report->model;
-        const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
-        const std::string purpose = site_purpose(*shown.site, *shown.report->stacks);
-        out += "  " + who + site_line(*shown.report->stacks, shown.site->stack_id) +
-               (purpose.empty() ? std::string() : " (" + purpose + ")") + "\n";
-        out += style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(shown.site->bytes),
-                                     allocations_of(shown.site->kind, shown.site->count),
-                                     human_bytes(shown.site->bytes_per_second),
-                                     full_in(model, *shown.site, growing))) +
-               "\n";
-    }
+    for (size_t i = 0; i < growing.size() && i < options.growing_sites; ++i)
+        out += growing[i].text;
     if (growing.size() > options.growing_sites)
         out += style.dim(fmt::format("  ... and {} more", growing.size() - options.growing_sites)) + "\n";
 }
@@ -155,12 +182,23 @@ void append_failures(std::string& out, ProcessReport& report, bool several, cons
                     printable(report.stacks->describe(latest.stack_id)));
 }
 
-void append_process_lines(std::string& out, std::vector<ProcessReport*>& processes, const Style& style) {
+// How it ended: the exception that ended it (it may be why it was watched), and its diagnosis.
+void append_ending(std::string& out, ProcessReport& report, bool several) {
+    const ProcessModel& model = report.model;
+    const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
+    if (model.error)
+        out += wrapped(fmt::format("{}error: {}", who, program_error_text(model, *model.error)), "  ", "");
+    out += wrapped(fmt::format("{}{}: {}", who, diagnosis_kind_name(report.diagnosis.kind),
+                               diagnosis_text(model, report.diagnosis, *report.stacks)),
+                   "  ", "");
+}
+
+void append_process_lines(std::string& out, const std::vector<ProcessReport>& processes, const Style& style) {
     out += style.bold(fmt::format("{} processes:", processes.size())) + "\n";
     constexpr const char* kRow = "  {:>7}  {:<8} {:>10} {:>10} {:>10}  {}\n";
     out += fmt::format(kRow, "pid", "state", "reserved", "allocated", "peak", "process");
-    for (const ProcessReport* report : processes) {
-        const ProcessModel& model = report->model;
+    for (const ProcessReport& report : processes) {
+        const ProcessModel& model = report.model;
         uint64_t reserved = 0;
         uint64_t allocated = 0;
         uint64_t peak = 0;
@@ -179,65 +217,45 @@ void append_process_lines(std::string& out, std::vector<ProcessReport*>& process
 
 std::string render_watch_frame(ReportSet& reports, const WatchOptions& options) {
     const Style style(options.color);
-    std::vector<ProcessReport*> processes;
-    for (size_t i = 0; i < reports.size(); ++i)
-        processes.push_back(&reports.all()[i]);
-    if (processes.empty())
+    std::vector<ProcessReport>& all = reports.all();
+    if (all.empty())
         return {};
-    const bool several = processes.size() > 1;
-    const ProcessModel& first = processes.front()->model;
-    const bool running = std::any_of(processes.begin(), processes.end(), [](const ProcessReport* report) {
-        return still_running(report->model);
-    });
-    std::string out = style.bold(fmt::format(
-        "gpuleak watch: pid {} {}, {}", first.header.pid, cut_to_columns(process_name(first), 50),
-        running ? fmt::format("running for {:.0f} s", seconds_of(first.duration_ns)) : ended_text(first)));
+    const bool several = all.size() > 1;
+    const ProcessModel& first = all.front().model;
+    const bool running = std::any_of(all.begin(), all.end(),
+                                     [](const ProcessReport& report) { return still_running(report.model); });
+    std::string out = style.bold(
+        fmt::format("gpuleak watch: pid {} {}, {}", first.header.pid, cut_to_columns(process_name(first), 50),
+                    still_running(first) ? fmt::format("running for {:.0f} s", seconds_of(first.duration_ns))
+                                         : ended_text(first)));
     if (first.header.simulated_device())
         out += style.dim(" (simulated CUDA device)");
     out += "\n\n";
     if (several) {
-        append_process_lines(out, processes, style);
+        append_process_lines(out, all, style);
         out += "\n";
     }
     std::vector<GrowingSite> growing;
-    for (ProcessReport* report : processes) {
-        const ProcessModel& model = report->model;
-        if (model.devices.empty())
-            continue;
-        if (several)
-            out += fmt::format("pid {} {}\n", model.header.pid, cut_to_columns(process_name(model), 60));
-        append_devices(out, model, options, style);
-        // What the program holds, rather than the pools (PyTorch's segments) that hold it for it, which
-        // grow with it; the pools only where nothing of the program's own grows (a cache that grows).
-        const auto grows = [](const LeakSite& site) { return site.growing && site.bytes_per_second > 0; };
-        const auto pool = [](const LeakSite& site) { return site.segments || site.device_pool(); };
-        const bool program_grows =
-            std::any_of(model.leak_sites.begin(), model.leak_sites.end(),
-                        [&](const LeakSite& site) { return grows(site) && !pool(site); });
-        for (const LeakSite& site : model.leak_sites)
-            if (grows(site) && pool(site) != program_grows)
-                growing.push_back({report, &site});
+    std::string failures;
+    std::string endings;
+    for (size_t i = 0; i < all.size(); ++i) {
+        ProcessReport& report = reports.whole(i);
+        const ProcessModel& model = report.model;
+        if (!model.devices.empty()) {
+            if (several)
+                out += fmt::format("pid {} {}\n", model.header.pid, cut_to_columns(process_name(model), 60));
+            append_devices(out, model, options, style);
+        }
+        add_growing(growing, report, several, options, style);
+        append_failures(failures, report, several, style);
+        if (!running)
+            append_ending(endings, report, several);
     }
     out += "\n";
     append_growing(out, growing, several, running, options, style);
-    for (ProcessReport* report : processes)
-        append_failures(out, *report, several, style);
-    if (!running) {
-        out += "\n";
-        for (ProcessReport* report : processes) {
-            // The exception that ended it is news: it may be why it was watched.
-            if (report->model.error)
-                out += wrapped(fmt::format("{}error: {}",
-                                           several ? fmt::format("pid {}: ", report->model.header.pid) : "",
-                                           program_error_text(report->model, *report->model.error)),
-                               "  ", "");
-            out += wrapped(fmt::format("{}{}: {}",
-                                       several ? fmt::format("pid {}: ", report->model.header.pid) : "",
-                                       diagnosis_kind_name(report->diagnosis.kind),
-                                       diagnosis_text(report->model, report->diagnosis, *report->stacks)),
-                           "  ", "");
-        }
-    }
+    out += failures;
+    if (!endings.empty())
+        out += "\n" + endings;
     return out;
 }
 

@@ -164,8 +164,9 @@ ProcessReport process_report(const std::string& path, const std::shared_ptr<Modu
 class DescribedStacks : public StackFrames {
   public:
     DescribedStacks(StackFrames& stacks, const std::vector<uint32_t>& stack_ids) {
+        // 0 too: a stack the recorder had no room for, which is described all the same.
         for (const uint32_t stack_id : stack_ids)
-            if (stack_id != 0 && !described_.contains(stack_id))
+            if (!described_.contains(stack_id))
                 described_.emplace(stack_id, stacks.describe(stack_id));
     }
     const std::vector<ReportFrame>& frames(uint32_t /*stack_id*/) override {
@@ -213,6 +214,8 @@ void summarize(ProcessReport& report) {
     drop(model.kept_for_backward);
     drop(model.spent_graphs);
     drop(model.site_of_stack);
+    for (LeakSite& site : model.leak_sites)
+        drop(site.blocks);
 }
 
 // Whether two readings of a trace saw the same recording: not the trace of a process that went on
@@ -228,12 +231,15 @@ bool same_recording(const ProcessModel& first, const ProcessModel& second) {
 ProcessReport remade(const ProcessReport& summary, ProcessReport report) {
     if (!same_recording(summary.model, report.model))
         report.model.warnings.push_back(fmt::format(
-            "the trace changed while the report was written (its process went on?): this process's "
-            "section is of {:.1f} s into its run, the run's tables above of {:.1f} s",
+            "the trace changed while the report was written (its process went on?): what is said of this "
+            "process alone is of {:.1f} s into its run, the run's tables (ranks, processes, devices) of "
+            "{:.1f} s",
             seconds_of(report.model.duration_ns), seconds_of(summary.model.duration_ns)));
     report.model.role = summary.model.role;
+    // What diagnose_run found of it among the run's processes.
     report.diagnosis.killed = summary.diagnosis.killed;
     report.diagnosis.run_memory = summary.diagnosis.run_memory;
+    report.diagnosis.pressure = summary.diagnosis.pressure;
     report.started_at = summary.started_at;
     report.job = summary.job;
     report.shared_devices = summary.shared_devices;
@@ -276,9 +282,14 @@ ReportSet build_reports(const std::vector<std::string>& trace_paths, const Symbo
     const auto timeline = [&](size_t process, int device) {
         if (!summarized)
             return device_timeline(*modelled[process], device);
-        // A summary has none: the trace is read again for it, of a device that processes shared only.
+        // A summary has none: the trace is read again for it, of a device that processes shared only; of
+        // a process that went on meanwhile, up to where the summary ends.
         TraceReader trace = TraceReader::open(trace_paths[process]);
-        return device_timeline(build_model(trace_paths[process], trace, ModelDetail::Summary), device);
+        std::vector<DevicePoint> points =
+            device_timeline(build_model(trace_paths[process], trace, ModelDetail::Summary), device);
+        std::erase_if(
+            points, [&](const DevicePoint& point) { return point.time_ns > modelled[process]->duration_ns; });
+        return points;
     };
     const std::shared_ptr<const std::vector<SharedDevice>> shared = shared_devices(
         modelled, physical,
