@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "read/trace_error.h"
@@ -38,14 +39,17 @@ std::string rendered(const gpuleak::analyzer::Renderer& renderer, const std::vec
     return out;
 }
 
-// Two ranks that touch device 0 before they pick their own (a device shared, a job), a worker its parent
-// forked, a process that ran out of memory and one killed.
+// Two ranks that touch device 0 before they pick their own (a device shared, a job), the second recorded
+// without stacks (as when the stack table is full: its sites' stack is 0), a worker its parent forked, a
+// process that ran out of memory and one killed.
 std::vector<std::string> mixed_run(const TempDir& dir) {
     std::vector<std::string> traces;
     for (const char* rank : {"0", "1"}) {
         RunOptions options;
         options.environment = {std::string("RANK=") + rank, std::string("LOCAL_RANK=") + rank, "WORLD_SIZE=2",
                                "GPULEAK_SIM_DEVICES=2"};
+        if (std::string_view(rank) == "1")
+            options.environment.emplace_back("GPULEAK_STACK_DEPTH=0");
         TracedRun run = run_traced(dir, program_path("scenario_rank_device"), {}, options);
         REQUIRE(run.exited_with(0));
     }
