@@ -103,7 +103,8 @@ std::string site_line(StackFrames& stacks, uint32_t stack_id) {
 }
 
 // When the device is full at the rate that `sites` grow there together, where its size is known.
-std::string full_in(const ProcessModel& model, int device_number, const std::vector<const LeakSite*>& sites) {
+std::string full_in(const ProcessModel& model, int device_number, const std::vector<const LeakSite*>& sites,
+                    bool running) {
     const DeviceSummary* device = device_summary(model, device_number);
     if (device == nullptr || !device->capacity || *device->capacity <= device->final_reserved)
         return {};
@@ -114,7 +115,8 @@ std::string full_in(const ProcessModel& model, int device_number, const std::vec
     if (rate <= 0)
         return {};
     const double seconds = static_cast<double>(*device->capacity - device->final_reserved) / rate;
-    return fmt::format("; device {} is full in {} at this rate", device_number, human_duration(seconds));
+    return fmt::format("; device {} {} full in {} at this rate", device_number,
+                       running ? "is" : "would have been", human_duration(seconds));
 }
 
 // The sites of `report` that grow: while it runs, those that made memory in the last stretch the history
@@ -146,7 +148,7 @@ void add_growing(std::vector<GrowingSite>& growing, ProcessReport& report, bool 
                                style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(site->bytes),
                                                      allocations_of(site->kind, site->count),
                                                      human_bytes(site->bytes_per_second),
-                                                     full_in(model, site->device, sites))) +
+                                                     full_in(model, site->device, sites, running))) +
                                "\n"});
     }
 }
