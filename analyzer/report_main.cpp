@@ -89,41 +89,35 @@ std::optional<gpuleak::analyzer::Comparison> compare_markers(gpuleak::analyzer::
 // traces leaves none.
 class ReportOutput {
   public:
-    explicit ReportOutput(std::string path) : path_(std::move(path)) {}
+    explicit ReportOutput(const std::string& path) : path_(path) {
+        // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
+        if (!path.empty())
+            file_.emplace(path.c_str(), 0600);
+    }
 
     void write(std::string_view part) {
-        if (part.empty() || failure_ != 0)
+        if (part.empty())
             return;
         written_ = true;
-        if (path_.empty()) {
+        if (file_)
+            file_->write(part.data(), part.size());
+        else
             std::fwrite(part.data(), 1, part.size(), stdout);
-            return;
-        }
-        // 0600 as gpuleak run's reports: it holds the traced programs' stacks and paths.
-        if (!opened_) {
-            opened_ = true;
-            failure_ = file_.open(path_.c_str(), 0600);
-        }
-        if (failure_ == 0)
-            failure_ = file_.write(part.data(), part.size());
     }
     [[nodiscard]] bool written() const { return written_; }
     // The exit status, once the report is whole; a failure to write it said.
     int finish() {
-        if (failure_ == 0 && opened_)
-            failure_ = file_.commit();
-        if (failure_ == 0)
+        const int failure = file_ && file_->started() ? file_->commit() : 0;
+        if (failure == 0)
             return 0;
-        say(fmt::format("{}: cannot write the report: {}", path_, gpuleak::write_failure_text(failure_)));
+        say(fmt::format("{}: cannot write the report: {}", path_, gpuleak::write_failure_text(failure)));
         return kBadInput;
     }
 
   private:
     std::string path_;
-    gpuleak::ReplacingFile file_;
-    bool opened_ = false;
+    std::optional<gpuleak::ReplacingFile> file_;
     bool written_ = false;
-    int failure_ = 0;
 };
 
 // `text`, a report made whole, to stdout or to `output_path`; the exit status.

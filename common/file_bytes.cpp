@@ -105,25 +105,36 @@ int write_all(int fd, const char* data, size_t size) {
     return 0;
 }
 
-// `data` as the whole content of `file`, whose opening returned `opening`.
-int write_whole(ReplacingFile& file, int opening, const char* data, size_t size) {
-    if (opening != 0)
-        return opening;
-    if (const int failure = file.write(data, size); failure != 0)
-        return failure;
-    return file.commit();
-}
-
 } // namespace
 
 int write_regular_file(const char* path, const char* data, size_t size, mode_t mode) {
-    ReplacingFile file;
-    return write_whole(file, file.open(path, mode), data, size);
+    ReplacingFile file(path, mode);
+    file.write(data, size);
+    return file.commit();
 }
 
 int write_regular_file_at(int directory_fd, const char* name, const char* data, size_t size, mode_t mode) {
-    ReplacingFile file;
-    return write_whole(file, file.open_at(directory_fd, name, mode), data, size);
+    ReplacingFile file(directory_fd, name, mode);
+    file.write(data, size);
+    return file.commit();
+}
+
+ReplacingFile::ReplacingFile(const char* path, mode_t mode) : mode_(mode) {
+    // Its directory held open: the new file is made, renamed and if need be removed in that one.
+    char directory[PATH_MAX];
+    directory_fd_ = open_directory_of(path, directory, sizeof directory);
+    if (directory_fd_ < 0)
+        failure_ = errno;
+    own_directory_ = directory_fd_ >= 0;
+    if (failure_ == 0 &&
+        std::snprintf(name_, sizeof name_, "%s", name_in_directory(path)) >= static_cast<int>(sizeof name_))
+        failure_ = ENAMETOOLONG;
+}
+
+ReplacingFile::ReplacingFile(int directory_fd, const char* name, mode_t mode)
+    : directory_fd_(directory_fd), mode_(mode) {
+    if (std::snprintf(name_, sizeof name_, "%s", name) >= static_cast<int>(sizeof name_))
+        failure_ = ENAMETOOLONG;
 }
 
 ReplacingFile::~ReplacingFile() {
@@ -135,25 +146,11 @@ ReplacingFile::~ReplacingFile() {
         ::close(directory_fd_);
 }
 
-int ReplacingFile::open(const char* path, mode_t mode) {
-    // Its directory held open: the new file is made, renamed and if need be removed in that one.
-    char directory[PATH_MAX];
-    const int directory_fd = open_directory_of(path, directory, sizeof directory);
-    if (directory_fd < 0)
-        return errno;
-    const int failure = open_at(directory_fd, name_in_directory(path), mode);
-    own_directory_ = true;
-    return failure;
-}
-
-int ReplacingFile::open_at(int directory_fd, const char* name, mode_t mode) {
-    directory_fd_ = directory_fd;
-    if (std::snprintf(name_, sizeof name_, "%s", name) >= static_cast<int>(sizeof name_))
-        return ENAMETOOLONG;
+int ReplacingFile::start() {
     // What is there must be the user's own regular file: anything else was planted (another user's file,
     // made there to be written into; a link; a FIFO), and is refused rather than replaced.
     struct stat existing {};
-    if (::fstatat(directory_fd, name, &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (::fstatat(directory_fd_, name_, &existing, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(existing.st_mode))
             return ELOOP;
         if (!S_ISREG(existing.st_mode))
@@ -166,26 +163,33 @@ int ReplacingFile::open_at(int directory_fd, const char* name, mode_t mode) {
     // Written whole under a new name, then renamed over the old: a reader, or a run cut short, finds the
     // old file or the new one, never a part of either; and a link put there meanwhile is replaced, not
     // followed.
-    fd_ = create_beside(directory_fd, name, temporary_, mode);
+    fd_ = create_beside(directory_fd_, name_, temporary_, mode_);
     if (fd_ < 0)
         return errno;
-    return ::fchmod(fd_, mode) != 0 ? errno : 0;
+    return ::fchmod(fd_, mode_) != 0 ? errno : 0;
 }
 
 int ReplacingFile::write(const char* data, size_t size) {
-    return fd_ < 0 ? EBADF : write_all(fd_, data, size);
+    if (!started_) {
+        started_ = true;
+        if (failure_ == 0)
+            failure_ = start();
+    }
+    if (failure_ == 0)
+        failure_ = write_all(fd_, data, size);
+    return failure_;
 }
 
 int ReplacingFile::commit() {
-    if (fd_ < 0)
-        return EBADF;
-    int failure = ::close(fd_) != 0 ? errno : 0;
+    if (failure_ != 0 || fd_ < 0)
+        return failure_;
+    failure_ = ::close(fd_) != 0 ? errno : 0;
     fd_ = -1;
-    if (failure == 0 && ::renameat(directory_fd_, temporary_, directory_fd_, name_) != 0)
-        failure = errno;
-    if (failure != 0)
+    if (failure_ == 0 && ::renameat(directory_fd_, temporary_, directory_fd_, name_) != 0)
+        failure_ = errno;
+    if (failure_ != 0)
         ::unlinkat(directory_fd_, temporary_, 0);
-    return failure;
+    return failure_;
 }
 
 const char* write_failure_text(int failure) {

@@ -43,27 +43,36 @@ int write_regular_file_at(int directory_fd, const char* name, const char* data, 
 
 // A regular file written a part at a time, then put in place of the one at its name as write_regular_file
 // does (refusing what it refuses): for output made as it goes, a report of a thousand processes, which is
-// not held whole. Until commit() the file at the name is the old one; a replacement not committed (a
-// write failed, the writer gave up) is removed when this is destroyed. Each call returns 0 or what
-// write_regular_file would.
+// not held whole. Nothing is made before the first write(), so that a writer with nothing to write leaves
+// no file. Until commit() the file at the name is the old one; a replacement not committed (a write failed,
+// the writer gave up) is removed when this is destroyed.
 class ReplacingFile {
   public:
-    ReplacingFile() = default;
+    ReplacingFile(const char* path, mode_t mode);
+    // `name` (no slash in it) in the directory open at `directory_fd`, which must stay open until this
+    // is destroyed.
+    ReplacingFile(int directory_fd, const char* name, mode_t mode);
     ~ReplacingFile();
     ReplacingFile(const ReplacingFile&) = delete;
     ReplacingFile& operator=(const ReplacingFile&) = delete;
 
-    int open(const char* path, mode_t mode);
-    // `name` (no slash in it) in the directory open at `directory_fd`, which must stay open until this
-    // is destroyed.
-    int open_at(int directory_fd, const char* name, mode_t mode);
+    // Appends `size` bytes, the first call making the new file. 0, or the first failure (what
+    // write_regular_file would return), after which nothing more is written.
     int write(const char* data, size_t size);
+    // Whether write() was called: there is a new file to put in place, or a failure to say.
+    [[nodiscard]] bool started() const { return started_; }
+    // Puts the new file in place of the old: 0, or the first failure.
     int commit();
 
   private:
+    int start();
+
     int directory_fd_ = -1;
     bool own_directory_ = false;
+    mode_t mode_;
     int fd_ = -1;
+    bool started_ = false;
+    int failure_ = 0;
     char name_[NAME_MAX + 1] = {};
     char temporary_[NAME_MAX + 1] = {};
 };

@@ -29,29 +29,19 @@ namespace {
 std::string write_file(const RunDirectory& directory, const std::string& name,
                        const analyzer::Renderer& renderer, analyzer::ReportSet& reports) {
     std::string path = directory.path + "/" + name;
-    ReplacingFile file;
-    bool opened = false;
-    int failure = 0;
+    ReplacingFile file(directory.handle.get(), name.c_str(), 0600);
     // The model's warnings are in the text report; a run's report has no other place for a renderer's.
     std::vector<std::string> warnings;
     renderer.render(
         reports, analyzer::ReportOptions{},
         [&](std::string_view part) {
-            if (part.empty() || failure != 0)
-                return;
-            if (!opened) {
-                opened = true;
-                failure = file.open_at(directory.handle.get(), name.c_str(), 0600);
-            }
-            if (failure == 0)
-                failure = file.write(part.data(), part.size());
+            if (!part.empty())
+                file.write(part.data(), part.size());
         },
         warnings);
-    if (!opened)
+    if (!file.started())
         return {};
-    if (failure == 0)
-        failure = file.commit();
-    if (failure != 0)
+    if (const int failure = file.commit(); failure != 0)
         throw LauncherError(
             fmt::format("{}: cannot write the report: {}", path, write_failure_text(failure)));
     return path;

@@ -405,9 +405,12 @@ TEST_CASE("a report written in parts replaces the old file only once whole, and 
     };
     char buffer[16] = {};
     {
-        gpuleak::ReplacingFile file;
-        REQUIRE(file.open(report.c_str(), 0600) == 0);
+        gpuleak::ReplacingFile file(report.c_str(), 0600);
+        // Nothing is made before the first part.
+        CHECK_FALSE(file.started());
+        CHECK(names() == std::vector<std::string>{"report.json"});
         REQUIRE(file.write("new ", 4) == 0);
+        CHECK(file.started());
         // A reader meanwhile finds the old report, whole.
         CHECK(gpuleak::read_regular_file_bytes(report.c_str(), buffer, sizeof buffer) == 3);
         REQUIRE(file.write("one", 3) == 0);
@@ -417,18 +420,20 @@ TEST_CASE("a report written in parts replaces the old file only once whole, and 
     CHECK(std::string(buffer, 7) == "new one");
     CHECK(names() == std::vector<std::string>{"report.json"});
     {
-        gpuleak::ReplacingFile file;
-        REQUIRE(file.open(report.c_str(), 0600) == 0);
+        gpuleak::ReplacingFile file(report.c_str(), 0600);
         REQUIRE(file.write("cut sh", 6) == 0);
     }
     CHECK(gpuleak::read_regular_file_bytes(report.c_str(), buffer, sizeof buffer) == 7);
     CHECK(names() == std::vector<std::string>{"report.json"});
-    // What write_regular_file refuses, refused at the opening.
+    // What write_regular_file refuses, refused at the first part, and that failure is what the file says
+    // from then on: nothing more is written, nothing put in place.
     const std::string link = dir.path() + "/link";
     std::filesystem::create_symlink(report, link);
-    gpuleak::ReplacingFile file;
-    CHECK(file.open(link.c_str(), 0600) == ELOOP);
-    CHECK(file.write("x", 1) == EBADF);
+    gpuleak::ReplacingFile file(link.c_str(), 0600);
+    CHECK(file.write("x", 1) == ELOOP);
+    CHECK(file.write("y", 1) == ELOOP);
+    CHECK(file.commit() == ELOOP);
+    CHECK(std::filesystem::is_symlink(link));
 }
 
 TEST_CASE("a directory is trusted when it is the user's and writable by no one else, or sticky") {
