@@ -54,30 +54,55 @@ bool read_identity(const fs::path& path, Identity& identity) {
     return true;
 }
 
-// Where stat and the maps disagree on the device (overlayfs names the file beneath, btrfs a subvolume's
-// device), the file's name, which holds its writer's pid, tells it.
-// Empty when the maps cannot be read although the process may be there (another user's, one that is not
-// dumpable): whether it runs cannot be told.
-std::optional<bool> maps_file(int32_t pid, const fs::path& path, dev_t device, ino_t inode) {
-    const std::string maps_path = fmt::format("/proc/{}/maps", pid);
-    std::ifstream maps(maps_path);
+// A file that a process maps, as /proc/PID/maps lists it.
+struct FileMapping {
+    unsigned major_number = 0;
+    unsigned minor_number = 0;
+    ino_t inode = 0;
+    std::string path; // as the map names it: the file's name when it was mapped
+};
+
+// The files process `pid` maps; none where its map cannot be read (see process_exists).
+std::optional<std::vector<FileMapping>> file_mappings(int32_t pid) {
+    std::ifstream maps(fmt::format("/proc/{}/maps", pid));
     if (!maps.is_open())
-        return ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0 ? std::nullopt
-                                                                         : std::optional<bool>(false);
-    const std::string name = "/" + path.filename().string();
+        return std::nullopt;
+    std::vector<FileMapping> mappings;
     std::string line;
     while (std::getline(maps, line)) {
-        unsigned major_number = 0;
-        unsigned minor_number = 0;
-        unsigned long long mapped_inode = 0;
-        if (std::sscanf(line.c_str(), "%*x-%*x %*s %*x %x:%x %llu", &major_number, &minor_number,
-                        &mapped_inode) != 3 ||
-            mapped_inode != inode)
+        FileMapping mapping;
+        unsigned long long inode = 0;
+        const size_t slash = line.find('/');
+        if (slash == std::string::npos ||
+            std::sscanf(line.c_str(), "%*x-%*x %*s %*x %x:%x %llu", &mapping.major_number,
+                        &mapping.minor_number, &inode) != 3 ||
+            inode == 0)
             continue;
-        if ((major_number == major(device) && minor_number == minor(device)) || line.ends_with(name))
-            return true;
+        mapping.inode = static_cast<ino_t>(inode);
+        mapping.path = line.substr(slash);
+        mappings.push_back(std::move(mapping));
     }
-    return false;
+    return mappings;
+}
+
+// Whether process `pid` exists, where its map cannot be read: another user's, or one that is not dumpable.
+bool process_exists(int32_t pid) {
+    return ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0;
+}
+
+// Where stat and the maps disagree on the device (overlayfs names the file beneath, btrfs a subvolume's
+// device), the file's name, which holds its writer's pid, tells it.
+// Empty when the maps cannot be read although the process may be there: whether it runs cannot be told.
+std::optional<bool> maps_file(int32_t pid, const fs::path& path, dev_t device, ino_t inode) {
+    const std::optional<std::vector<FileMapping>> mappings = file_mappings(pid);
+    if (!mappings)
+        return process_exists(pid) ? std::nullopt : std::optional<bool>(false);
+    const std::string name = "/" + path.filename().string();
+    return std::any_of(mappings->begin(), mappings->end(), [&](const FileMapping& mapping) {
+        return mapping.inode == inode &&
+               ((mapping.major_number == major(device) && mapping.minor_number == minor(device)) ||
+                mapping.path.ends_with(name));
+    });
 }
 
 std::vector<Identity> traces_in(const fs::path& directory) {
@@ -201,22 +226,16 @@ std::optional<bool> trace_writer_running(const std::string& path) {
 
 std::string trace_written_by(int32_t pid) {
     const std::string process = fmt::format("pid {}", pid);
-    std::ifstream maps(fmt::format("/proc/{}/maps", pid));
-    if (!maps.is_open())
-        throw TraceError(process, ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0
+    const std::optional<std::vector<FileMapping>> mappings = file_mappings(pid);
+    if (!mappings)
+        throw TraceError(process, process_exists(pid)
                                       ? "its memory map cannot be read (another user's process?)"
                                       : "no such process");
     // The recorder maps its trace under a name of its own making, then gives it its name: the map names
     // the file's directory and inode, not its name. Each directory is listed once, for all its inodes.
     std::map<fs::path, std::set<ino_t>> mapped;
-    std::string line;
-    while (std::getline(maps, line)) {
-        unsigned long long inode = 0;
-        const size_t slash = line.find('/');
-        if (slash != std::string::npos &&
-            std::sscanf(line.c_str(), "%*x-%*x %*s %*x %*x:%*x %llu", &inode) == 1 && inode != 0)
-            mapped[fs::path(line.substr(slash)).parent_path()].insert(static_cast<ino_t>(inode));
-    }
+    for (const FileMapping& mapping : *mappings)
+        mapped[fs::path(mapping.path).parent_path()].insert(mapping.inode);
     for (const auto& [directory, inodes] : mapped) {
         std::error_code error;
         for (fs::directory_iterator entry(directory, error), end; !error && entry != end;
