@@ -292,6 +292,11 @@ std::string short_command(const ProcessModel& model) {
     return text.empty() ? "?" : text;
 }
 
+std::string process_name(const ProcessModel& model) {
+    const std::string role = role_text(model.role);
+    return role.empty() ? short_command(model) : role;
+}
+
 std::string human_duration(double seconds) {
     if (seconds < 1)
         return "under a second";

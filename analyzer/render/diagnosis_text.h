@@ -85,4 +85,7 @@ std::string human_duration(double seconds);
 // environment's path to it), its arguments' paths as the report shows files (short_path).
 std::string short_command(const ProcessModel& model);
 
+// Who a process is, in a line of a table of processes: its role ("rank 1 of 8"), else its short command.
+std::string process_name(const ProcessModel& model);
+
 } // namespace gpuleak::analyzer

@@ -1064,12 +1064,7 @@ void render_text(ReportSet& reports, const ReportOptions& options, const ReportS
     if (!all.empty() && all.front().shared_devices)
         append_shared_devices(
             out, *all.front().shared_devices,
-            [&](size_t process) {
-                const ProcessModel& model = all[process].model;
-                const std::string role = role_text(model.role);
-                return role.empty() ? short_command(model) : role;
-            },
-            style);
+            [&](size_t process) { return process_name(all[process].model); }, style);
     for (size_t i = 0; i < all.size(); ++i) {
         append_process(out, reports.whole(i), options, style);
         write(out);

@@ -23,12 +23,6 @@ bool still_running(const ProcessModel& model) {
            model.header.end.running_when_opened == true;
 }
 
-// Who a process is, as the process table names it: its role, else its command.
-std::string process_name(const ProcessModel& model) {
-    const std::string role = role_text(model.role);
-    return role.empty() ? short_command(model) : role;
-}
-
 // The most of `measure` in each of `options.history_columns` equal stretches of the last
 // `options.history_seconds` of the process's run; before the first point, and in a stretch without one,
 // the latest value holds.
