@@ -94,11 +94,14 @@ int watch_frames(const WatchRequest& request) {
                 return 0;
             continue;
         }
-        // Drawn over the last one on a terminal; one after another in a file or a pipe.
+        // Drawn over the last one on a terminal; one after another in a file or a pipe, each ended by a
+        // form feed's line, so that a reader (the notebook's %gpuleak watch) knows when it has a frame whole.
         std::string frame = terminal && !request.once ? "\033[H\033[2J" : "";
         frame += analyzer::render_watch_frame(reports, options);
-        if (!terminal || request.once)
+        if (request.once)
             frame += '\n';
+        else if (!terminal)
+            frame += "\n\f\n";
         std::fwrite(frame.data(), 1, frame.size(), stdout);
         std::fflush(stdout);
         shown = true;

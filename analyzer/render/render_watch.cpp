@@ -87,13 +87,25 @@ struct GrowingSite {
     std::string text;
 };
 
-// The program's line where the stack has one ("train.py:88  losses.append(loss)"), else its place.
-std::string site_line(StackFrames& stacks, uint32_t stack_id) {
+std::string line_text(const ReportFrame& frame) {
+    const ProgramLine line = program_line(frame);
+    return printable(line.text.empty() ? line.where : line.where + "  " + line.text);
+}
+
+// The program's line where the stack has one ("train.py:88  losses.append(loss)"), else its place; and
+// where the program's own code was called from outside it, the outermost of its callers on a line of its
+// own: the line the user ran (a notebook's cell) when a helper of theirs made the memory.
+std::string site_lines(StackFrames& stacks, uint32_t stack_id, const Style& style) {
     const ProgramView view = program_view(stacks.frames(stack_id));
     if (view.own == nullptr)
-        return printable(stacks.describe(stack_id));
-    const ProgramLine line = program_line(*view.own);
-    return printable(line.text.empty() ? line.where : line.where + "  " + line.text);
+        return printable(stacks.describe(stack_id)) + "\n";
+    std::string out = line_text(*view.own) + "\n";
+    const auto outermost =
+        std::find_if(view.callers.rbegin(), view.callers.rend(),
+                     [](const ProgramView::Caller& caller) { return caller.frame != nullptr; });
+    if (outermost != view.callers.rend())
+        out += style.dim("      from " + line_text(*outermost->frame)) + "\n";
+    return out;
 }
 
 // When the device is full at the rate that `sites` grow there together, where its size is known.
@@ -136,9 +148,11 @@ void add_growing(std::vector<GrowingSite>& growing, ProcessReport& report, bool 
     const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
     for (const LeakSite* site : sites) {
         const std::string purpose = site_purpose(*site, *report.stacks);
+        std::string lines = site_lines(*report.stacks, site->stack_id, style);
+        if (!purpose.empty())
+            lines.insert(lines.find('\n'), " (" + purpose + ")");
         growing.push_back({site->bytes_per_second,
-                           "  " + who + site_line(*report.stacks, site->stack_id) +
-                               (purpose.empty() ? std::string() : " (" + purpose + ")") + "\n" +
+                           "  " + who + lines +
                                style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(site->bytes),
                                                      allocations_of(site->kind, site->count),
                                                      human_bytes(site->bytes_per_second),

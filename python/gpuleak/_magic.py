@@ -3,16 +3,18 @@
 ``%gpuleak`` prints what is reserved and allocated now and at the peak, how much that changed since the
 previous cell began, and the sites that hold the most live memory; ``%gpuleak report`` shows the whole
 report of the trace so far: in a notebook its HTML page (timeline, flame graph), in a terminal its text;
-``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`); ``%gpuleak watch`` a frame of what
-``gpuleak watch`` shows (each device's memory now and over the last minute, the lines growing now, with
-when the device is full at that rate). What it prints is what the user asked for, so it goes to stdout.
+``%gpuleak why`` what keeps that memory alive (:func:`gpuleak.why`); ``%gpuleak watch`` what ``gpuleak
+watch`` shows (each device's memory now and over the last minute, the lines growing now, with when the
+device is full at that rate): in a notebook redrawn about once a second while later cells run, until
+``%gpuleak watch stop``; in a terminal IPython one frame. What it prints is what the user asked for, so it
+goes to stdout.
 """
 
 from __future__ import annotations
 
 import html
 
-from . import _native, _report, _why
+from . import _native, _report, _watch, _why
 from ._formatting import format_bytes, frame_text, printable
 
 # The page in the notebook: a frame of its own, whose scripts run apart from the notebook's (no
@@ -22,7 +24,8 @@ PAGE_FRAME = '<iframe srcdoc="%s" sandbox="allow-scripts" style="width: 100%%; h
 TOP_SITES = 5
 USAGE = (
     "usage: %gpuleak (the live state), %gpuleak report (the full report of this kernel's trace), "
-    "%gpuleak why (what keeps its GPU memory alive) or %gpuleak watch (what grows now)"
+    "%gpuleak why (what keeps its GPU memory alive), %gpuleak watch (what grows now, live in a notebook) or "
+    "%gpuleak watch stop"
 )
 
 
@@ -130,15 +133,25 @@ def show_report(text: str, page) -> None:
 
 def gpuleak_magic(line: str) -> None:
     argument = line.strip()
-    if argument not in ("", "report", "why", "watch"):
+    argument = " ".join(argument.split())
+    if argument not in ("", "report", "why", "watch", "watch stop"):
         print(USAGE)
         return
     if argument == "why":
         print(_why.why())
         return
+    if argument == "watch stop":
+        if not _watch.stop():
+            print("gpuleak: no watch to stop")
+        return
     trace = _native.trace_path()
     if trace is None:
         print("gpuleak: not recording: libgpuleak.so is not loaded in this kernel")
+        return
+    if argument == "watch" and shows_html():
+        why = _watch.start(trace)
+        if why:
+            print("gpuleak: cannot watch: " + why)
         return
     if argument == "watch":
         frame, why = _report.run_report_format(trace, "watch")

@@ -24,30 +24,37 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def find_report() -> Tuple[Optional[str], str]:
-    """(path of gpuleak-report, "") or (None, why it was not found)."""
-    named = os.environ.get("GPULEAK_REPORT")
+def find_program(name: str, variable: str, build_folder: str) -> Tuple[Optional[str], str]:
+    """(path of gpuleak's program `name`, "") or (None, why it was not found): the file the environment
+    variable `variable` names, else beside the loaded libgpuleak.so (the same directory, ``../bin``, or
+    ``../<build_folder>`` as in a build tree), else on PATH."""
+    named = os.environ.get(variable)
     if named:
         if _executable(named):
             return named, ""
-        return None, "GPULEAK_REPORT=%s is not an executable file" % named
+        return None, "%s=%s is not an executable file" % (variable, named)
     library = _native.library_path()
     if library:
         directory = os.path.dirname(library)
         for candidate in (
-            os.path.join(directory, "gpuleak-report"),
-            os.path.join(directory, os.pardir, "bin", "gpuleak-report"),
-            os.path.join(directory, os.pardir, "analyzer", "gpuleak-report"),
+            os.path.join(directory, name),
+            os.path.join(directory, os.pardir, "bin", name),
+            os.path.join(directory, os.pardir, build_folder, name),
         ):
             if _executable(candidate):
                 return os.path.normpath(candidate), ""
-    on_path = shutil.which("gpuleak-report")
+    on_path = shutil.which(name)
     if on_path:
         return on_path, ""
-    return None, "gpuleak-report not found (set GPULEAK_REPORT, or put it on PATH)"
+    return None, "%s not found (set %s, or put it on PATH)" % (name, variable)
 
 
-def _environment_without_preload():
+def find_report() -> Tuple[Optional[str], str]:
+    """(path of gpuleak-report, "") or (None, why it was not found)."""
+    return find_program("gpuleak-report", "GPULEAK_REPORT", "analyzer")
+
+
+def environment_without_preload():
     """This environment minus libgpuleak.so in LD_PRELOAD: the report itself is not to be recorded."""
     environment = dict(os.environ)
     preload = environment.get("LD_PRELOAD")
@@ -76,7 +83,7 @@ def _run(report: str, arguments, timeout_s: float = REPORT_TIMEOUT_S) -> Tuple[O
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_environment_without_preload(),
+            env=environment_without_preload(),
             timeout=timeout_s,
         )
     except (OSError, subprocess.SubprocessError) as error:

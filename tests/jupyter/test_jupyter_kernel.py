@@ -167,14 +167,17 @@ class Kernel:
 
     def run(self, code):
         """The text of the cell's stream and result outputs; fails on an error. The HTML the cell showed
-        is kept in `pages`."""
+        is kept in `pages`, the texts of the displays it updated in `updates`."""
         texts = []
         self.pages = []
+        self.updates = []
 
         def keep(message):
             add_output(texts, message)
             if message["msg_type"] == "display_data" and "text/html" in message["content"]["data"]:
                 self.pages.append(message["content"]["data"]["text/html"])
+            if message["msg_type"] == "update_display_data":
+                self.updates.append(message["content"]["data"].get("text/plain", ""))
 
         reply = self.client.execute_interactive(code, output_hook=keep, timeout=TIMEOUT)
         text = "".join(texts)
@@ -254,12 +257,8 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert "not for the notebook" not in first_output and "previous kernel" not in first_output
         pid = int(first_output.strip())
         assert kernel.run(LEAKING_CELL) == ""  # cell [2]
-        live = kernel.run("%gpuleak\n%gpuleak watch")  # cell [3]
+        live = kernel.run("%gpuleak")  # cell [3]
         assert "reserved 3.0 MiB now" in live, live
-        # gpuleak watch's frame of the kernel's own trace: it runs.
-        frame = live[live.index("gpuleak watch: pid %d " % pid) :]
-        assert ", running for " in frame.splitlines()[0], frame
-        assert "device 0 of " in frame and ": reserved 3.0 MiB, allocated 3.0 MiB" in frame, frame
         assert (
             "3.0 MiB in 1 allocation: cell [1], line 6 (`assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0`), "
             "from cell [2], line 3 (`held.append(allocate(3 << 20))`)"
@@ -352,6 +351,68 @@ def test_cells_named_death_reported_and_shown_once(jupyter_dirs, tmp_path, monke
         assert sender["written_by"] == "launcher"
         assert busy["ended"]["text"].startswith("killed by signal 15 (SIGTERM) after "), busy["ended"]
         assert "Jupyter (pid %d" % os.getpid() in busy["ended"]["text"], busy["ended"]
+    finally:
+        kernel.shutdown()
+
+
+# A step's work: its batch made and freed, and one output kept in a list, as a leak keeps it.
+GROWING_CELL = """\
+import time
+for step in range(20):
+    batch = allocate(4 << 20)
+    held.append(allocate(1 << 20))
+    cudart.cudaFree(batch)
+    time.sleep(0.3)
+"""
+
+
+def watch_processes(pid):
+    """The gpuleak watch processes the kernel `pid` started."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % entry) as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % entry, "rb") as cmdline:
+                arguments = cmdline.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and arguments[1:2] == [b"watch"]:
+            found.append(int(entry))
+    return found
+
+
+def test_watch_redraws_the_kernels_memory_while_cells_run(jupyter_dirs):
+    assert install().returncode == 0
+    kernel = Kernel()
+    try:
+        pid = int(kernel.run(DEFINE_ALLOCATE).strip())  # cell [1]
+        assert kernel.run("held = [allocate(3 << 20)]") == ""  # cell [2]
+        started = kernel.run("%gpuleak watch")  # cell [3]
+        assert started.startswith("gpuleak: watching this kernel's trace, "), started
+        # A second watch ends the first: one display is redrawn, by one gpuleak watch.
+        kernel.run("%gpuleak watch")  # cell [4]
+        assert len(watch_processes(pid)) == 1
+        # The frames are drawn while the cell runs, each from the trace as it is then.
+        kernel.run(GROWING_CELL)  # cell [5]
+        frames = [frame for frame in kernel.updates if frame.startswith("gpuleak watch: pid %d " % pid)]
+        assert len(frames) >= 2, kernel.updates
+        assert ", running for " in frames[0].splitlines()[0], frames[0]
+        assert "device 0 of " in frames[-1], frames[-1]
+        assert len(set(frames)) > 1, "the display was not redrawn with the growing memory: %r" % frames
+        # The helper's line, and under it the cell's line that called it.
+        growing = [frame for frame in frames if "from cell [5], line 4  held.append(allocate(1 << 20))" in frame]
+        assert growing, frames[-1]
+        assert (
+            "Growing now:\n  cell [1], line 6 in allocate  assert cudart.cudaMalloc(ctypes.byref(pointer), size) == 0\n"
+            in growing[-1]
+        ), growing[-1]
+        kernel.run("%gpuleak watch stop")  # cell [6]
+        assert kernel.updates and kernel.updates[-1].endswith(
+            "gpuleak: the watch stopped (%gpuleak watch starts another)"
+        ), kernel.updates
+        assert watch_processes(pid) == []
+        assert kernel.run("%gpuleak watch stop") == "gpuleak: no watch to stop\n"
     finally:
         kernel.shutdown()
 

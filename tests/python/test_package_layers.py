@@ -14,6 +14,8 @@ LAYERS = [
     ["gpuleak._native"],
     # gpuleak-report run on a trace, and how the package writes what it shows.
     ["gpuleak._report", "gpuleak._formatting"],
+    # gpuleak watch followed in a notebook's display.
+    ["gpuleak._watch"],
     # gpuleak.why(): the answer, the program's objects and their autograd graphs, the sites searched for,
     # where TensorFlow's tensors lie, the search and the chains it follows, its text and its record, and
     # the package's face.
