@@ -148,16 +148,14 @@ void add_growing(std::vector<GrowingSite>& growing, ProcessReport& report, bool 
     const std::string who = several ? fmt::format("pid {}: ", model.header.pid) : std::string();
     for (const LeakSite* site : sites) {
         const std::string purpose = site_purpose(*site, *report.stacks);
-        std::string lines = site_lines(*report.stacks, site->stack_id, style);
+        std::string text = "  " + who + site_lines(*report.stacks, site->stack_id, style);
         if (!purpose.empty())
-            lines.insert(lines.find('\n'), " (" + purpose + ")");
-        growing.push_back({site->bytes_per_second,
-                           "  " + who + lines +
-                               style.dim(fmt::format("      {} in {}, +{}/s{}", human_bytes(site->bytes),
-                                                     allocations_of(site->kind, site->count),
-                                                     human_bytes(site->bytes_per_second),
-                                                     full_in(model, site->device, sites, running))) +
-                               "\n"});
+            text.insert(text.find('\n'), fmt::format(" ({})", purpose));
+        text += style.dim(fmt::format(
+            "      {} in {}, +{}/s{}", human_bytes(site->bytes), allocations_of(site->kind, site->count),
+            human_bytes(site->bytes_per_second), full_in(model, site->device, sites, running)));
+        text += '\n';
+        growing.push_back({site->bytes_per_second, std::move(text)});
     }
 }
 
