@@ -1,5 +1,6 @@
 #include "common/warning.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -11,6 +12,14 @@
 #include "common/printable.h"
 
 namespace gpuleak {
+
+namespace {
+constinit std::atomic<int> g_warning_fd{STDERR_FILENO};
+} // namespace
+
+int send_warnings_to(int fd) {
+    return g_warning_fd.exchange(fd, std::memory_order_acq_rel);
+}
 
 void warn(const char* format, ...) {
     char body[1024];
@@ -28,8 +37,11 @@ void warn(const char* format, ...) {
     size_t length = kPrefix.size() + printable_into(std::string_view(body, std::strlen(body)),
                                                     std::span<char>(line + kPrefix.size(), 4 * sizeof body));
     line[length++] = '\n';
+    const int fd = g_warning_fd.load(std::memory_order_acquire);
+    if (fd < 0)
+        return;
     for (size_t written = 0; written < length;) {
-        ssize_t n = ::write(STDERR_FILENO, line + written, length - written);
+        ssize_t n = ::write(fd, line + written, length - written);
         if (n <= 0 && errno != EINTR)
             return;
         if (n > 0)

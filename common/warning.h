@@ -7,4 +7,8 @@ namespace gpuleak {
 // One line on stderr, prefixed "gpuleak: ". Never allocates; safe in any thread.
 void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
+// Where warn() writes from now on instead of stderr: a program that gpuleak attach recorded has its
+// stderr to itself. -1: nowhere. Returns where they went before.
+int send_warnings_to(int fd);
+
 } // namespace gpuleak

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fmt/format.h>
 #include <poll.h>
 #include <spawn.h>
@@ -15,6 +16,8 @@
 extern char** environ;
 
 namespace gpuleak::launcher {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -41,6 +44,26 @@ bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::str
 }
 
 } // namespace
+
+std::optional<std::string> find_program(const std::string& name) {
+    if (name.find('/') != std::string::npos)
+        return name;
+    const char* path = std::getenv("PATH");
+    const std::string directories = path != nullptr ? path : "/bin:/usr/bin";
+    size_t start = 0;
+    while (start <= directories.size()) {
+        size_t end = directories.find(':', start);
+        if (end == std::string::npos)
+            end = directories.size();
+        const std::string directory = end > start ? directories.substr(start, end - start) : ".";
+        const std::string candidate = (fs::path(directory) / name).string();
+        std::error_code error;
+        if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        start = end + 1;
+    }
+    return std::nullopt;
+}
 
 CapturedRun run_captured(const std::vector<std::string>& arguments,
                          const std::optional<std::string>& stderr_file, std::chrono::seconds limit) {

@@ -23,6 +23,10 @@ struct CapturedRun {
 // truncated; /dev/null discards it) or, without one, the launcher's. A program still running after
 // `limit` is killed with all it started. Throws LauncherError (one line, naming the program) when it
 // cannot be started.
+// `name` as execvp finds it: itself when it holds a slash, else the first executable of that name in
+// PATH; nothing where there is none.
+std::optional<std::string> find_program(const std::string& name);
+
 CapturedRun run_captured(const std::vector<std::string>& arguments,
                          const std::optional<std::string>& stderr_file = std::nullopt,
                          std::chrono::seconds limit = std::chrono::seconds(60));

@@ -126,6 +126,14 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
     watch->add_option("--interval", invocation.watch.interval, "seconds between frames")
         ->check(CLI::Range(0.1, 3600.0))
         ->capture_default_str();
+    CLI::App* attach = app.add_subcommand(
+        "attach", "record a running Python program that was not started under gpuleak, from now until "
+                  "--duration has passed, Ctrl-C or its end, then report as gpuleak run does (uses gdb)");
+    attach->add_option("pid", invocation.attach.pid, "the program's process id")->required();
+    attach->add_option("--duration", invocation.attach.duration, "seconds to record")
+        ->check(CLI::Range(0.1, 31.0 * 24 * 3600));
+    attach->add_option("-o,--output", invocation.attach.output_directory,
+                       "the directory for the trace and the report (made if missing; must be empty)");
 
     if (arguments.empty())
         throw LauncherError(
@@ -173,6 +181,8 @@ Invocation parse_command_line(const std::vector<std::string>& arguments) {
         invocation.subcommand = Subcommand::TorchAdapter;
     } else if (watch->parsed()) {
         invocation.subcommand = Subcommand::Watch;
+    } else if (attach->parsed()) {
+        invocation.subcommand = Subcommand::Attach;
     }
     return invocation;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/attach_command.h"
 #include "launcher/kernelspec.h"
 #include "launcher/watch_command.h"
 
@@ -32,6 +33,7 @@ enum class Subcommand {
     KernelUninstall,
     TorchAdapter,
     Watch,
+    Attach,
 };
 
 struct Invocation {
@@ -39,6 +41,7 @@ struct Invocation {
     RunRequest run;
     KernelInstallRequest install;
     WatchRequest watch;
+    AttachRequest attach;
     std::string kernel_name; // kernel uninstall
     std::string python;      // kernel list: whose sys.prefix is searched too; torch-adapter: whose torch
 };

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/attach_command.h"
 #include "launcher/command_line.h"
 #include "launcher/kernel_commands.h"
 #include "launcher/kernel_session.h"
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
             return torch_adapter_command(invocation.python);
         case Subcommand::Watch:
             return watch_command(invocation.watch);
+        case Subcommand::Attach:
+            return attach_command(invocation.attach);
         case Subcommand::None:
             break;
         }

@@ -138,8 +138,10 @@ std::optional<std::string> top_leak_origin(ProcessReport& process) {
         return fmt::format("top leak origin: {}, made through {:.0f}% of the program's work",
                            site_text(process, site), 100 * site.program_share);
     }
-    const auto held = std::find_if(model.leak_sites.begin(), model.leak_sites.end(),
-                                   [](const analyzer::LeakSite& site) { return !site.segments; });
+    // What an attach found held already is not where anything was made: the largest site it saw made.
+    const auto held =
+        std::find_if(model.leak_sites.begin(), model.leak_sites.end(),
+                     [](const analyzer::LeakSite& site) { return !site.segments && !site.before_attach; });
     if (held == model.leak_sites.end())
         return std::nullopt;
     return fmt::format("most held {}: {}", model.code_end_ns ? "as its code ended" : "at the end",

@@ -49,28 +49,6 @@ bool is_python_name(const std::string& name) {
     return std::regex_match(name, python);
 }
 
-// `name` as execvp finds it: itself when it holds a slash, else the first executable of that name in
-// PATH.
-std::optional<std::string> find_program(const std::string& name) {
-    if (name.find('/') != std::string::npos)
-        return name;
-    const char* path = std::getenv("PATH");
-    const std::string directories = path != nullptr ? path : "/bin:/usr/bin";
-    size_t start = 0;
-    while (start <= directories.size()) {
-        size_t end = directories.find(':', start);
-        if (end == std::string::npos)
-            end = directories.size();
-        const std::string directory = end > start ? directories.substr(start, end - start) : ".";
-        const std::string candidate = (fs::path(directory) / name).string();
-        std::error_code error;
-        if (fs::is_regular_file(candidate, error) && ::access(candidate.c_str(), X_OK) == 0)
-            return candidate;
-        start = end + 1;
-    }
-    return std::nullopt;
-}
-
 std::vector<std::string> words_of(const std::string& text) {
     std::vector<std::string> words;
     size_t start = 0;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "launcher/interruption.h"
 #include "launcher/launcher_error.h"
 #include "read/trace_error.h"
 #include "read/trace_set.h"
@@ -23,12 +23,6 @@ namespace gpuleak::launcher {
 namespace {
 
 constexpr int kNoTrace = 2;
-
-volatile std::sig_atomic_t interrupted = 0;
-
-void on_interrupt(int /*signal*/) {
-    interrupted = 1;
-}
 
 // Where the target's traces are: a pid's own trace (its workers' are found beside it each frame, as
 // they start), else the directory or trace named.
@@ -50,9 +44,9 @@ bool any_running(analyzer::ReportSet& reports) {
 // Waits `seconds`: true, or false as soon as an interrupt came.
 bool waited(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (interrupted == 0 && std::chrono::steady_clock::now() < until)
+    while (!interrupted() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    return interrupted == 0;
+    return !interrupted();
 }
 
 // The frames; throws TraceError for a target that names no trace.
@@ -69,13 +63,7 @@ int watch_frames(const WatchRequest& request) {
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     analyzer::WatchOptions options;
     options.color = terminal;
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    // Noticed between frames; a second one, while a long frame is made, ends it at once.
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, nullptr);
-    ::sigaction(SIGTERM, &action, nullptr);
+    notice_interruptions();
     const std::string traces = traces_named_by(request.target);
     bool shown = false;
     int failed_in_a_row = 0;

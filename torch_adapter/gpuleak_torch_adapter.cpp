@@ -1,6 +1,7 @@
 // The PyTorch adapter: compiled against one installed torch's own headers (torch/include) with its
 // _GLIBCXX_USE_CXX11_ABI, by build-adapter.sh, and dlopen'ed by libgpuleak.so inside a traced process
-// (interpose/hooks/torch_adapter_loader.cpp) once PyTorch's caching allocator has made its first segment.
+// (interpose/hooks/torch_adapter_loader.cpp) once PyTorch's caching allocator has made its first segment,
+// or, in a program gpuleak attach records, at once (what the allocator held then is read from its snapshot).
 // It attaches a trace tracker to the allocator and reports the blocks it hands to tensors through
 // gpuleak's C API, so that the report tells "allocated" (tensors) from "reserved" (segments, which the
 // CUDA hooks already record with their own stacks).
@@ -38,6 +39,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "gpuleak/adapter_api.h"
 #include "gpuleak/gpuleak.h"
 
 namespace {
@@ -52,21 +54,9 @@ constexpr uint64_t kSmallSize = 1 << 20;
 // What the loader gets back from gpuleak_torch_adapter_attach_v1.
 enum AttachResult : int { kAttached = 0, kNotInitialized = 1, kOtherBackend = 2, kFailed = 3 };
 
-// One line on stderr, like libgpuleak's warnings (stdout belongs to the program).
+// One line, as libgpuleak says its own: on stderr, or into the log of a program gpuleak attach records.
 void warn(const char* text) {
-    char line[512];
-    const int length = std::snprintf(line, sizeof line, "gpuleak: %s\n", text);
-    if (length <= 0)
-        return;
-    const size_t size =
-        static_cast<size_t>(length) < sizeof line ? static_cast<size_t>(length) : sizeof line - 1;
-    for (size_t written = 0; written < size;) {
-        const ssize_t n = ::write(STDERR_FILENO, line + written, size - written);
-        if (n <= 0 && errno != EINTR)
-            return;
-        if (n > 0)
-            written += static_cast<size_t>(n);
-    }
+    gpuleak_adapter_warning(text);
 }
 
 // round_size of CUDACachingAllocator.cpp: what a request becomes before a block is looked for.
@@ -323,6 +313,38 @@ void on_trace_entry(const TraceEntry& entry) {
     }
 }
 
+// gpuleak attach: the allocator has worked since long before. What its snapshot holds goes into the model,
+// so that the blocks made from now on get their sizes right, and to gpuleak as held before the attach:
+// each segment as reserved, each block handed out as allocated. Done before the tracker is attached, while
+// nothing else touches the model; what the allocator does between the snapshot and the attach is missed.
+void seed_from_snapshot(c10::cuda::CUDACachingAllocator::CUDAAllocator& allocator) {
+    const c10::cuda::CUDACachingAllocator::SnapshotInfo snapshot = allocator.snapshot({0, 0}, false);
+    for (const c10::CachingDeviceAllocator::SegmentInfo& segment : snapshot.segments) {
+        if (segment.device < 0 || segment.device >= C10_COMPILE_TIME_MAX_GPUS)
+            continue;
+        DeviceModel& model = g_devices[segment.device];
+        // NOLINTBEGIN(performance-no-int-to-ptr): the allocator reports addresses as integers.
+        gpuleak_segment_before_attach(reinterpret_cast<const void*>(segment.address), segment.total_size,
+                                      segment.device, segment.is_expandable ? 1 : 0);
+        if (segment.is_large && !segment.is_expandable)
+            model.segments[segment.address] = segment.total_size;
+        uint64_t address = segment.address;
+        for (const c10::CachingDeviceAllocator::BlockInfo& block : segment.blocks) {
+            if (block.allocated) {
+                model.blocks.insert(address, block.size);
+                model.allocated += static_cast<int64_t>(block.size);
+                gpuleak_block_before_attach(reinterpret_cast<const void*>(address), block.size,
+                                            segment.device);
+            }
+            // A block freed but still in use by a stream stays occupied until its free completes.
+            if ((block.allocated || block.active) && block.size > kSmallSize)
+                model.large_occupied[address] = block.size;
+            address += block.size;
+        }
+        // NOLINTEND(performance-no-int-to-ptr)
+    }
+}
+
 } // namespace
 
 // Attaches the tracker to every device's allocator. The allocator attaches to the devices it has, so
@@ -338,6 +360,8 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_torch_adapter_atta
         // other block rules; its cudaMallocAsync calls are recorded by the hooks anyway.
         if (allocator->name() != "native")
             return kOtherBackend;
+        if (gpuleak_attached_while_running() != 0)
+            seed_from_snapshot(*allocator);
         g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "Py_IsFinalizing"));
         if (g_python_finalizing == nullptr)
             g_python_finalizing = reinterpret_cast<IsFinalizing>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));

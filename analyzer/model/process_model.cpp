@@ -339,6 +339,8 @@ std::optional<ProgramEnd> python_finalizing(const TraceReader& trace) {
 constexpr double kGrowthShare = 0.25;
 constexpr uint64_t kProgramParts = 10;
 constexpr size_t kMinGrowingParts = 3;
+// The site key of what was live when gpuleak attach began recording: no site key of a stack's is this.
+constexpr uint64_t kBeforeAttachSite = ~uint64_t{0};
 constexpr uint64_t kMinGrowingCount = 3;
 constexpr long kMinGrowingIntervals = 3;
 // Without markers, the survivors must also span this many repetitions of the program's work
@@ -472,7 +474,9 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
     const auto survivor = [&](const LiveAllocation& allocation, bool freed) {
         if (!is_memory_held(allocation.kind))
             return;
-        Accumulated& entry = by_site[{site_keys.of(allocation.stack_id), allocation.kind}];
+        const uint64_t key = allocation.api == format::kBeforeAttachApi ? kBeforeAttachSite
+                                                                        : site_keys.of(allocation.stack_id);
+        Accumulated& entry = by_site[{key, allocation.kind}];
         if (freed)
             entry.site.freed_at_exit += allocation.size;
         entry.bytes_by_stack[allocation.stack_id] += allocation.size;
@@ -517,6 +521,7 @@ void find_leak_sites(const TraceReader& trace, const SiteKeys& site_keys, Proces
         site.stack_id = largest_stack(entry.bytes_by_stack);
         site.kind = key.second;
         site.segments = model.reports_blocks && is_segment_kind(site.kind);
+        site.before_attach = key.first == kBeforeAttachSite;
         site.device = std::max_element(entry.bytes_by_device.begin(), entry.bytes_by_device.end(),
                                        [](const auto& a, const auto& b) { return a.second < b.second; })
                           ->first;

@@ -131,6 +131,9 @@ struct LeakSite {
     // Device memory a sub-allocator reserved where it reports its blocks (PyTorch's segments): what
     // its cache holds for the blocks, not what the program holds.
     bool segments = false;
+    // What was live when gpuleak attach began recording, listed then (format::kBeforeAttachApi): its
+    // time is the attach's and it has no stack, so nothing is known of what made it.
+    bool before_attach = false;
     // A framework's own pool, set by mark_framework_allocators: what it reserved, not what the program
     // holds.
     PoolOwner pool = PoolOwner::None;

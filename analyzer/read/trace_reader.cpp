@@ -250,7 +250,7 @@ class TraceReader::Decoder {
         }
         const auto state = static_cast<format::EndState>(raw_.end_state);
         if (state != format::EndState::Exited && state != format::EndState::Signaled &&
-            state != format::EndState::Exec) {
+            state != format::EndState::Exec && state != format::EndState::Detached) {
             warn(fmt::format("end record has unknown state {}; read as running", raw_.end_state));
             return;
         }

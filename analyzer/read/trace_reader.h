@@ -126,6 +126,8 @@ struct TraceHeader {
     [[nodiscard]] bool simulated_device() const { return has_flag(format::HeaderFlag::SimulatedDevice); }
     // Only host memory was sampled: the process never used CUDA.
     [[nodiscard]] bool host_only() const { return has_flag(format::HeaderFlag::HostOnly); }
+    // gpuleak attach began the trace in a running process: what the process made before is not in it.
+    [[nodiscard]] bool attached() const { return has_flag(format::HeaderFlag::Attached); }
 };
 
 struct Module {

@@ -322,6 +322,11 @@ std::string pool_purpose(PoolOwner owner) {
     return kPurposes[owner];
 }
 
+std::string site_place(const LeakSite& site, StackFrames& stacks) {
+    return site.before_attach ? "before gpuleak attach began recording (no stack)"
+                              : stacks.describe(site.stack_id);
+}
+
 std::string site_purpose(const LeakSite& site, StackFrames& stacks) {
     if (site.pool != PoolOwner::None && !site.device_pool())
         return "a pool of pinned host memory for the framework's copies, which it hands out inside it";
@@ -675,6 +680,8 @@ std::string ended_text(const ProcessModel& model) {
     case format::EndState::Exec:
         return fmt::format(
             "replaced its image with exec after {:.1f} s (the new image has a trace of its own)", seconds);
+    case format::EndState::Detached:
+        return fmt::format("went on running: gpuleak attach stopped recording it after {:.1f} s", seconds);
     case format::EndState::Running:
         break;
     }

@@ -64,6 +64,10 @@ std::string host_point_text(const HostPoint& point);
 // What a site of a framework's pool (LeakSite::pool) is for, in a few words; empty for PoolOwner::None.
 std::string pool_purpose(PoolOwner owner);
 
+// Where a site's memory was made, in one line: its stack's place, or, for what gpuleak attach found held
+// as it began, that.
+std::string site_place(const LeakSite& site, StackFrames& stacks);
+
 // What a site's memory is kept for: a framework's pool, else what its library's frames say
 // (library_purpose); empty for the program's own.
 std::string site_purpose(const LeakSite& site, StackFrames& stacks);

@@ -58,6 +58,9 @@ json ended_json(const ProcessModel& model) {
     case format::EndState::Exec:
         ended = {{"how", "exec"}, {"code", nullptr}, {"signal", nullptr}, {"sender", nullptr}};
         break;
+    case format::EndState::Detached:
+        ended = {{"how", "detached"}, {"code", nullptr}, {"signal", nullptr}, {"sender", nullptr}};
+        break;
     case format::EndState::Running:
         ended = {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
                  {"code", nullptr},
@@ -346,10 +349,11 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                       {"stack_id", site.stack_id},
                       {"first_s", seconds_of(site.first_ns)},
                       {"last_s", seconds_of(site.last_ns)},
-                      {"where", report.stacks->describe(site.stack_id)},
+                      {"where", site_place(site, *report.stacks)},
                       {"purpose", site_purpose(site, *report.stacks)},
                       {"growing", site.growing},
                       {"segments", site.segments},
+                      {"before_attach", site.before_attach},
                       {"program_share", site.program_share},
                       {"bytes_per_second", site.bytes_per_second},
                       {"held_by", held_by_json(model, site)},
@@ -476,6 +480,7 @@ json process_json(ProcessReport& report, const ReportOptions& options) {
                                                     {"program", is_program_frame(*report.target)}}
                                              : json()},
                     {"host_only", model.header.host_only()},
+                    {"attached", model.header.attached()},
                     {"ended", ended_json(model)},
                     {"error", model.error ? error_json(model, *model.error) : json()},
                     {"cell_errors", cell_errors_json(model)},

@@ -313,6 +313,15 @@ std::string holder_name(const Retainer& holder, SaidAbove& said) {
 
 void append_site(std::string& out, ProcessReport& report, const LeakSite& site, size_t number,
                  const ReportOptions& options, const Style& style, SaidAbove& said) {
+    if (site.before_attach) {
+        out += fmt::format("  #{} before attach: held when gpuleak attach began recording\n", number);
+        out +=
+            wrapped(fmt::format("{} in {}, listed from PyTorch's allocator then; what made them, and when, "
+                                "is not known",
+                                human_bytes(site.bytes), allocations_of(site.kind, site.count)),
+                    "          ", "        ");
+        return;
+    }
     StackFrames& stacks = *report.stacks;
     const bool python_program = report.model.header.python_version != 0;
     // The program's line leads: it is what its author knows the site by. Without one, in a Python
@@ -453,6 +462,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
         out += fmt::format("  runs       {}\n", printable(python_frame_name(*report.target)));
     if (model.header.host_only())
         out += "  gpu        none: the process never used CUDA; its host memory was sampled\n";
+    if (model.header.attached())
+        out += wrapped("gpuleak attach began recording it while it ran: times count from then, and what it "
+                       "made before is not in this report",
+                       std::string(13, ' '), "  attached   ");
     out += fmt::format("  trace      {}\n", printable(model.path));
     if (model.header.simulated_device())
         out += "             (simulated CUDA device: no real GPU was used)\n";
@@ -574,9 +587,10 @@ void append_process(std::string& out, ProcessReport& report, const ReportOptions
                               "above and its cache):") +
                    "\n";
         ++segments;
-        out += wrapped(fmt::format("{} in {} {} segment{}, for {}", human_bytes(site.bytes), site.count,
+        out += wrapped(fmt::format("{} in {} {} segment{}, {} {}", human_bytes(site.bytes), site.count,
                                    format::kind_name(site.kind), site.count == 1 ? "" : "s",
-                                   printable(report.stacks->describe(site.stack_id))),
+                                   site.before_attach ? "made" : "for",
+                                   printable(site_place(site, *report.stacks))),
                        "    ", "  ");
     }
     if (segments > 0)
@@ -861,6 +875,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
                           : model.header.end.state == format::EndState::Signaled ? "signal"
                           : model.header.end.state == format::EndState::Exec     ? "exec"
+                          : model.header.end.state == format::EndState::Detached ? "detached"
                           : model.header.end.running_when_opened == true         ? "running"
                                                                                  : "killed";
         std::string end = model.header.end.state == format::EndState::Exited

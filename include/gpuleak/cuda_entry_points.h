@@ -39,8 +39,9 @@ inline constexpr const char* kEntryPointNames[] = {
 
 inline constexpr std::size_t kEntryPointCount = std::size(kEntryPointNames);
 
-// The trace's api byte must be able to hold every row and still tell them from kPublicApi (255).
-static_assert(kEntryPointCount < 255);
+// The trace's api byte must be able to hold every row and still tell them from kBeforeAttachApi (254)
+// and kPublicApi (255).
+static_assert(kEntryPointCount < 254);
 
 // The exported symbol of the row with this index (a trace's api byte); nullptr for any other value.
 // Header-only so that the analyzer can name entry points without linking the interposer.

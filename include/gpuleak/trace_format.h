@@ -69,11 +69,17 @@ static const char kMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', '\x1a'};
 // ended the process (EndSender), also written by the launcher for its child's SIGKILL (15's to 17's
 // files read the same, their sender unknown). 19: the job the process ran in (node_rank, the Slurm task,
 // job; 15's to 18's files read as in none). 20: EventType::Context (15's to 19's files read as of
-// processes that made no context).
-static const uint32_t kFormatVersion = 20;
+// processes that made no context). 21: HeaderFlag::Attached, EndState::Detached and kBeforeAttachApi,
+// for a trace that `gpuleak attach` began in a running process and ended while it went on (15's to 20's
+// files read the same).
+static const uint32_t kFormatVersion = 21;
 // The oldest version a reader of this one reads: its layout is this one's.
 static const uint32_t kOldestReadableFormatVersion = 15;
 static const uint32_t kEndianTag = 0x01020304u;
+// The api byte of an object that was live when `gpuleak attach` began recording, listed then (PyTorch's
+// segments and blocks, from its allocator's snapshot): its time is the attach's, and it has no stack. 255
+// is gpuleak's C API; the CUDA entry points are numbered from 0 up.
+static const uint8_t kBeforeAttachApi = 254;
 static const uint32_t kHeaderBytes = 12288;
 static const uint32_t kMaxDevices = 16;      // ordinals >= this are accounted as unknown
 static const uint32_t kAccountingSlots = 18; // kMaxDevices devices, host, unknown device
@@ -173,7 +179,9 @@ GPULEAK_FORMAT_ENUM(EndState, uint32_t){
     Running = 0,  // no end record: the process is alive, or was killed (SIGKILL, OOM killer)
     Exited = 1,   // exit_code is valid
     Signaled = 2, // end_signal is valid: a fatal signal was caught and re-raised
-    Exec = 3      // the process replaced its image (exec); the new image, same pid, has a trace of its own
+    Exec = 3,     // the process replaced its image (exec); the new image, same pid, has a trace of its own
+    // `gpuleak attach` stopped recording (HeaderFlag::Attached) while the process went on running
+    Detached = 4,
 };
 
 // Who sent the signal that ended the process, as far as it can be known.
@@ -208,6 +216,9 @@ GPULEAK_FORMAT_ENUM(HeaderFlag, uint32_t){
     // The process never used CUDA (or gpuleak's API): only its host memory was sampled, and only the
     // header, the timeline and the notable array are in the file (see the layout above).
     HostOnly = 1u << 2,
+    // `gpuleak attach` began the trace in a process that was running already: what the process made
+    // before then is not in it, and the trace's start is the attach's, not the process's.
+    Attached = 1u << 3,
 };
 
 // Which of a TimelineSample's host figures were read (a /proc or cgroup file may be missing).

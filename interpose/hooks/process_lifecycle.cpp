@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "hooks/attach.h"
 #include "recording/monotonic_clock.h"
 #include "recording/recorder.h"
 
@@ -96,8 +97,10 @@ void* run_started_thread(void* launch_address) {
 }
 
 // Before main: a Python program's host memory is recorded from its start, not from its first CUDA call.
+// Loaded into a running process by gpuleak attach, nothing is recorded until it asks.
 __attribute__((constructor)) void record_python_from_start() {
-    gpuleak::start_recording_if_python();
+    if (gpuleak::loaded_at_start())
+        gpuleak::start_recording_if_python();
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/warning.h"
+#include "gpuleak/adapter_api.h"
 #include "gpuleak/torch_adapter_path.h"
 #include "hooks/real_functions.h"
 #include "recording/loaded_object.h"
@@ -146,16 +147,7 @@ bool attach(const link_map* map) {
     }
 }
 
-} // namespace
-
-void notice_allocation_caller(const void* return_address) {
-    // _dl_find_object where glibc has it: cheap enough for every allocation of a program that never
-    // imports torch.
-    static const auto find_object =
-        reinterpret_cast<FindObjectFunction>(real_dlsym(RTLD_DEFAULT, "_dl_find_object"));
-    const link_map* object = object_holding(return_address, find_object);
-    if (object == nullptr || !is_libc10_cuda(object->l_name))
-        return;
+void try_to_attach(const link_map* object) {
     bool expected = false;
     if (!g_attaching.compare_exchange_strong(expected, true, std::memory_order_acquire))
         return;
@@ -164,4 +156,41 @@ void notice_allocation_caller(const void* return_address) {
     g_attaching.store(false, std::memory_order_release);
 }
 
+int find_libc10_cuda(dl_phdr_info* info, size_t /*size*/, void* data) {
+    if (!is_libc10_cuda(info->dlpi_name))
+        return 0;
+    *static_cast<const char**>(data) = info->dlpi_name;
+    return 1;
+}
+
+} // namespace
+
+void notice_allocation_caller(const void* return_address) {
+    // _dl_find_object where glibc has it: cheap enough for every allocation of a program that never
+    // imports torch.
+    static const auto find_object =
+        reinterpret_cast<FindObjectFunction>(real_dlsym(RTLD_DEFAULT, "_dl_find_object"));
+    const link_map* object = object_holding(return_address, find_object);
+    if (object != nullptr && is_libc10_cuda(object->l_name))
+        try_to_attach(object);
+}
+
+void attach_to_loaded_torch() {
+    const char* path = nullptr;
+    if (!torch_adapter_waiting() || dl_iterate_phdr(find_libc10_cuda, &path) == 0 || path == nullptr)
+        return;
+    void* handle = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr)
+        return;
+    link_map* object = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &object) == 0 && object != nullptr)
+        try_to_attach(object);
+    dlclose(handle);
+}
+
 } // namespace gpuleak
+
+__attribute__((visibility("default"))) void gpuleak_adapter_warning(const char* text) {
+    if (text != nullptr)
+        gpuleak::warn("%s", text);
+}

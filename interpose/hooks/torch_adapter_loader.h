@@ -19,4 +19,8 @@ inline bool torch_adapter_waiting() {
 // libc10_cuda.so, attaches the adapter (once; a concurrent caller goes on without waiting for it).
 void notice_allocation_caller(const void* return_address);
 
+// gpuleak attach, in a program that may have loaded PyTorch and made its caching allocator long ago:
+// attaches the adapter to the libc10_cuda.so loaded, if any, without waiting for an allocation of its.
+void attach_to_loaded_torch();
+
 } // namespace gpuleak

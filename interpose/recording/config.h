@@ -22,6 +22,9 @@ struct Config {
     // GPULEAK_WHY: the moments (GPULEAK_WHY_* bits of gpuleak.h) at which what holds the device memory is
     // found and recorded, besides each call of gpuleak.why().
     uint32_t why_moments;
+    // Not a variable: gpuleak attach began the recording in a process that was running already
+    // (HeaderFlag::Attached).
+    bool attached;
 };
 
 // Reads the environment; a malformed value gets one warning on stderr and the default.

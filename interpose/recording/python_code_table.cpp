@@ -1,5 +1,7 @@
 #include "recording/python_code_table.h"
 
+#include "recording/thread_owned.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -62,10 +64,6 @@ struct PythonCodeTable::RecentCodes {
     std::array<Entry, kRecentCodes> entries;
 };
 
-namespace {
-constinit thread_local PythonCodeTable::RecentCodes t_recent_codes{};
-} // namespace
-
 bool PythonCodeTable::attach(TraceWriter& writer) {
     writer_ = &writer;
     // A code record takes a few hundred bytes: one index entry per 128 bytes of region keeps probes
@@ -99,10 +97,17 @@ void PythonCodeTable::records_of(const PythonFrame* frames, uint32_t count,
             records[i] = record_of(frames[i], 0);
         return;
     }
-    // One look-up of the thread's dynamic TLS for the whole stack: the empty asm keeps the compiler
-    // from computing the address again (a call to __tls_get_addr) at every frame.
-    RecentCodes* recent_codes = &t_recent_codes;
-    asm("" : "+r"(recent_codes));
+    RecentCodes* recent_codes = ThreadOwned<RecentCodes>::get();
+    if (recent_codes == nullptr) {
+        // The thread is ending: each code object is looked up in the table.
+        for (uint32_t i = 0; i < count; ++i) {
+            const uint64_t code_object = frames[i].code_object;
+            records[i] = record_of(frames[i],
+                                   find_or_add(code_object, read_captured_code_identity(*python, code_object),
+                                               Owner::this_thread));
+        }
+        return;
+    }
     // 0 is no stack's number: entries of a new table, or made when the counter wrapped, are confirmed
     // by none.
     if (recent_codes->generation != generation_ || ++recent_codes->stack == 0) {

@@ -33,6 +33,7 @@
 #include "recording/signal_sender.h"
 #include "recording/spill_sites.h"
 #include "recording/stack_table.h"
+#include "recording/thread_owned.h"
 #include "recording/timeline_sampler.h"
 #include "recording/trace_writer.h"
 
@@ -83,6 +84,15 @@ constinit std::atomic<bool> g_signal_hooks_installed{false};
 constinit std::atomic<bool> g_python_finalizing_noted{false};
 // A bit per device ordinal where the process's context was recorded (EventType::Context).
 constinit std::atomic<uint32_t> g_devices_with_context{0};
+// gpuleak attach: the trace's name it asked for (used instead of GPULEAK_OUTPUT), empty where the process
+// was not attached to; what runs after each sample while it records; whether an earlier attach's trace is
+// still mapped.
+constinit char g_attach_output[kOutputPatternCapacity] = {};
+constinit std::atomic<void (*)()> g_attach_each_sample{nullptr};
+constinit bool g_attached_before = false;
+// One more for each trace an attach begins in this process image: the stack id a thread remembers is
+// one of the trace it was interned in.
+constinit std::atomic<uint64_t> g_trace_serial{0};
 // How many more of its samples the sampler looks for what multiprocessing started this process to run:
 // set where multiprocessing may have started it, 0 once found. A spawned interpreter imports for seconds
 // before its target runs; a process that never runs one stops costing a walk a sample after this.
@@ -100,6 +110,7 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_startin
 // frames again and again, and recognising them costs less than hashing and probing the stack index.
 constexpr uint32_t kRememberedFrames = 64;
 struct LastStack {
+    uint64_t trace_serial;
     uint32_t id;
     uint32_t count;
     uint32_t python_count;
@@ -107,7 +118,6 @@ struct LastStack {
     uint64_t frames[kRememberedFrames];
     format::PythonFrameRecord python[kRememberedFrames];
 };
-__attribute__((tls_model("initial-exec"))) constinit thread_local LastStack t_last_stack{};
 
 // The CUDA allocations that failed on this thread since its last successful allocation, all
 // on one device: a sub-allocator that refuses a block next gave up after them (PyTorch tries cudaMalloc
@@ -178,6 +188,17 @@ void on_process_exit(int status, void*) {
 bool start_recording(TraceStart how);
 format::ForkOrigin fork_origin();
 
+// Lets go of the trace and the tables over it, without writing to it: a forked child's parent's, or an
+// earlier attach's.
+void forget_trace() {
+    g_modules.detach();
+    g_stacks.detach();
+    g_code.detach();
+    g_live.detach_after_fork();
+    g_spill.detach();
+    g_writer.abandon_after_fork();
+}
+
 // An interpreter started for a multiprocessing Process by spawn: spawn's command lines end with this
 // argument (multiprocessing/spawn.py, get_command_line).
 bool started_by_multiprocessing() {
@@ -190,7 +211,8 @@ bool started_by_multiprocessing() {
 
 void start_over_after_fork(bool record_child) {
     forget_thread_id_after_fork();
-    t_last_stack = {}; // its id names a stack of the parent's trace
+    if (LastStack* last = ThreadOwned<LastStack>::get())
+        *last = {}; // its id names a stack of the parent's trace
     t_failed_attempts = {};
     // The forking thread's start belongs to its parent's trace, and is left with it.
     t_thread_start = nullptr;
@@ -205,12 +227,7 @@ void start_over_after_fork(bool record_child) {
     if (parent_traced)
         std::snprintf(g_parent_trace, sizeof g_parent_trace, "%s", g_writer.path());
     g_sampler.forget_after_fork();
-    g_modules.detach();
-    g_stacks.detach();
-    g_code.detach();
-    g_live.detach_after_fork();
-    g_spill.detach();
-    g_writer.abandon_after_fork();
+    forget_trace();
     g_promotion_failed.store(false, std::memory_order_relaxed);
     // The child gets its own trace: the parent's allocations are not its own. A copy of a recorded
     // process (a DataLoader worker) is recorded from here for host memory, the rest from its first event.
@@ -309,6 +326,23 @@ void after_each_sample() {
         python_finalizing())
         note_python_finalizing();
     look_for_python_target();
+    if (void (*each_sample)() = g_attach_each_sample.load(std::memory_order_acquire))
+        each_sample();
+}
+
+// Where the program still has our handlers: the default action again, as before the attach.
+void uninstall_signal_hooks() {
+    for (int signal_number : kFatalSignals) {
+        struct sigaction current {};
+        if (sigaction(signal_number, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) == 0 ||
+            current.sa_sigaction != on_fatal_signal)
+            continue;
+        struct sigaction default_action {};
+        default_action.sa_handler = SIG_DFL;
+        sigemptyset(&default_action.sa_mask);
+        sigaction(signal_number, &default_action, nullptr);
+    }
+    g_signal_hooks_installed.store(false, std::memory_order_relaxed);
 }
 
 uint64_t count_python_modules() {
@@ -350,9 +384,16 @@ void announce() {
 // With the state Starting: creates this process's trace, whole at a first event, else host-only (sampled
 // host memory, until the first event promotes it). True when events can be recorded.
 bool start_recording(TraceStart how) {
-    const bool host_only = how != TraceStart::FirstEvent;
+    const bool host_only = how == TraceStart::ProcessStart || how == TraceStart::Fork;
     t_starting = true;
     g_config = read_config();
+    if (g_attach_output[0] != '\0') {
+        // Nothing of gpuleak's on the program's stderr, also from the children it forks while attached to:
+        // their traces go beside the attached one.
+        std::memcpy(g_config.output_pattern, g_attach_output, sizeof g_config.output_pattern);
+        g_config.quiet = true;
+        g_config.attached = how == TraceStart::Attach;
+    }
     init_monotonic_clock();
     ProcessIdentity identity{static_cast<int>(getpid()), static_cast<int>(getppid()), g_parent_trace,
                              machine_memory_bytes()};
@@ -540,8 +581,13 @@ uint32_t capture_stack() {
     const uint32_t python_count = capture_python_stack(python);
     if (stack.count == 0 && python_count == 0)
         return 0;
-    LastStack& last = t_last_stack;
-    const bool same_python = python_count == last.python_count &&
+    LastStack* remembered = ThreadOwned<LastStack>::get();
+    if (remembered == nullptr)
+        return intern_stack(stack.frames, stack.count, python, python_count);
+    LastStack& last = *remembered;
+    if (last.trace_serial != g_trace_serial.load(std::memory_order_relaxed))
+        last = {};
+    const bool same_python = last.id != 0 && python_count == last.python_count &&
                              std::memcmp(python, last.python, python_count * sizeof(*python)) == 0;
     if (same_python && stack.repeat_serial != 0 && stack.repeat_serial == last.repeat_serial)
         return last.id;
@@ -552,6 +598,7 @@ uint32_t capture_stack() {
     }
     const uint32_t id = intern_stack(stack.frames, stack.count, python, python_count);
     if (id != 0 && stack.count <= kRememberedFrames && python_count <= kRememberedFrames) {
+        last.trace_serial = g_trace_serial.load(std::memory_order_relaxed);
         last.id = id;
         last.count = stack.count;
         last.python_count = python_count;
@@ -727,13 +774,12 @@ bool HookScope::nested() noexcept {
     return t_hook_depth > 0;
 }
 
-void record_alloc(const Allocation& allocation) {
-    ErrnoGuard errno_guard;
-    const RecordingScope recording(EventSort::Memory);
-    if (!recording.entered() || !ensure_active())
-        return;
+namespace {
+
+// Adds the object to the live table and its Alloc event to the ring; returns its time.
+uint64_t insert_live(const Allocation& allocation, uint32_t stack_id) {
     LiveSlot entry{};
-    entry.stack_id = capture_stack();
+    entry.stack_id = stack_id;
     entry.address = allocation.address;
     entry.size = allocation.size;
     entry.time_ns = monotonic_ns();
@@ -755,9 +801,20 @@ void record_alloc(const Allocation& allocation) {
         account(entry, true);
     EventRecord event = event_of(EventType::Alloc, entry);
     g_writer.append_event(event, sequences.alloc);
+    return entry.time_ns;
+}
+
+} // namespace
+
+void record_alloc(const Allocation& allocation) {
+    ErrnoGuard errno_guard;
+    const RecordingScope recording(EventSort::Memory);
+    if (!recording.entered() || !ensure_active())
+        return;
+    const uint64_t time_ns = insert_live(allocation, capture_stack());
     t_failed_attempts.count = 0;
     if (t_thread_start != nullptr)
-        append_thread_start(entry.time_ns);
+        append_thread_start(time_ns);
     if (g_config.python_stacks &&
         (format::occupies_device_memory(allocation.kind) || allocation.kind == MemoryKind::Block))
         why_at_exit_once_holding(note_python_finalizing, record_program_error,
@@ -1279,6 +1336,57 @@ bool recording_active() {
 
 const char* trace_path() {
     return recording_active() ? g_writer.path() : nullptr;
+}
+
+AttachOutcome attach_recording(const char* output_pattern, void (*after_each_sample)()) {
+    State state = g_state.load(std::memory_order_acquire);
+    if ((state != State::Idle && state != State::Off) ||
+        !g_state.compare_exchange_strong(state, State::Starting, std::memory_order_acq_rel))
+        return AttachOutcome::Recording;
+    if (g_attached_before) {
+        // The earlier attach's trace, ended and no longer sampled: unmapped only now, long after any hook
+        // that was still inside it when it detached.
+        forget_trace();
+        g_python_finalizing_noted.store(false, std::memory_order_relaxed);
+        g_devices_with_context.store(0, std::memory_order_relaxed);
+        g_promotion_failed.store(false, std::memory_order_relaxed);
+    }
+    g_attached_before = true;
+    g_trace_serial.fetch_add(1, std::memory_order_relaxed);
+    std::snprintf(g_attach_output, sizeof g_attach_output, "%s", output_pattern);
+    g_attach_each_sample.store(after_each_sample, std::memory_order_release);
+    return start_recording(TraceStart::Attach) ? AttachOutcome::Attached : AttachOutcome::NoTrace;
+}
+
+bool recording_attached() {
+    return g_config.attached && g_state.load(std::memory_order_acquire) == State::Active;
+}
+
+void record_before_attach(MemoryKind kind, uint64_t address, uint64_t size, int16_t device) {
+    ErrnoGuard errno_guard;
+    const RecordingScope recording(EventSort::Memory);
+    if (!recording.entered() || !g_config.attached || !ensure_active())
+        return;
+    // Made since the attach already (the allocator's first segment, where the adapter attached only then):
+    // recorded with its stack when it was made.
+    if (live_device_of(format::key_space_of(kind), address) != kUnknownDevice)
+        return;
+    insert_live({kind, address, size, device, 0, format::kBeforeAttachApi}, 0);
+}
+
+bool detach_recording() {
+    if (g_state.load(std::memory_order_acquire) != State::Active || !g_config.attached ||
+        g_writer.header()->pid != getpid())
+        return false;
+    // Hooks that find the state Off pass their calls through; one already past that check may still
+    // add its event, after the end, which the trace keeps as any other.
+    g_state.store(State::Off, std::memory_order_release);
+    g_attach_each_sample.store(nullptr, std::memory_order_release);
+    g_sampler.sample_now();
+    g_sampler.stop();
+    g_writer.write_end(format::EndState::Detached, 0);
+    uninstall_signal_hooks();
+    return true;
 }
 
 } // namespace gpuleak

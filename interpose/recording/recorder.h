@@ -136,6 +136,25 @@ void start_over_after_fork(bool record_child);
 // (GPULEAK_ALL_PROCESSES).
 void start_recording_if_python();
 
+// gpuleak attach, in a process that libgpuleak.so was loaded into while it ran: starts a whole trace now,
+// named by `output_pattern` (GPULEAK_OUTPUT's form), marked as attached; nothing goes to the program's
+// stderr. `after_each_sample` runs on the sampler's thread after each of its samples. Also after an
+// earlier attach was detached.
+enum class AttachOutcome { Attached, Recording, NoTrace };
+AttachOutcome attach_recording(const char* output_pattern, void (*after_each_sample)());
+
+// Whether gpuleak attach began the recording under way (attach_recording, not yet detached).
+bool recording_attached();
+
+// An object that was live when gpuleak attach began recording (a PyTorch segment or block, from its
+// allocator's snapshot): recorded as made now, without a stack, marked format::kBeforeAttachApi.
+void record_before_attach(MemoryKind kind, uint64_t address, uint64_t size, int16_t device);
+
+// Ends what attach_recording began, with EndState::Detached: nothing is recorded from then on, no sample
+// is taken, and the fatal-signal handlers it installed are taken down again. False when it is not
+// recording so.
+bool detach_recording();
+
 // The process is ending through exit(), _exit() or _Exit() with `status`.
 void record_process_exit(int status);
 

@@ -32,7 +32,7 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*p
     writer_ = &writer;
     on_wake_ = on_wake;
     python_modules_ = python_modules;
-    first_on_thread_ = how != TraceStart::FirstEvent;
+    first_on_thread_ = how != TraceStart::FirstEvent && how != TraceStart::Attach;
     stored_ = 0;
     lock_.reset_after_fork();
     host_.open();
@@ -50,6 +50,7 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*p
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attributes, 64 << 10);
     __atomic_store_n(&running_, false, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&generation_, 1, __ATOMIC_RELEASE);
     if (pthread_create(&thread, &attributes, run, this) == 0) {
         pthread_setname_np(thread, "gpuleak-sampler");
         // A new thread allocates while it sets itself up (its stack bounds, its TLS), and an allocator
@@ -66,22 +67,36 @@ void TimelineSampler::start(TraceWriter& writer, void (*on_wake)(), uint64_t (*p
 
 void* TimelineSampler::run(void* self) {
     auto* sampler = static_cast<TimelineSampler*>(self);
+    const uint64_t generation = __atomic_load_n(&sampler->generation_, __ATOMIC_ACQUIRE);
     __atomic_store_n(&sampler->running_, true, __ATOMIC_RELEASE);
     recalibrate_monotonic_clock();
     if (sampler->first_on_thread_)
         sampler->sample_now();
     for (;;) {
-        TraceWriter* writer = __atomic_load_n(&sampler->writer_, __ATOMIC_ACQUIRE);
-        if (writer == nullptr || !writer->mapped())
-            return nullptr;
-        uint64_t interval = __atomic_load_n(&writer->header()->timeline_interval_ns, __ATOMIC_RELAXED);
+        uint64_t interval = 0;
+        {
+            // Under the lock: stop() may forget the trace meanwhile.
+            SpinGuard guard(sampler->lock_);
+            TraceWriter* writer = sampler->writer_;
+            if (writer == nullptr || !writer->mapped() ||
+                __atomic_load_n(&sampler->generation_, __ATOMIC_ACQUIRE) != generation)
+                return nullptr;
+            interval = __atomic_load_n(&writer->header()->timeline_interval_ns, __ATOMIC_RELAXED);
+        }
         timespec delay{static_cast<time_t>(interval / 1000000000ull),
                        static_cast<long>(interval % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, 0, &delay, &delay) == EINTR) {
         }
+        if (__atomic_load_n(&sampler->generation_, __ATOMIC_ACQUIRE) != generation)
+            return nullptr;
         recalibrate_monotonic_clock();
         sampler->sample_now();
-        writer->prepare_ring_ahead();
+        {
+            SpinGuard guard(sampler->lock_);
+            if (sampler->writer_ != nullptr && sampler->writer_->mapped() &&
+                __atomic_load_n(&sampler->generation_, __ATOMIC_ACQUIRE) == generation)
+                sampler->writer_->prepare_ring_ahead();
+        }
         sampler->on_wake_();
     }
 }
@@ -149,6 +164,12 @@ void TimelineSampler::sample_now(SampleMoment moment) {
         thin();
     sample.commit = __atomic_add_fetch(&header.timeline_samples, 1, __ATOMIC_RELAXED);
     copy_sample(writer_->timeline()[stored_++], sample);
+}
+
+void TimelineSampler::stop() {
+    SpinGuard guard(lock_);
+    __atomic_add_fetch(&generation_, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&writer_, nullptr, __ATOMIC_RELEASE);
 }
 
 void TimelineSampler::forget_after_fork() {

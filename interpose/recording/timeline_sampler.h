@@ -15,6 +15,7 @@ namespace gpuleak {
 // How a trace begins, which decides how its first sample is taken.
 enum class TraceStart {
     FirstEvent,   // at the process's first CUDA call: here, before the event is accounted
+    Attach,       // when gpuleak attach began recording a running process: here, as for FirstEvent
     ProcessStart, // as a Python program starts, for its host memory: by the thread, once it runs
     // In a forked child, inside fork(): a Fork sample here, the baseline of what the child goes on to hold
     // however soon it works, and a whole one by the thread at once (reading USS walks the page tables of
@@ -38,6 +39,9 @@ class TimelineSampler {
     }
     // In a forked child the thread does not exist; forget it and the parent's trace.
     void forget_after_fork();
+    // Recording stops while the process goes on (gpuleak attach detached): no sample is taken from now
+    // on, and the thread ends at its next wake, also where start() made another since.
+    void stop();
 
   private:
     static void* run(void* self);
@@ -50,6 +54,8 @@ class TimelineSampler {
     std::atomic<bool> python_modules_read_{false};
     bool first_on_thread_ = false;
     bool running_ = false; // the thread has set itself up
+    // One more at each start and stop: a thread whose start's generation has passed ends.
+    uint64_t generation_ = 0;
     uint64_t stored_ = 0;
     HostMemoryReader host_;
     SpinLock lock_;

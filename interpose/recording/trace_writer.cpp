@@ -364,6 +364,8 @@ void TraceWriter::write_header(const Config& config, const ProcessIdentity& iden
     FileHeader& h = *header_;
     if (host_only)
         h.flags |= static_cast<uint32_t>(format::HeaderFlag::HostOnly);
+    if (config.attached)
+        h.flags |= static_cast<uint32_t>(format::HeaderFlag::Attached);
     write_job_identity(h);
     h.host_memory_bytes = identity.host_memory_bytes;
     std::memcpy(h.magic, format::kMagic, sizeof h.magic);

@@ -36,6 +36,8 @@ std::string end_description(const ProcessEnd& end) {
         return fmt::format("killed by signal {}", end.signal);
     case format::EndState::Exec:
         return "replaced its image (exec)";
+    case format::EndState::Detached:
+        return "went on running (gpuleak attach detached)";
     case format::EndState::Running:
         break;
     }
