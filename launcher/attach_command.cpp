@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include "launcher/run_summary.h"
 #include "launcher/say.h"
 #include "launcher/shared_files.h"
+#include "launcher/torch_adapter.h"
 #include "read/trace_error.h"
 #include "read/trace_set.h"
 
@@ -192,6 +195,71 @@ std::string process_name(int32_t pid) {
     return name.empty() ? std::string("process") : name;
 }
 
+// The variables of the program's environment, as it started, by name.
+std::map<std::string, std::string> environment_of(int32_t pid) {
+    std::map<std::string, std::string> variables;
+    std::istringstream entries(read_text(fmt::format("/proc/{}/environ", pid)));
+    for (std::string entry; std::getline(entries, entry, '\0');)
+        if (const size_t equals = entry.find('='); equals != std::string::npos)
+            variables[entry.substr(0, equals)] = entry.substr(equals + 1);
+    return variables;
+}
+
+// The torch directory of the libc10_cuda.so the program maps, if it maps one.
+std::optional<fs::path> torch_loaded_by(int32_t pid) {
+    std::istringstream maps(read_text(fmt::format("/proc/{}/maps", pid)));
+    for (std::string line; std::getline(maps, line);) {
+        const size_t slash = line.find('/');
+        if (slash == std::string::npos)
+            continue;
+        const fs::path path = line.substr(slash);
+        if (path.filename() == "libc10_cuda.so" && path.parent_path().filename() == "lib")
+            return path.parent_path().parent_path();
+    }
+    return std::nullopt;
+}
+
+// PyTorch's tensors come through the adapter, which the program finds in its cache: made there before
+// the attach when missing, as gpuleak run makes it before the program starts. It is built with an
+// interpreter that imports the program's torch (its command's, its environment's, its executable), into
+// the cache the program's own environment names.
+// Not for another user's program (root attaching): its cache is not this user's to write.
+void prepare_adapter(int32_t pid, const std::string& library) {
+    const std::optional<fs::path> torch = torch_loaded_by(pid);
+    const std::string status = read_text(fmt::format("/proc/{}/status", pid));
+    if (!torch || std::strtoul(status_field(status, "Uid").c_str(), nullptr, 10) != ::geteuid())
+        return;
+    const std::map<std::string, std::string> variables = environment_of(pid);
+    for (const char* name : {"GPULEAK_TORCH", "GPULEAK_TORCH_ADAPTER_DIR", "XDG_CACHE_HOME", "HOME"}) {
+        const auto found = variables.find(name);
+        if (found != variables.end())
+            ::setenv(name, found->second.c_str(), 1);
+        else
+            ::unsetenv(name);
+    }
+    std::vector<std::string> candidates;
+    const std::string command = read_text(fmt::format("/proc/{}/cmdline", pid));
+    if (const std::string first = command.substr(0, command.find('\0')); first.starts_with('/'))
+        candidates.push_back(first);
+    // <prefix>/lib/pythonX.Y/site-packages/torch: a virtual environment's or an installation's prefix.
+    for (const char* name : {"python3", "python"})
+        candidates.push_back(
+            (torch->parent_path().parent_path().parent_path().parent_path() / "bin" / name).string());
+    std::error_code error;
+    candidates.push_back(fs::read_symlink(fmt::format("/proc/{}/exe", pid), error).string());
+    for (const std::string& python : candidates) {
+        try {
+            const std::optional<TorchInstall> found = python.empty() ? std::nullopt : torch_of(python);
+            if (found && fs::equivalent(found->directory, *torch, error)) {
+                prepare_torch_adapter(python, library, true);
+                return;
+            }
+        } catch (const LauncherError&) {
+            // Not an interpreter of that torch: the next candidate.
+        }
+    }
+}
+
 bool process_alive(int32_t pid) {
     return ::kill(pid, 0) == 0 || errno == EPERM;
 }
@@ -230,6 +298,7 @@ int attach_command(const AttachRequest& request) {
     const std::string gdb = find_gdb();
     const std::string library = find_preload_library();
     const std::string name = process_name(pid);
+    prepare_adapter(pid, library);
     const RunDirectory directory = make_run_directory(request.output_directory, name, std::time(nullptr));
     const std::string output = (fs::path(directory.path) / "gpuleak.%p.trace").string();
     const std::string log = (fs::path(directory.path) / "attach.log").string();
@@ -271,12 +340,14 @@ int attach_command(const AttachRequest& request) {
                             detached.failure.empty() ? "gdb did not reach it" : detached.failure,
                             directory.path));
     }
+    // What libgpuleak.so said inside the program (a missing PyTorch adapter, say) is said here, where the
+    // program's stderr would have shown it under gpuleak run; the file stays with the report.
+    const std::string said = read_text(log);
     std::error_code error;
-    if (fs::file_size(log, error) == 0 && !error)
+    if (said.empty())
         fs::remove(log, error);
+    std::fwrite(said.data(), 1, said.size(), stderr);
     report_on(directory, pid, name);
-    if (fs::exists(log, error))
-        say(fmt::format("what gpuleak had to say inside the program, which keeps its stderr: {}", log));
     return 0;
 }
 

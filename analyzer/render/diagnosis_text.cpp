@@ -486,6 +486,13 @@ std::string verdict_text(const ProcessModel& model, const Diagnosis& diagnosis, 
                                    ? fmt::format(" ({} of it held in the allocator's cache for reuse)",
                                                  human_bytes(diagnosis.cached_at_end))
                                    : std::string();
+    // Attached to a program whose memory was all made before (its caching allocator reusing what it
+    // holds, with no adapter to report its blocks): there was nothing to judge.
+    if (model.header.attached() && model.events == 0)
+        return fmt::format("Nothing to judge: the program made and freed no device memory that gpuleak could "
+                           "see in the {:.1f} s gpuleak attach recorded it (a PyTorch program shows its "
+                           "tensors through the adapter, which gpuleak attach builds for its torch).{}",
+                           seconds_of(model.duration_ns), failures);
     return fmt::format(
         "No sign of a leak{}: allocated memory peaked at {} and ended at {}; reserved ended at {}{}.{}",
         diagnosis.pool ? " outside the framework's pool" : "", human_bytes(diagnosis.peak_allocated),

@@ -122,6 +122,15 @@ def test_a_correct_loop_attached_to_is_stable(tmp_path):
     assert program.stop()[0] == 3
 
 
+def test_a_program_that_touches_the_device_no_more_has_nothing_to_judge(tmp_path):
+    program = Program(tmp_path, "--idle")
+    attached = attach(program.pid, tmp_path / "run", "--duration", "1")
+    assert attached.returncode == 0, attached.stderr
+    diagnosis = process_of(tmp_path / "run")["diagnosis"]
+    assert diagnosis["kind"] == "stable" and diagnosis["text"].startswith("Nothing to judge: "), diagnosis
+    assert program.stop()[0] == 3
+
+
 def test_attached_twice_in_turn_and_watched_while_attached(tmp_path):
     program = Program(tmp_path, "--keep")
     first = attach(program.pid, tmp_path / "first", "--duration", "1.5")
