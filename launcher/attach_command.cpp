@@ -60,6 +60,14 @@ std::string status_field(const std::string& status, const std::string& name) {
     return status.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
+// The owner (real uid) of process `pid`; none where it is gone.
+std::optional<uid_t> owner_of(int32_t pid) {
+    const std::string status = read_text(fmt::format("/proc/{}/status", pid));
+    if (status.empty())
+        return std::nullopt;
+    return static_cast<uid_t>(std::strtoul(status_field(status, "Uid").c_str(), nullptr, 10));
+}
+
 bool may_trace_anyone() {
     const std::string capabilities = status_field(read_text("/proc/self/status"), "CapEff");
     const uint64_t effective = std::strtoull(capabilities.c_str(), nullptr, 16);
@@ -71,13 +79,12 @@ bool may_trace_anyone() {
 void check_reachable(int32_t pid) {
     if (pid == ::getpid() || pid == ::getppid())
         refuse(pid, "that is gpuleak attach itself, or the shell that started it");
-    const std::string status = read_text(fmt::format("/proc/{}/status", pid));
-    if (status.empty())
+    const std::optional<uid_t> owner = owner_of(pid);
+    if (!owner)
         refuse(pid, "no such process");
     const bool privileged = may_trace_anyone();
-    const uid_t owner = static_cast<uid_t>(std::strtoul(status_field(status, "Uid").c_str(), nullptr, 10));
-    if (owner != ::geteuid() && !privileged)
-        refuse(pid, fmt::format("another user's process (uid {}): attach as that user, or as root", owner));
+    if (*owner != ::geteuid() && !privileged)
+        refuse(pid, fmt::format("another user's process (uid {}): attach as that user, or as root", *owner));
     const std::string scope_text = read_text("/proc/sys/kernel/yama/ptrace_scope");
     const int scope = scope_text.empty() ? 0 : std::atoi(scope_text.c_str());
     if (scope == 3)
@@ -226,8 +233,7 @@ std::optional<fs::path> torch_loaded_by(int32_t pid) {
 // Not for another user's program (root attaching): its cache is not this user's to write.
 void prepare_adapter(int32_t pid, const std::string& library) {
     const std::optional<fs::path> torch = torch_loaded_by(pid);
-    const std::string status = read_text(fmt::format("/proc/{}/status", pid));
-    if (!torch || std::strtoul(status_field(status, "Uid").c_str(), nullptr, 10) != ::geteuid())
+    if (!torch || owner_of(pid) != ::geteuid())
         return;
     const std::map<std::string, std::string> variables = environment_of(pid);
     for (const char* name : {"GPULEAK_TORCH", "GPULEAK_TORCH_ADAPTER_DIR", "XDG_CACHE_HOME", "HOME"}) {

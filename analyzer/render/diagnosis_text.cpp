@@ -673,6 +673,23 @@ std::string sender_text(const ProcessModel& model) {
     return sender.written_by_launcher ? "who sent it is not known; the OOM killer was not confirmed" : "";
 }
 
+const char* ended_how(const ProcessModel& model) {
+    const ProcessEnd& end = model.header.end;
+    switch (end.state) {
+    case format::EndState::Exited:
+        return "exit";
+    case format::EndState::Signaled:
+        return "signal";
+    case format::EndState::Exec:
+        return "exec";
+    case format::EndState::Detached:
+        return "detached";
+    case format::EndState::Running:
+        break;
+    }
+    return end.running_when_opened == true ? "running" : "killed";
+}
+
 std::string ended_text(const ProcessModel& model) {
     const double seconds = seconds_of(model.duration_ns);
     const ProcessEnd& end = model.header.end;

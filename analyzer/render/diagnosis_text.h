@@ -89,6 +89,10 @@ std::string human_duration(double seconds);
 // environment's path to it), its arguments' paths as the report shows files (short_path).
 std::string short_command(const ProcessModel& model);
 
+// How the process ended, in a word: exit, signal, exec, detached, running (no end record, and it still ran
+// when the trace was opened) or killed.
+const char* ended_how(const ProcessModel& model);
+
 // Who a process is, in a line of a table of processes: its role ("rank 1 of 8"), else its short command.
 std::string process_name(const ProcessModel& model);
 

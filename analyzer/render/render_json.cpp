@@ -46,30 +46,11 @@ json sender_json(const ProcessModel& model) {
 
 json ended_json(const ProcessModel& model) {
     const ProcessEnd& end = model.header.end;
-    json ended;
-    switch (end.state) {
-    case format::EndState::Exited:
-        ended = {{"how", "exit"}, {"code", end.exit_code}, {"signal", nullptr}, {"sender", nullptr}};
-        break;
-    case format::EndState::Signaled:
-        ended = {
-            {"how", "signal"}, {"code", nullptr}, {"signal", end.signal}, {"sender", sender_json(model)}};
-        break;
-    case format::EndState::Exec:
-        ended = {{"how", "exec"}, {"code", nullptr}, {"signal", nullptr}, {"sender", nullptr}};
-        break;
-    case format::EndState::Detached:
-        ended = {{"how", "detached"}, {"code", nullptr}, {"signal", nullptr}, {"sender", nullptr}};
-        break;
-    case format::EndState::Running:
-        ended = {{"how", end.running_when_opened.value_or(false) ? "running" : "killed"},
-                 {"code", nullptr},
-                 {"signal", nullptr},
-                 {"sender", nullptr}};
-        break;
-    }
-    ended["text"] = ended_text(model);
-    return ended;
+    return {{"how", ended_how(model)},
+            {"code", end.state == format::EndState::Exited ? json(end.exit_code) : json()},
+            {"signal", end.state == format::EndState::Signaled ? json(end.signal) : json()},
+            {"sender", end.state == format::EndState::Signaled ? sender_json(model) : json()},
+            {"text", ended_text(model)}};
 }
 
 json error_json(const ProcessModel& model, const ProgramError& error) {

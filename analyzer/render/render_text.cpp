@@ -872,12 +872,7 @@ void append_process_table(std::string& out, std::vector<ProcessReport>& reports,
         uint64_t peak = 0;
         for (const DeviceSummary& device : model.devices)
             peak += device.peak_reserved;
-        const char* how = model.header.end.state == format::EndState::Exited     ? "exit"
-                          : model.header.end.state == format::EndState::Signaled ? "signal"
-                          : model.header.end.state == format::EndState::Exec     ? "exec"
-                          : model.header.end.state == format::EndState::Detached ? "detached"
-                          : model.header.end.running_when_opened == true         ? "running"
-                                                                                 : "killed";
+        const char* how = ended_how(model);
         std::string end = model.header.end.state == format::EndState::Exited
                               ? fmt::format("{} {}", how, model.header.end.exit_code)
                           : model.header.end.state == format::EndState::Signaled

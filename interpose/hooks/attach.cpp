@@ -17,12 +17,6 @@ namespace {
 
 constinit int g_log_fd = -1;
 
-// On the sampler's thread while attached: libraries the program loaded since (an import) bind their
-// CUDA calls to the real functions, which now reach libgpuleak too.
-void redirect_new_objects() {
-    redirect_bound_calls();
-}
-
 } // namespace
 
 bool loaded_at_start() {
@@ -42,7 +36,9 @@ int gpuleak_attach(const char* output_pattern, const char* log_path) {
         return GPULEAK_ATTACH_NO_TRACE;
     const int log = ::open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     const int before = send_warnings_to(log);
-    switch (attach_recording(output_pattern, redirect_new_objects)) {
+    // After each sample: libraries the program loaded since (an import) have bound their calls to the real
+    // functions.
+    switch (attach_recording(output_pattern, redirect_bound_calls)) {
     case AttachOutcome::Recording:
         send_warnings_to(before);
         if (log >= 0)

@@ -219,17 +219,12 @@ template <class Visit> void each_symbol_slot(const dl_phdr_info& info, Visit&& v
     walk(tables.data, tables.data_bytes);
 }
 
-struct Redirection {
-    unsigned rewritten = 0;
-};
-
-int redirect_object(dl_phdr_info* info, size_t /*size*/, void* data) {
+int redirect_object(dl_phdr_info* info, size_t /*size*/, void* /*data*/) {
     const uintptr_t object = info->dlpi_addr;
     if (holds_this_file(*info) ||
         std::find(g_objects_done.begin(), g_objects_done.end(), object) != g_objects_done.end())
         return 0;
     g_objects_done.push_back(object);
-    auto& redirection = *static_cast<Redirection*>(data);
     each_symbol_slot(*info, [&](uintptr_t slot, const char* name) {
         const Export* ours = export_named(name);
         if (ours == nullptr)
@@ -238,7 +233,6 @@ int redirect_object(dl_phdr_info* info, size_t /*size*/, void* data) {
         if (before == ours->address || !store(*info, slot, ours->address))
             return;
         g_rewritten.push_back({slot, before, ours->address, object});
-        ++redirection.rewritten;
     });
     return 0;
 }
@@ -264,18 +258,15 @@ unsigned long long loads_so_far() {
 
 } // namespace
 
-unsigned redirect_bound_calls() {
+void redirect_bound_calls() {
     const std::lock_guard<std::mutex> guard(g_lock);
     if (g_exports.empty())
         dl_iterate_phdr(collect_exports, nullptr);
     const unsigned long long loads = loads_so_far();
     if (loads == g_loads_seen)
-        return 0;
-    Redirection redirection;
-    g_loads_seen = 0;
-    dl_iterate_phdr(redirect_object, &redirection);
+        return;
+    dl_iterate_phdr(redirect_object, nullptr);
     g_loads_seen = loads;
-    return redirection.rewritten;
 }
 
 void restore_bound_calls() {

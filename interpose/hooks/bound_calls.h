@@ -12,8 +12,8 @@ namespace gpuleak {
 // loader and the objects gpuleak loaded itself) to libgpuleak's exported functions of the same names:
 // the entry points of cuda_entry_points.def, dlsym, fork, pthread_create, exec and _exit. Objects loaded
 // since the last call are found by the loader's count of loads; a call that finds none returns at once.
-// Thread-safe. The number of slots rewritten by this call.
-unsigned redirect_bound_calls();
+// Thread-safe.
+void redirect_bound_calls();
 
 // Writes back each rewritten slot that still holds libgpuleak's function, in objects still loaded; from
 // then on their calls go where they went before. Thread-safe.

@@ -85,11 +85,9 @@ constinit std::atomic<bool> g_python_finalizing_noted{false};
 // A bit per device ordinal where the process's context was recorded (EventType::Context).
 constinit std::atomic<uint32_t> g_devices_with_context{0};
 // gpuleak attach: the trace's name it asked for (used instead of GPULEAK_OUTPUT), empty where the process
-// was not attached to; what runs after each sample while it records; whether an earlier attach's trace is
-// still mapped.
+// was not attached to; what runs after each sample while it records.
 constinit char g_attach_output[kOutputPatternCapacity] = {};
 constinit std::atomic<void (*)()> g_attach_each_sample{nullptr};
-constinit bool g_attached_before = false;
 // One more for each trace an attach begins in this process image: the stack id a thread remembers is
 // one of the trace it was interned in.
 constinit std::atomic<uint64_t> g_trace_serial{0};
@@ -157,6 +155,13 @@ bool has_trace(State state) {
     return state == State::Sampling || state == State::Promoting || state == State::Active;
 }
 
+void restore_default_action(int signal_number) {
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    sigaction(signal_number, &default_action, nullptr);
+}
+
 void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
     const State state = g_state.load(std::memory_order_acquire);
     // A trace still being made gets its end too (a pool terminating a worker it just forked): its file
@@ -172,12 +177,8 @@ void on_fatal_signal(int signal_number, siginfo_t* info, void*) {
     // what chaining to that does is what happens here: the default action set, the signal raised, and
     // delivered when the program's handler returns, not this handler run again.
     struct sigaction current {};
-    if (sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler != SIG_DFL) {
-        struct sigaction default_action {};
-        default_action.sa_handler = SIG_DFL;
-        sigemptyset(&default_action.sa_mask);
-        sigaction(signal_number, &default_action, nullptr);
-    }
+    if (sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler != SIG_DFL)
+        restore_default_action(signal_number);
     raise(signal_number);
 }
 
@@ -337,10 +338,7 @@ void uninstall_signal_hooks() {
         if (sigaction(signal_number, nullptr, &current) != 0 || (current.sa_flags & SA_SIGINFO) == 0 ||
             current.sa_sigaction != on_fatal_signal)
             continue;
-        struct sigaction default_action {};
-        default_action.sa_handler = SIG_DFL;
-        sigemptyset(&default_action.sa_mask);
-        sigaction(signal_number, &default_action, nullptr);
+        restore_default_action(signal_number);
     }
     g_signal_hooks_installed.store(false, std::memory_order_relaxed);
 }
@@ -1343,15 +1341,14 @@ AttachOutcome attach_recording(const char* output_pattern, void (*after_each_sam
     if ((state != State::Idle && state != State::Off) ||
         !g_state.compare_exchange_strong(state, State::Starting, std::memory_order_acq_rel))
         return AttachOutcome::Recording;
-    if (g_attached_before) {
-        // The earlier attach's trace, ended and no longer sampled: unmapped only now, long after any hook
-        // that was still inside it when it detached.
+    if (state == State::Off) {
+        // An earlier attach's trace, ended and no longer sampled (or none, where it could not be made):
+        // unmapped only now, long after any hook that was still inside it when it detached.
         forget_trace();
         g_python_finalizing_noted.store(false, std::memory_order_relaxed);
         g_devices_with_context.store(0, std::memory_order_relaxed);
         g_promotion_failed.store(false, std::memory_order_relaxed);
     }
-    g_attached_before = true;
     g_trace_serial.fetch_add(1, std::memory_order_relaxed);
     std::snprintf(g_attach_output, sizeof g_attach_output, "%s", output_pattern);
     g_attach_each_sample.store(after_each_sample, std::memory_order_release);

@@ -126,7 +126,7 @@ def test_every_property_of_the_schema_is_a_key_the_renderer_writes():
 
 def test_a_key_the_renderer_writes_that_the_schema_lacks_is_reported():
     source = RENDERER_FILE.read_text().replace(
-        'ended["text"] = ended_text(model);', 'ended["text"] = ended_text(model);\n    ended["exit_reason"] = 1;')
+        '{"text", ended_text(model)}};', '{"text", ended_text(model)}, {"exit_reason", 1}};')
     assert mismatches(renderer_keys(source), schema_properties(load_schema())) == (["exit_reason"], [])
 
 
